@@ -1,0 +1,70 @@
+// Package coredns selects the stock CoreDNS plugins that the xcc-dns DNS
+// server is built with, and their order.
+//
+// CoreDNS runs a query through the plugins of a server block in the order of
+// its directive list, not in the order of the Corefile. The list here is a
+// subset of CoreDNS v1.15's own core/dnsserver/zdirectives.go, in the same
+// relative order, so a Corefile behaves exactly as it would with the upstream
+// CoreDNS image. No plugin of our own is added: the DNS engine is stock.
+package coredns
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+
+	// Each import registers one stock plugin with CoreDNS. The list is
+	// explicit (never core/plugin, which pulls in every plugin) so the
+	// binary stays small and its behaviour reviewable.
+	_ "github.com/coredns/coredns/plugin/bufsize"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/etcd"
+	_ "github.com/coredns/coredns/plugin/file"
+	_ "github.com/coredns/coredns/plugin/forward"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/hosts"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/loop"
+	_ "github.com/coredns/coredns/plugin/metrics"
+	_ "github.com/coredns/coredns/plugin/pprof"
+	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/reload"
+	_ "github.com/coredns/coredns/plugin/rewrite"
+	_ "github.com/coredns/coredns/plugin/template"
+	_ "github.com/coredns/coredns/plugin/whoami"
+)
+
+// Directives is the plugin order, a subset of CoreDNS v1.15's in its order.
+//
+// Besides the xcc.test zone (rewrite, cache, template, etcd) it holds what
+// a cluster DNS Corefile uses (kubernetes, forward, loop, loadbalance), so the
+// same binary can stand in for kube-system's CoreDNS in the local lab, and
+// file and hosts for the benchmark's baseline.
+var Directives = []string{
+	"reload",
+	"bufsize",
+	"ready",
+	"health",
+	"pprof",
+	"prometheus",
+	"errors",
+	"log",
+	"loadbalance",
+	"rewrite",
+	"cache",
+	"template",
+	"hosts",
+	"kubernetes",
+	"file",
+	"etcd",
+	"loop",
+	"forward",
+	"whoami",
+}
+
+// Use installs Directives as the DNS server type's directive list. It must
+// run before a Corefile is loaded.
+func Use() {
+	dnsserver.Directives = Directives
+}
