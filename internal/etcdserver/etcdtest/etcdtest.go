@@ -1,0 +1,37 @@
+// Package etcdtest starts a real embedded etcd for tests.
+package etcdtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
+)
+
+// Start starts an embedded etcd on free loopback ports in a fresh
+// t.TempDir, and returns it with a client. Both are closed when the test
+// ends. It is for tests in other packages that need a real etcd.
+func Start(t testing.TB) (*etcdserver.Server, *clientv3.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), etcdserver.DefaultStartTimeout)
+	defer cancel()
+	srv, err := etcdserver.Start(ctx, etcdserver.Config{
+		DataDir:   t.TempDir(),
+		ClientURL: "http://127.0.0.1:0",
+		PeerURL:   "http://127.0.0.1:0",
+		LogLevel:  "error",
+	})
+	if err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return srv, cli
+}

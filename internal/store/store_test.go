@@ -1,0 +1,210 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+	"github.com/xcc-dns/xcc-dns/internal/store"
+)
+
+const zone = "xcc.test"
+
+func record(name, owner, host string) (string, skydnsrecord.Record) {
+	return skydnsrecord.RecordKey(name, owner, host), skydnsrecord.Record{Host: host, TTL: skydnsrecord.DefaultTTL, Owner: owner}
+}
+
+func set(records ...[3]string) skydnsrecord.Set {
+	s := skydnsrecord.Set{}
+	for _, r := range records {
+		k, v := record(r[0], r[1], r[2])
+		s[k] = v
+	}
+	return s
+}
+
+func revision(t *testing.T, cli *clientv3.Client) int64 {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), "/")
+	if err != nil {
+		t.Fatalf("get revision: %v", err)
+	}
+	return resp.Header.Revision
+}
+
+func get(t *testing.T, cli *clientv3.Client, key string) (string, bool) {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("get %q: %v", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", false
+	}
+	return string(resp.Kvs[0].Value), true
+}
+
+func TestReconcileWritesNothingWhenUnchanged(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	ctx := context.Background()
+	s := store.New(cli, zone)
+	desired := set(
+		[3]string{"gateway.cluster-a.dev-team.clusters.xcc.test", "EndpointSlice xcc-dns/a", "192.0.2.10"},
+		[3]string{"gateway.cluster-a.dev-team.clusters.xcc.test", "EndpointSlice xcc-dns/a", "192.0.2.11"},
+	)
+	res, err := s.Reconcile(ctx, desired)
+	if err != nil || res.Puts != 2 || res.Deletes != 0 {
+		t.Fatalf("first reconcile: %+v, %v; want 2 puts", res, err)
+	}
+	before := revision(t, cli)
+	for i := 0; i < 3; i++ {
+		if res, err := s.Reconcile(ctx, desired); err != nil || res.Puts+res.Deletes != 0 {
+			t.Fatalf("reconcile %d of unchanged input: %+v, %v; want no writes", i, res, err)
+		}
+		if res, err := s.SyncOwner(ctx, "EndpointSlice xcc-dns/a", desired); err != nil || res.Puts+res.Deletes != 0 {
+			t.Fatalf("sync %d of unchanged input: %+v, %v; want no writes", i, res, err)
+		}
+	}
+	if after := revision(t, cli); after != before {
+		t.Fatalf("etcd revision moved from %d to %d on unchanged input", before, after)
+	}
+}
+
+func TestReconcileRepairsDriftAndKeepsHandRecords(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	ctx := context.Background()
+	s := store.New(cli, zone)
+	desired := set(
+		[3]string{"gateway.cluster-a.dev-team.clusters.xcc.test", "EndpointSlice xcc-dns/a", "192.0.2.10"},
+		[3]string{"api.cluster-a.dev-team.clusters.xcc.test", "EndpointSlice xcc-dns/api-a", "192.0.2.20"},
+	)
+	if _, err := s.Reconcile(ctx, desired); err != nil {
+		t.Fatal(err)
+	}
+	// An operator's own record, as `etcdctl put` would write it.
+	const handKey = "/skydns/test/xcc/custom/db"
+	const handValue = `{"host":"192.0.2.99","ttl":60}`
+	if _, err := cli.Put(ctx, handKey, handValue); err != nil {
+		t.Fatal(err)
+	}
+	// Drift: one owned record deleted, one stale owned record added, one
+	// owned record changed behind the syncer's back.
+	keys := desired.Keys()
+	if _, err := cli.Delete(ctx, keys[0]); err != nil {
+		t.Fatal(err)
+	}
+	staleKey, stale := record("gateway.cluster-z.dev-team.clusters.xcc.test", "EndpointSlice xcc-dns/z", "192.0.2.30")
+	v, _ := stale.Marshal()
+	if _, err := cli.Put(ctx, staleKey, string(v)); err != nil {
+		t.Fatal(err)
+	}
+	changed := desired[keys[1]]
+	changed.Host = "198.51.100.1"
+	v, _ = changed.Marshal()
+	if _, err := cli.Put(ctx, keys[1], string(v)); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := s.Reconcile(ctx, desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Puts != 2 || res.Deletes != 1 {
+		t.Fatalf("repair: %+v; want 2 puts (missing, changed) and 1 delete (stale)", res)
+	}
+	for _, k := range keys {
+		got, ok := get(t, cli, k)
+		want, _ := desired[k].Marshal()
+		if !ok || got != string(want) {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	if _, ok := get(t, cli, staleKey); ok {
+		t.Errorf("stale owned record %s survived the reconcile", staleKey)
+	}
+	// Nothing the syncer did not write is ever deleted, even with nothing desired.
+	if _, err := s.Reconcile(ctx, skydnsrecord.Set{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := get(t, cli, handKey); !ok || got != handValue {
+		t.Fatalf("hand record = %q, %v; want it untouched", got, ok)
+	}
+	if owned := s.Owned(); len(owned) != 0 {
+		t.Fatalf("owned after reconciling to nothing: %v", owned)
+	}
+}
+
+func TestSyncOwnerTouchesOnlyThatOwner(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	ctx := context.Background()
+	s := store.New(cli, zone)
+	if _, err := s.SyncOwner(ctx, "x", nil); err == nil {
+		t.Fatal("sync before the first reconcile: want an error")
+	}
+	a := set([3]string{"gateway.cluster-a.dev-team.clusters.xcc.test", "EndpointSlice xcc-dns/a", "192.0.2.10"})
+	b := set([3]string{"gateway.cluster-b.dev-team.clusters.xcc.test", "EndpointSlice xcc-dns/b", "192.0.2.40"})
+	all := skydnsrecord.Set{}
+	for k, v := range a {
+		all[k] = v
+	}
+	for k, v := range b {
+		all[k] = v
+	}
+	if _, err := s.Reconcile(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	newA := set([3]string{"gateway.cluster-a.dev-team.clusters.xcc.test", "EndpointSlice xcc-dns/a", "192.0.2.12"})
+	res, err := s.SyncOwner(ctx, "EndpointSlice xcc-dns/a", newA)
+	if err != nil || res.Puts != 1 || res.Deletes != 1 {
+		t.Fatalf("sync a: %+v, %v; want 1 put and 1 delete", res, err)
+	}
+	for k := range b {
+		if _, ok := get(t, cli, k); !ok {
+			t.Fatalf("syncing owner a removed b's record %s", k)
+		}
+	}
+	if _, err := s.SyncOwner(ctx, "EndpointSlice xcc-dns/a", b); err == nil {
+		t.Fatal("sync with records of another owner: want an error")
+	}
+	if res, err := s.SyncOwner(ctx, "EndpointSlice xcc-dns/a", nil); err != nil || res.Deletes != 1 {
+		t.Fatalf("sync a to nothing: %+v, %v; want 1 delete", res, err)
+	}
+}
+
+func TestLargeReconcileSplitsTransactions(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	ctx := context.Background()
+	s := store.New(cli, zone)
+	const n = 3*store.MaxOpsPerTxn + 7
+	desired := skydnsrecord.Set{}
+	for i := 0; i < n; i++ {
+		k, v := record(fmt.Sprintf("gateway.c%d.dev-team.clusters.xcc.test", i), fmt.Sprintf("EndpointSlice xcc-dns/c%d", i), fmt.Sprintf("192.0.2.%d", i%250+1))
+		desired[k] = v
+	}
+	before := revision(t, cli)
+	res, err := s.Reconcile(ctx, desired)
+	if err != nil || res.Puts != n {
+		t.Fatalf("reconcile %d records: %+v, %v", n, res, err)
+	}
+	// One revision per transaction: ceil(n/128) of them, never one txn over the limit.
+	if got, want := revision(t, cli)-before, int64((n+store.MaxOpsPerTxn-1)/store.MaxOpsPerTxn); got != want {
+		t.Fatalf("%d records took %d transactions, want %d", n, got, want)
+	}
+	resp, err := cli.Get(ctx, "/skydns/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != n {
+		t.Fatalf("count under /skydns/ = %d, %v; want %d", resp.Count, err, n)
+	}
+}
+
+func TestRecordsWithoutOwnerAreRefused(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	s := store.New(cli, zone)
+	bad := skydnsrecord.Set{"/skydns/test/xcc/a/x1": {Host: "192.0.2.1", TTL: 30}}
+	if _, err := s.Reconcile(context.Background(), bad); err == nil {
+		t.Fatal("reconcile of a record without owner: want an error")
+	}
+}
