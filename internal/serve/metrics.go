@@ -1,0 +1,41 @@
+package serve
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+var everything = labels.Everything()
+
+// Metrics are the syncer's Prometheus metrics.
+type Metrics struct {
+	Records           prometheus.Gauge
+	Writes            prometheus.Counter
+	SyncErrors        prometheus.Counter
+	RefusedInputs     prometheus.Counter
+	ReconcileDuration prometheus.Histogram
+}
+
+// NewMetrics creates the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Records: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "xcc_serve_records", Help: "Records the syncer owns in etcd.",
+		}),
+		Writes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "xcc_serve_record_writes_total", Help: "Record puts and deletes written to etcd.",
+		}),
+		SyncErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "xcc_serve_sync_errors_total", Help: "Syncs and reconciles that failed and were retried.",
+		}),
+		RefusedInputs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "xcc_serve_refused_inputs_total", Help: "Hostnames, addresses or TTLs in EndpointSlices that were refused.",
+		}),
+		ReconcileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "xcc_serve_reconcile_duration_seconds", Help: "Time of a full reconcile of every record.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}),
+	}
+	reg.MustRegister(m.Records, m.Writes, m.SyncErrors, m.RefusedInputs, m.ReconcileDuration)
+	return m
+}

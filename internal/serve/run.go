@@ -1,0 +1,161 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
+	"github.com/xcc-dns/xcc-dns/internal/store"
+)
+
+// Defaults of the serve role.
+const (
+	DefaultNamespace   = "xcc-dns"
+	DefaultHTTPAddress = ":8080"
+	etcdDialTimeout    = 5 * time.Second
+	etcdProbeTimeout   = 2 * time.Second
+	shutdownTimeout    = 5 * time.Second
+)
+
+// Options are the settings of `xcc-syncer serve`.
+type Options struct {
+	Kubeconfig      string // empty: in-cluster config
+	Namespace       string
+	Domain          string
+	HTTPAddress     string
+	EtcdEndpoints   []string // set: use this etcd, start none
+	Etcd            etcdserver.Config
+	ReconcilePeriod time.Duration
+}
+
+// Run runs the serve role until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	logger := klog.FromContext(ctx)
+	kube, err := kubeClient(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+
+	endpoints := o.EtcdEndpoints
+	var etcdErr <-chan error
+	if len(endpoints) == 0 {
+		logger.Info("Starting embedded etcd", "dataDir", o.Etcd.DataDir, "clientURL", o.Etcd.ClientURL)
+		srv, err := etcdserver.Start(ctx, o.Etcd)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		endpoints, etcdErr = srv.Endpoints(), srv.Err()
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: etcdDialTimeout, Context: ctx})
+	if err != nil {
+		return fmt.Errorf("etcd client for %v: %w", endpoints, err)
+	}
+	defer cli.Close()
+	logger.Info("Using etcd", "endpoints", endpoints)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	syncer, factory := New(Config{
+		Client:          kube,
+		Namespace:       o.Namespace,
+		Domain:          o.Domain,
+		Store:           store.New(cli, o.Domain),
+		Metrics:         NewMetrics(reg),
+		ReconcilePeriod: o.ReconcilePeriod,
+	})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	httpSrv, err := serveHTTP(ctx, o.HTTPAddress, reg, func(r *http.Request) error {
+		if !syncer.Ready() {
+			return errors.New("first reconcile not done")
+		}
+		pctx, cancel := context.WithTimeout(r.Context(), etcdProbeTimeout)
+		defer cancel()
+		if _, err := cli.Get(pctx, "health", clientv3.WithCountOnly()); err != nil {
+			return fmt.Errorf("etcd: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	defer shutdown(httpSrv)
+
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	done := make(chan error, 1)
+	go func() { done <- syncer.Run(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case err := <-etcdErr:
+		return fmt.Errorf("embedded etcd: %w", err)
+	}
+}
+
+func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client config (kubeconfig %q): %w", kubeconfig, err)
+	}
+	cfg.UserAgent = "xcc-syncer-serve"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return cs, nil
+}
+
+// serveHTTP serves /healthz (the process runs), /readyz (ready(r) is nil)
+// and /metrics on addr.
+func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func(*http.Request) error) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := ready(r); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %q: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "HTTP server stopped", "address", addr)
+		}
+	}()
+	klog.FromContext(ctx).Info("Serving health and metrics", "address", l.Addr().String())
+	return srv, nil
+}
+
+func shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+}

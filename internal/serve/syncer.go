@@ -1,0 +1,237 @@
+// Package serve keeps the SkyDNS records in etcd equal to what the
+// EndpointSlices in one namespace of a workload cluster describe. It is the
+// `xcc-syncer serve` role: it holds no credentials to any other cluster, and
+// when the management cluster is gone the records it last wrote stay in
+// etcd and go on being served.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+	"github.com/xcc-dns/xcc-dns/internal/store"
+)
+
+// Defaults of the syncer.
+const (
+	// DefaultReconcilePeriod is how often the whole set of records is read
+	// back from etcd and repaired. Changes of slices do not wait for it:
+	// they are written as they arrive.
+	DefaultReconcilePeriod = 5 * time.Minute
+	// DefaultWorkers is the number of keys synced in parallel.
+	DefaultWorkers = 2
+	// informerResync is zero: the informer's cache is the truth and the
+	// periodic reconcile covers etcd drift.
+	informerResync = 0
+)
+
+// Syncer turns the EndpointSlices of one namespace into records.
+type Syncer struct {
+	domain          string
+	store           *store.Store
+	lister          discoverylisters.EndpointSliceLister
+	synced          cache.InformerSynced
+	queue           workqueue.TypedRateLimitingInterface[string]
+	metrics         *Metrics
+	reconcilePeriod time.Duration
+	workers         int
+
+	ready atomic.Bool
+}
+
+// Config configures a Syncer.
+type Config struct {
+	Client          kubernetes.Interface
+	Namespace       string
+	Domain          string
+	Store           *store.Store
+	Metrics         *Metrics
+	ReconcilePeriod time.Duration
+	Workers         int
+}
+
+// New wires a Syncer to an informer on the EndpointSlices of cfg.Namespace.
+// The informer starts in Run.
+func New(cfg Config) (*Syncer, informers.SharedInformerFactory) {
+	if cfg.ReconcilePeriod == 0 {
+		cfg.ReconcilePeriod = DefaultReconcilePeriod
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, informerResync, informers.WithNamespace(cfg.Namespace))
+	inf := factory.Discovery().V1().EndpointSlices()
+	s := &Syncer{
+		domain:          skydnsrecord.CanonicalName(cfg.Domain),
+		store:           cfg.Store,
+		lister:          inf.Lister(),
+		synced:          inf.Informer().HasSynced,
+		queue:           workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpointslices"}),
+		metrics:         cfg.Metrics,
+		reconcilePeriod: cfg.ReconcilePeriod,
+		workers:         cfg.Workers,
+	}
+	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.enqueue,
+		UpdateFunc: func(_, obj any) { s.enqueue(obj) },
+		DeleteFunc: s.enqueue,
+	})
+	return s, factory
+}
+
+// enqueue adds the namespace/name key of a slice; for a deleted slice whose
+// final state was missed it takes the key from the tombstone.
+func (s *Syncer) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("key of %T: %w", obj, err))
+		return
+	}
+	s.queue.Add(key)
+}
+
+// Ready reports whether the first full reconcile has completed.
+func (s *Syncer) Ready() bool { return s.ready.Load() }
+
+// Run waits for the informer cache, reconciles every record once, then
+// syncs each slice as it changes and reconciles everything again every
+// reconcile period, until ctx ends.
+func (s *Syncer) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	defer s.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+
+	logger.Info("Waiting for the EndpointSlice cache")
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced) {
+		return errors.New("EndpointSlice cache did not sync")
+	}
+	// The first reconcile must land before the syncer is ready; retry it
+	// with back-off while etcd or the data misbehave.
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 8, Cap: 30 * time.Second}, func(ctx context.Context) (bool, error) {
+		if err := s.reconcileAll(ctx); err != nil {
+			logger.Error(err, "First reconcile failed; retrying")
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("first reconcile: %w", err)
+	}
+	s.ready.Store(true)
+	logger.Info("Serving records", "records", len(s.store.Owned()))
+
+	for i := 0; i < s.workers; i++ {
+		go wait.UntilWithContext(ctx, s.runWorker, time.Second)
+	}
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if err := s.reconcileAll(ctx); err != nil {
+			logger.Error(err, "Periodic reconcile failed")
+		}
+	}, s.reconcilePeriod)
+	<-ctx.Done()
+	return nil
+}
+
+func (s *Syncer) runWorker(ctx context.Context) {
+	for s.processNext(ctx) {
+	}
+}
+
+func (s *Syncer) processNext(ctx context.Context) bool {
+	key, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(key)
+	if err := s.syncHandler(ctx, key); err != nil {
+		s.metrics.SyncErrors.Inc()
+		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed; requeued", "key", key)
+		s.queue.AddRateLimited(key)
+		return true
+	}
+	s.queue.Forget(key)
+	return true
+}
+
+// syncHandler makes the records of one slice equal to what it describes.
+// A slice that is gone (NotFound) gets its records deleted.
+func (s *Syncer) syncHandler(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return fmt.Errorf("key %q: %w", key, err)
+	}
+	owner := Owner(namespace, name)
+	var desired skydnsrecord.Set
+	slice, err := s.lister.EndpointSlices(namespace).Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("get EndpointSlice %s: %w", key, err)
+	default:
+		desired = s.sliceRecords(ctx, slice)
+	}
+	res, err := s.store.SyncOwner(ctx, owner, desired)
+	if err != nil {
+		return fmt.Errorf("sync records of %s: %w", key, err)
+	}
+	s.observe(ctx, res, "slice", key)
+	return nil
+}
+
+// reconcileAll rebuilds the desired records of every slice in the cache and
+// makes etcd equal to them.
+func (s *Syncer) reconcileAll(ctx context.Context) error {
+	start := time.Now()
+	slices, err := s.lister.List(everything)
+	if err != nil {
+		return fmt.Errorf("list EndpointSlices: %w", err)
+	}
+	desired := skydnsrecord.Set{}
+	for _, slice := range slices {
+		for k, r := range s.sliceRecords(ctx, slice) {
+			desired[k] = r
+		}
+	}
+	res, err := s.store.Reconcile(ctx, desired)
+	s.metrics.ReconcileDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		s.metrics.SyncErrors.Inc()
+		return fmt.Errorf("reconcile %d records: %w", len(desired), err)
+	}
+	s.observe(ctx, res, "reconcile", "all")
+	return nil
+}
+
+// sliceRecords computes a slice's records and reports, without failing the
+// sync, every part of it that was refused.
+func (s *Syncer) sliceRecords(ctx context.Context, slice *discoveryv1.EndpointSlice) skydnsrecord.Set {
+	records, problems := SliceRecords(slice, s.domain)
+	for _, p := range problems {
+		s.metrics.RefusedInputs.Inc()
+		klog.FromContext(ctx).Error(p, "Refused part of an EndpointSlice", "slice", klog.KObj(slice))
+	}
+	return records
+}
+
+func (s *Syncer) observe(ctx context.Context, res store.Result, what, key string) {
+	s.metrics.Records.Set(float64(len(s.store.Owned())))
+	if res.Puts+res.Deletes > 0 {
+		s.metrics.Writes.Add(float64(res.Puts + res.Deletes))
+		klog.FromContext(ctx).V(2).Info("Wrote records", what, key, "puts", res.Puts, "deletes", res.Deletes, "revision", res.Revision)
+	}
+}
