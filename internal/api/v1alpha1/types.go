@@ -1,0 +1,143 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Group, version and resource of GatewayDNS. The controller reads and writes
+// GatewayDNS through the dynamic client with GroupVersionResource, so no
+// generated clientset is needed.
+var (
+	SchemeGroupVersion = schema.GroupVersion{Group: "connectivity.tanzu.vmware.com", Version: "v1alpha1"}
+	GatewayDNSResource = SchemeGroupVersion.WithResource("gatewaydns")
+	GatewayDNSKind     = SchemeGroupVersion.WithKind("GatewayDNS")
+)
+
+// ResolutionType says which address of the gateway Service a GatewayDNS publishes.
+// +kubebuilder:validation:Enum=loadBalancer
+type ResolutionType string
+
+// ResolutionTypeLoadBalancer publishes status.loadBalancer.ingress of the
+// gateway Service: its IPs as A/AAAA and its hostnames as CNAME.
+const ResolutionTypeLoadBalancer ResolutionType = "loadBalancer"
+
+// Bounds of spec.ttl. Below MinTTL a resolver would hammer the DNS server;
+// above MaxTTL a moved gateway would stay wrong in caches for too long.
+const (
+	MinTTL = 5
+	MaxTTL = 3600
+)
+
+// Condition types and reasons of a GatewayDNS.
+const (
+	// ConditionReady is True when every selected cluster that this
+	// GatewayDNS owns has its names published in every opted-in cluster.
+	ConditionReady = "Ready"
+	// ConditionConflict is True when an older GatewayDNS in the same
+	// namespace selects some of the same clusters and so owns their names.
+	ConditionConflict = "Conflict"
+)
+
+// GatewayDNSSpec is what the user asks for.
+type GatewayDNSSpec struct {
+	// ClusterSelector selects the Cluster API Clusters, in the namespace of
+	// this GatewayDNS, whose gateway Service gets the name
+	// *.gateway.<cluster>.<namespace>.clusters.<domain>.
+	ClusterSelector metav1.LabelSelector `json:"clusterSelector"`
+
+	// Service is the gateway Service in each selected workload cluster,
+	// as namespace/name (for example projectcontour/envoy).
+	// +kubebuilder:validation:MaxLength=127
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	Service string `json:"service"`
+
+	// ResolutionType says which address of the Service is published.
+	// +kubebuilder:default=loadBalancer
+	// +optional
+	ResolutionType ResolutionType `json:"resolutionType,omitempty"`
+
+	// TTL in seconds of the published records; unset, the DNS server's default (30 s).
+	// +kubebuilder:validation:Minimum=5
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	TTL *int32 `json:"ttl,omitempty"`
+}
+
+// ClusterStatus reports one selected Cluster: the addresses published for
+// its gateway, or the reason there are none.
+type ClusterStatus struct {
+	// Name of the Cluster.
+	Name string `json:"name"`
+	// Ready is true when the gateway name of this cluster is published.
+	Ready bool `json:"ready"`
+	// Addresses published for the gateway name (IPs and hostnames).
+	// +optional
+	Addresses []string `json:"addresses,omitempty"`
+	// APIAddresses published for api.<cluster>... from spec.controlPlaneEndpoint.host.
+	// +optional
+	APIAddresses []string `json:"apiAddresses,omitempty"`
+	// Reason is a CamelCase word for the state of the gateway name
+	// (Published, ServiceNotFound, ClusterUnreachable, ...).
+	Reason string `json:"reason"`
+	// Message says what is wrong in words, and what was refused.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// GatewayDNSStatus is what the controller observed and did.
+type GatewayDNSStatus struct {
+	// ObservedGeneration is the metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions Ready and Conflict.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// SelectedClusters counts the Clusters the selector matches.
+	// +optional
+	SelectedClusters int32 `json:"selectedClusters"`
+	// ReadyClusters counts the selected Clusters whose gateway name is published.
+	// +optional
+	ReadyClusters int32 `json:"readyClusters"`
+	// Clusters has one entry per selected Cluster, sorted by name.
+	// +optional
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
+}
+
+// GatewayDNS publishes the gateway Service of every selected workload
+// cluster under a DNS name that every cluster in the namespace can resolve.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=gatewaydns,scope=Namespaced,shortName=gdns
+// +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.spec.service`
+// +kubebuilder:printcolumn:name="Resolution",type=string,JSONPath=`.spec.resolutionType`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyClusters`
+// +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.selectedClusters`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GatewayDNS struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GatewayDNSSpec   `json:"spec,omitempty"`
+	Status GatewayDNSStatus `json:"status,omitempty"`
+}
+
+// GatewayDNSList is a list of GatewayDNS.
+//
+// +kubebuilder:object:root=true
+type GatewayDNSList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GatewayDNS `json:"items"`
+}
+
+// AddToScheme registers GatewayDNS with a scheme (used by tests and fakes).
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(SchemeGroupVersion, &GatewayDNS{}, &GatewayDNSList{})
+	metav1.AddToGroupVersion(s, SchemeGroupVersion)
+	return nil
+}
