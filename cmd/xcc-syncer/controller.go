@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"flag"
+
+	"k8s.io/klog/v2"
+
+	"github.com/xcc-dns/xcc-dns/internal/controller"
+)
+
+func init() { subcommands["controller"] = runController }
+
+// runController is `xcc-syncer controller`: GatewayDNS + Cluster API in the
+// management cluster -> EndpointSlices in every opted-in workload cluster.
+func runController(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("controller", flag.ExitOnError)
+	var o controller.Options
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; empty: in-cluster config")
+	fs.StringVar(&o.SliceNamespace, "slice-namespace", controller.DefaultSliceNamespace, "namespace in each workload cluster that receives EndpointSlices (its presence opts the cluster in)")
+	fs.StringVar(&o.Domain, "domain", controller.DefaultDomain, "DNS zone of the published names")
+	fs.StringVar(&o.HTTPAddress, "http-address", controller.DefaultHTTPAddress, "address of /healthz, /readyz and /metrics")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a coordination Lease so only one replica writes")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", controller.DefaultLeaderElectionNamespaceFromPod(), "namespace of the leader election Lease")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", controller.DefaultLeaderElectionID, "name of the leader election Lease")
+	fs.DurationVar(&o.Resync, "resync-period", controller.DefaultResync, "how often every GatewayDNS is synced again, repairing drift in workload clusters")
+	fs.IntVar(&o.Workers, "workers", controller.DefaultWorkers, "GatewayDNS synced concurrently")
+	klog.InitFlags(fs)
+	_ = fs.Parse(args)
+	return controller.Run(ctx, o)
+}

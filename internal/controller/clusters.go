@@ -1,0 +1,271 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+)
+
+// KubeconfigSecretKey is the key of the CAPI `<cluster>-kubeconfig` Secret
+// that holds the kubeconfig of the workload cluster.
+const (
+	KubeconfigSecretKey    = "value"
+	kubeconfigSecretSuffix = "-kubeconfig"
+	// workloadRequestTimeout bounds every call to a workload cluster, so an
+	// unreachable cluster costs a worker seconds, not minutes.
+	workloadRequestTimeout = 10 * time.Second
+	workloadQPS            = 20
+	workloadBurst          = 40
+)
+
+// ClientFactory builds a client for a workload cluster from its kubeconfig.
+// Tests hand out fake clientsets; production parses the kubeconfig.
+type ClientFactory func(kubeconfig []byte) (kubernetes.Interface, error)
+
+// NewClientFromKubeconfig is the production ClientFactory.
+func NewClientFromKubeconfig(kubeconfig []byte) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("parse kubeconfig: %w", err)
+	}
+	cfg.Timeout = workloadRequestTimeout
+	cfg.QPS, cfg.Burst = workloadQPS, workloadBurst
+	cfg.UserAgent = "xcc-syncer-controller"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client from kubeconfig: %w", err)
+	}
+	return cs, nil
+}
+
+// workloads keeps one client per workload cluster, one Namespace informer
+// on the slice namespace of each, and one Service informer per gateway
+// Service. Each is shared by every GatewayDNS that uses it and stopped when
+// none does (release).
+type workloads struct {
+	mu             sync.Mutex
+	ctx            context.Context // parent of every informer; set by start
+	newClient      ClientFactory
+	sliceNamespace string
+	resync         time.Duration
+	// onNamespace is called when the slice namespace of a cluster in
+	// clusterNamespace appears, goes, or first lists.
+	onNamespace func(clusterNamespace string)
+	// onService is called with the GatewayDNS keys that use a Service informer when it changes.
+	onService func(users []string)
+	clusters  map[string]*workload // by "<cluster-ns>/<cluster>"
+	gauge     func(n int)
+}
+
+type workload struct {
+	key        string
+	configHash string
+	client     kubernetes.Interface
+	cancel     context.CancelFunc
+	ctx        context.Context
+	nsInformer cache.SharedIndexInformer
+	services   map[string]*serviceWatch // by "<ns>/<name>"
+	users      map[string]bool
+}
+
+type serviceWatch struct {
+	informer cache.SharedIndexInformer
+	cancel   context.CancelFunc
+	users    map[string]bool
+}
+
+// access is the result of looking up a workload cluster's client.
+type access struct {
+	w               *workload
+	reason, message string
+}
+
+// get returns the client of a workload cluster for user (a GatewayDNS key),
+// building it from the kubeconfig Secret, or rebuilding it when the
+// kubeconfig changed. A missing or garbage Secret gives a reason, not an error.
+func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret, user string) access {
+	key := clusterNamespace + "/" + cluster
+	if secret == nil {
+		return access{reason: ReasonKubeconfigMissing, message: fmt.Sprintf("Secret %s/%s%s not found", clusterNamespace, cluster, kubeconfigSecretSuffix)}
+	}
+	raw := secret.Data[KubeconfigSecretKey]
+	if len(raw) == 0 {
+		return access{reason: ReasonKubeconfigInvalid, message: fmt.Sprintf("Secret %s/%s has no key %q", secret.Namespace, secret.Name, KubeconfigSecretKey)}
+	}
+	sum := sha256.Sum256(raw)
+	hash := hex.EncodeToString(sum[:])
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w := m.clusters[key]; w != nil {
+		if w.configHash == hash {
+			w.users[user] = true
+			return access{w: w}
+		}
+		klog.FromContext(m.ctx).Info("Kubeconfig changed, reconnecting", "cluster", key)
+		m.stopLocked(w)
+	}
+	client, err := m.newClient(raw)
+	if err != nil {
+		return access{reason: ReasonKubeconfigInvalid, message: fmt.Sprintf("Secret %s/%s: %v", secret.Namespace, secret.Name, err)}
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	w := &workload{key: key, configHash: hash, client: client, cancel: cancel, ctx: ctx,
+		services: map[string]*serviceWatch{}, users: map[string]bool{user: true}}
+	w.nsInformer = newSingleObjectInformer(m.sliceNamespace, &corev1.Namespace{}, m.resync,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().Namespaces().List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Namespaces().Watch(ctx, o)
+		})
+	notify := func() { m.onNamespace(clusterNamespace) }
+	_, _ = w.nsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify() },
+		UpdateFunc: func(any, any) {},
+		DeleteFunc: func(any) { notify() },
+	})
+	go w.nsInformer.RunWithContext(ctx)
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), w.nsInformer.HasSynced) {
+			notify()
+		}
+	}()
+	m.clusters[key] = w
+	klog.FromContext(m.ctx).Info("Watching workload cluster", "cluster", key)
+	m.gauge(len(m.clusters))
+	return access{w: w}
+}
+
+// hasSliceNamespace reports whether the cluster has opted in; synced is
+// false while the Namespace informer has not listed (cluster unreachable).
+func (w *workload) hasSliceNamespace(name string) (has, synced bool) {
+	if !w.nsInformer.HasSynced() {
+		return false, false
+	}
+	_, exists, _ := w.nsInformer.GetStore().GetByKey(name)
+	return exists, true
+}
+
+// service returns the gateway Service of w for user, starting a
+// field-selected informer on first use. synced is false until it has listed.
+func (m *workloads) service(w *workload, namespace, name, user string) (svc *corev1.Service, synced bool) {
+	ref := namespace + "/" + name
+	m.mu.Lock()
+	sw := w.services[ref]
+	if sw == nil {
+		ctx, cancel := context.WithCancel(w.ctx)
+		client := w.client
+		inf := newSingleObjectInformer(name, &corev1.Service{}, m.resync,
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Services(namespace).List(ctx, o)
+			},
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().Services(namespace).Watch(ctx, o)
+			})
+		sw = &serviceWatch{informer: inf, cancel: cancel, users: map[string]bool{}}
+		notify := func() { m.onService(m.usersOf(sw)) }
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { notify() },
+			UpdateFunc: func(any, any) { notify() },
+			DeleteFunc: func(any) { notify() },
+		})
+		go inf.RunWithContext(ctx)
+		go func() {
+			if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+				notify()
+			}
+		}()
+		w.services[ref] = sw
+		klog.FromContext(m.ctx).V(2).Info("Watching gateway Service", "cluster", w.key, "service", ref)
+	}
+	sw.users[user] = true
+	m.mu.Unlock()
+
+	if !sw.informer.HasSynced() {
+		return nil, false
+	}
+	obj, exists, _ := sw.informer.GetStore().GetByKey(ref)
+	if !exists {
+		return nil, true
+	}
+	s, _ := obj.(*corev1.Service)
+	return s, true
+}
+
+func (m *workloads) usersOf(sw *serviceWatch) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(sw.users))
+	for u := range sw.users {
+		out = append(out, u)
+	}
+	return out
+}
+
+// release drops the uses of user that are not in keep (cluster key ->
+// Service refs still watched for it) and stops clients and informers that
+// no GatewayDNS uses any more.
+func (m *workloads) release(user string, keep map[string]map[string]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, w := range m.clusters {
+		refs, keepCluster := keep[key]
+		for ref, sw := range w.services {
+			if !refs[ref] {
+				delete(sw.users, user)
+			}
+			if len(sw.users) == 0 {
+				sw.cancel()
+				delete(w.services, ref)
+				klog.FromContext(m.ctx).V(2).Info("Stopped watching gateway Service", "cluster", key, "service", ref)
+			}
+		}
+		if !keepCluster {
+			delete(w.users, user)
+		}
+		if len(w.users) == 0 {
+			m.stopLocked(w)
+		}
+	}
+	m.gauge(len(m.clusters))
+}
+
+func (m *workloads) stopLocked(w *workload) {
+	w.cancel()
+	delete(m.clusters, w.key)
+	klog.FromContext(m.ctx).Info("Stopped watching workload cluster", "cluster", w.key)
+}
+
+// newSingleObjectInformer watches one object by name (field selector
+// metadata.name), so a workload cluster's API server sends only the events
+// of the gateway Service or the slice Namespace.
+func newSingleObjectInformer(name string, obj runtime.Object, resync time.Duration,
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.SharedIndexInformer {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return watchFn(ctx, o)
+		},
+	}
+	return cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{})
+}

@@ -1,0 +1,687 @@
+// Package controller is the management-cluster role of xcc-dns: it turns
+// GatewayDNS objects, Cluster API Clusters and the gateway Services of the
+// workload clusters into EndpointSlices in the xcc-dns namespace of every
+// opted-in workload cluster, where `xcc-syncer serve` turns them into DNS
+// records.
+//
+// Shape: informers enqueue GatewayDNS keys into one rate-limited work queue;
+// sync gathers what the informers know (clusterInput), computes the desired
+// slices with a pure function (computeDesired), diffs them per target
+// cluster (computePlan) and applies the plan, then writes status.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+)
+
+// Defaults of the controller role.
+const (
+	DefaultSliceNamespace = "xcc-dns"
+	DefaultDomain         = "xcc.test"
+	DefaultHTTPAddress    = ":8080"
+	// DefaultResync re-runs every sync this often, which repairs slices
+	// someone deleted or edited in a workload cluster.
+	DefaultResync = 5 * time.Minute
+	// DefaultWorkers syncs this many GatewayDNS at once.
+	DefaultWorkers = 2
+	// Finalizer keeps a GatewayDNS until its slices are gone everywhere.
+	Finalizer = "connectivity.tanzu.vmware.com/xcc-dns-endpointslices"
+	// controllerName is the event source and the work queue name.
+	controllerName = "xcc-dns-controller"
+)
+
+// Config wires the controller to its clients.
+type Config struct {
+	// Kube is the management cluster (Secrets, Events).
+	Kube kubernetes.Interface
+	// Dynamic is the management cluster (GatewayDNS, Cluster).
+	Dynamic dynamic.Interface
+	// ClusterResource is the served version of cluster.x-k8s.io clusters.
+	ClusterResource schema.GroupVersionResource
+	// NewClient builds workload cluster clients (NewClientFromKubeconfig in production).
+	NewClient      ClientFactory
+	SliceNamespace string
+	Domain         string
+	Resync         time.Duration
+	Workers        int
+	Metrics        *Metrics
+	// Recorder records Events on GatewayDNS objects; nil: none.
+	Recorder record.EventRecorder
+}
+
+// Controller keeps the EndpointSlices of every GatewayDNS in step.
+type Controller struct {
+	cfg       Config
+	queue     workqueue.TypedRateLimitingInterface[string]
+	dynInf    dynamicinformer.DynamicSharedInformerFactory
+	kubeInf   informers.SharedInformerFactory
+	gdns      cache.SharedIndexInformer
+	clusters  cache.SharedIndexInformer
+	secrets   corelisters.SecretLister
+	synced    []cache.InformerSynced
+	workloads *workloads
+
+	pendingMu sync.Mutex
+	// pending holds, per GatewayDNS key, the time of the oldest gateway
+	// Service event not yet written out (for ServiceToSlices).
+	pending map[string]time.Time
+}
+
+// New builds the controller and registers its informers; Run starts them.
+func New(cfg Config) *Controller {
+	if cfg.Resync == 0 {
+		cfg.Resync = DefaultResync
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.Recorder == nil {
+		cfg.Recorder = &record.FakeRecorder{}
+	}
+	c := &Controller{
+		cfg: cfg,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: controllerName}),
+		dynInf:  dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, cfg.Resync),
+		kubeInf: informers.NewSharedInformerFactory(cfg.Kube, 0),
+		pending: map[string]time.Time{},
+	}
+	c.gdns = c.dynInf.ForResource(v1alpha1.GatewayDNSResource).Informer()
+	c.clusters = c.dynInf.ForResource(cfg.ClusterResource).Informer()
+	secretInf := c.kubeInf.Core().V1().Secrets()
+	// Only <cluster>-kubeconfig Secrets matter; drop the data of every other
+	// Secret before it is cached, so the cache stays small and holds no
+	// credentials the controller does not use.
+	_ = secretInf.Informer().SetTransform(func(obj any) (any, error) {
+		if s, ok := obj.(*corev1.Secret); ok && !strings.HasSuffix(s.Name, kubeconfigSecretSuffix) {
+			s.Data, s.StringData = nil, nil
+		}
+		return obj, nil
+	})
+	c.secrets = secretInf.Lister()
+	c.synced = []cache.InformerSynced{c.gdns.HasSynced, c.clusters.HasSynced, secretInf.Informer().HasSynced}
+
+	_, _ = c.gdns.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.enqueueNamespaceOf(obj) },
+		UpdateFunc: func(old, cur any) {
+			o, n := metaOf(old), metaOf(cur)
+			if o == nil || n == nil || o.GetGeneration() != n.GetGeneration() || o.GetDeletionTimestamp() != n.GetDeletionTimestamp() {
+				c.enqueueNamespaceOf(cur)
+				return
+			}
+			c.enqueue(cur)
+		},
+		DeleteFunc: func(obj any) { c.enqueueNamespaceOf(obj) },
+	})
+	onClusterish := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueNamespaceOf(obj) },
+		UpdateFunc: func(_, cur any) { c.enqueueNamespaceOf(cur) },
+		DeleteFunc: func(obj any) { c.enqueueNamespaceOf(obj) },
+	}
+	_, _ = c.clusters.AddEventHandler(onClusterish)
+	_, _ = secretInf.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			m := metaOf(obj)
+			return m != nil && strings.HasSuffix(m.GetName(), kubeconfigSecretSuffix)
+		},
+		Handler: onClusterish,
+	})
+	c.workloads = &workloads{
+		newClient:      cfg.NewClient,
+		sliceNamespace: cfg.SliceNamespace,
+		resync:         cfg.Resync,
+		onNamespace:    c.enqueueAllIn,
+		onService:      c.serviceChanged,
+		clusters:       map[string]*workload{},
+		gauge:          func(n int) { cfg.Metrics.ClustersWatched.Set(float64(n)) },
+	}
+	return c
+}
+
+// metaOf returns the object metadata of an informer object or tombstone.
+func metaOf(obj any) metav1.Object {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, err := objectMeta(obj)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+func objectMeta(obj any) (metav1.Object, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		return m, nil
+	}
+	return nil, fmt.Errorf("object %T has no metadata", obj)
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// enqueueNamespaceOf enqueues the object itself when it is a GatewayDNS
+// (even a deleted one, so its slices go) and every GatewayDNS of its
+// namespace: Clusters, Secrets and other GatewayDNS change their result.
+func (c *Controller) enqueueNamespaceOf(obj any) {
+	m := metaOf(obj)
+	if m == nil {
+		utilruntime.HandleError(fmt.Errorf("informer delivered %T", obj))
+		return
+	}
+	if u, ok := unwrap(obj).(*unstructured.Unstructured); ok && u.GroupVersionKind().GroupKind() == v1alpha1.GatewayDNSKind.GroupKind() {
+		c.enqueue(obj)
+	}
+	c.enqueueAllIn(m.GetNamespace())
+}
+
+func unwrap(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+func (c *Controller) enqueueAllIn(namespace string) {
+	objs, err := c.gdns.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("list GatewayDNS in %q: %w", namespace, err))
+		return
+	}
+	for _, o := range objs {
+		c.enqueue(o)
+	}
+}
+
+// serviceChanged notes when a gateway Service changed, for the propagation
+// metric, and enqueues the GatewayDNS that watch it.
+func (c *Controller) serviceChanged(users []string) {
+	now := time.Now()
+	c.pendingMu.Lock()
+	for _, u := range users {
+		if _, ok := c.pending[u]; !ok {
+			c.pending[u] = now
+		}
+	}
+	c.pendingMu.Unlock()
+	for _, u := range users {
+		c.queue.Add(u)
+	}
+}
+
+// Run starts the informers, waits for their caches, and runs workers until
+// ctx ends. ready is closed once the caches have synced.
+func (c *Controller) Run(ctx context.Context, ready chan<- struct{}) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	c.workloads.ctx = ctx
+
+	logger.Info("Starting controller", "clusterResource", c.cfg.ClusterResource.String(),
+		"sliceNamespace", c.cfg.SliceNamespace, "domain", c.cfg.Domain)
+	c.dynInf.Start(ctx.Done())
+	c.kubeInf.Start(ctx.Done())
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return errors.New("informer caches did not sync")
+	}
+	logger.Info("Caches synced; starting workers", "count", c.cfg.Workers,
+		"gatewayDNS", len(c.gdns.GetStore().ListKeys()), "clusters", len(c.clusters.GetStore().ListKeys()))
+	if ready != nil {
+		close(ready)
+	}
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
+	}
+	<-ctx.Done()
+	logger.Info("Shutting down workers")
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "gatewayDNS", key)
+	ctx = klog.NewContext(ctx, logger)
+	c.cfg.Metrics.Syncs.Inc()
+	if err := c.syncHandler(ctx, key); err != nil {
+		c.cfg.Metrics.SyncErrors.Inc()
+		logger.Error(err, "Sync failed; requeued", "retries", c.queue.NumRequeues(key))
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// syncHandler brings the slices of one GatewayDNS in line. A GatewayDNS
+// that is gone (NotFound) or being deleted has its slices removed from
+// every cluster of its namespace.
+func (c *Controller) syncHandler(ctx context.Context, key string) error {
+	logger := klog.FromContext(ctx)
+	start := time.Now()
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("invalid key %q: %w", key, err))
+		return nil
+	}
+	obj, exists, err := c.gdns.GetIndexer().GetByKey(key)
+	if err != nil {
+		return fmt.Errorf("get GatewayDNS %s from cache: %w", key, err)
+	}
+	if !exists {
+		logger.V(2).Info("GatewayDNS gone; removing its EndpointSlices")
+		return c.cleanup(ctx, namespace, name)
+	}
+	gd, err := toGatewayDNS(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return nil
+	}
+	if gd.DeletionTimestamp != nil {
+		if !hasFinalizer(gd) {
+			return nil
+		}
+		if err := c.cleanup(ctx, namespace, name); err != nil {
+			return err
+		}
+		return c.removeFinalizer(ctx, gd)
+	}
+	if !hasFinalizer(gd) {
+		if err := c.addFinalizer(ctx, gd); err != nil {
+			return err
+		}
+	}
+
+	inputs, err := c.gather(ctx, gd)
+	if err != nil {
+		return err
+	}
+	desired := computeDesired(gd, c.cfg.Domain, inputs.clusters)
+	writeErrs, written := c.apply(ctx, gd, desired, inputs.targets)
+	c.workloads.release(key, inputs.uses)
+
+	status := buildStatus(gd, desired, writeErrs)
+	if err := c.updateStatus(ctx, gd, status); err != nil {
+		return err
+	}
+	if len(writeErrs) == 0 {
+		c.observePropagation(key)
+	}
+	logger.V(2).Info("Synced", "selected", status.SelectedClusters, "ready", status.ReadyClusters,
+		"targets", len(inputs.targets), "written", written, "duration", time.Since(start))
+	if len(writeErrs) > 0 {
+		return fmt.Errorf("write EndpointSlices of %s: %d target cluster(s) failed", key, len(writeErrs))
+	}
+	return nil
+}
+
+func (c *Controller) observePropagation(key string) {
+	c.pendingMu.Lock()
+	t, ok := c.pending[key]
+	delete(c.pending, key)
+	c.pendingMu.Unlock()
+	if ok {
+		c.cfg.Metrics.ServiceToSlices.Observe(time.Since(t).Seconds())
+	}
+}
+
+// target is one workload cluster whose slice namespace receives slices.
+type target struct {
+	name string
+	w    *workload
+}
+
+type gathered struct {
+	clusters []clusterInput
+	targets  []target
+	// uses maps cluster key -> Service refs watched for this GatewayDNS.
+	uses map[string]map[string]bool
+}
+
+// gather reads the informers: every Cluster of the namespace, who owns its
+// names, its kubeconfig, its gateway Service, and whether it has opted in.
+func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathered, error) {
+	logger := klog.FromContext(ctx)
+	g := gathered{uses: map[string]map[string]bool{}}
+	key := gd.Namespace + "/" + gd.Name
+	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, gd.Namespace)
+	if err != nil {
+		return g, fmt.Errorf("list clusters in %q: %w", gd.Namespace, err)
+	}
+	owners, err := c.owners(gd.Namespace, clusterObjs)
+	if err != nil {
+		return g, err
+	}
+	selector, selErr := metav1.LabelSelectorAsSelector(&gd.Spec.ClusterSelector)
+	if selErr != nil {
+		// The API server validates the selector; if one slips through,
+		// select nothing and say so rather than selecting everything.
+		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "InvalidSelector", "spec.clusterSelector: %v", selErr)
+		selector = labels.Nothing()
+	}
+	svcNS, svcName, refOK := splitServiceRef(gd.Spec.Service)
+
+	sort.Slice(clusterObjs, func(i, j int) bool { return metaOf(clusterObjs[i]).GetName() < metaOf(clusterObjs[j]).GetName() })
+	for _, o := range clusterObjs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		in := clusterInput{Name: u.GetName(), Selected: selector.Matches(labels.Set(u.GetLabels()))}
+		in.APIHost, _, _ = unstructured.NestedString(u.Object, "spec", "controlPlaneEndpoint", "host")
+		if in.Selected && u.GetDeletionTimestamp() != nil {
+			// A Cluster being deleted loses its names now, not when it is gone.
+			in.Selected = false
+		}
+		if owner := owners[in.Name]; owner != "" && owner != key {
+			in.OwnedBy = owner
+		}
+		if !isDNSLabel(in.Name) {
+			g.clusters = append(g.clusters, in)
+			continue
+		}
+		secret, err := c.secrets.Secrets(gd.Namespace).Get(in.Name + kubeconfigSecretSuffix)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return g, fmt.Errorf("get kubeconfig Secret of cluster %s/%s: %w", gd.Namespace, in.Name, err)
+		}
+		acc := c.workloads.get(gd.Namespace, in.Name, secret, key)
+		if acc.w == nil {
+			in.AccessReason, in.AccessMessage = acc.reason, acc.message
+			if in.Selected {
+				logger.V(2).Info("No client for workload cluster", "cluster", in.Name, "reason", acc.reason, "message", acc.message)
+			}
+			g.clusters = append(g.clusters, in)
+			continue
+		}
+		refs := map[string]bool{}
+		g.uses[acc.w.key] = refs
+		if in.Selected && in.OwnedBy == "" && refOK {
+			in.Service, in.ServiceSynced = c.workloads.service(acc.w, svcNS, svcName, key)
+			refs[gd.Spec.Service] = true
+		}
+		g.clusters = append(g.clusters, in)
+		if u.GetDeletionTimestamp() == nil {
+			g.targets = append(g.targets, target{name: in.Name, w: acc.w})
+		}
+	}
+	return g, nil
+}
+
+// owners maps each Cluster of the namespace to the GatewayDNS that may
+// publish its names: of those that select it and are not being deleted, the
+// oldest by creationTimestamp, then name. The newer ones report Conflict.
+func (c *Controller) owners(namespace string, clusterObjs []any) (map[string]string, error) {
+	objs, err := c.gdns.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("list GatewayDNS in %q: %w", namespace, err)
+	}
+	var all []*v1alpha1.GatewayDNS
+	for _, o := range objs {
+		gd, err := toGatewayDNS(o)
+		if err != nil || gd.DeletionTimestamp != nil {
+			continue
+		}
+		all = append(all, gd)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		ti, tj := all[i].CreationTimestamp, all[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return ti.Before(&tj)
+		}
+		return all[i].Name < all[j].Name
+	})
+	out := map[string]string{}
+	for _, o := range clusterObjs {
+		m := metaOf(o)
+		if m == nil {
+			continue
+		}
+		for _, gd := range all {
+			sel, err := metav1.LabelSelectorAsSelector(&gd.Spec.ClusterSelector)
+			if err == nil && sel.Matches(labels.Set(m.GetLabels())) {
+				out[m.GetName()] = gd.Namespace + "/" + gd.Name
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// apply writes the plan of every target cluster. A target that fails is
+// recorded and skipped; the others are still written.
+func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desiredState, targets []target) (map[string]error, int) {
+	logger := klog.FromContext(ctx)
+	ref := gd.Namespace + "/" + gd.Name
+	errs := map[string]error{}
+	written := 0
+	for _, t := range targets {
+		has, synced := t.w.hasSliceNamespace(c.cfg.SliceNamespace)
+		if !synced {
+			// Not listed yet: the Namespace informer enqueues us once it has.
+			logger.V(2).Info("Target cluster not listed yet; skipped", "cluster", t.name)
+			continue
+		}
+		if !has {
+			continue
+		}
+		n, err := c.applyTo(ctx, t, ref, gd.Name, d)
+		written += n
+		if err != nil {
+			errs[t.name] = err
+			c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "WriteFailed", "EndpointSlices in cluster %s: %v", t.name, err)
+		}
+	}
+	return errs, written
+}
+
+func (c *Controller) applyTo(ctx context.Context, t target, ref, name string, d desiredState) (int, error) {
+	logger := klog.FromContext(ctx)
+	api := t.w.client.DiscoveryV1().EndpointSlices(c.cfg.SliceNamespace)
+	list, err := api.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
+		LabelManagedBy: ManagedByValue, LabelServiceName: name}).String()})
+	if err != nil {
+		return 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.name, c.cfg.SliceNamespace, err)
+	}
+	existing := make([]*discoveryv1.EndpointSlice, 0, len(list.Items))
+	for i := range list.Items {
+		existing = append(existing, &list.Items[i])
+	}
+	p := computePlan(ref, d.Slices, existing, d.Keep)
+	if p.empty() {
+		return 0, nil
+	}
+	n := 0
+	var errs []error
+	for _, s := range p.Create {
+		s = s.DeepCopy()
+		s.Namespace = c.cfg.SliceNamespace
+		if _, err := api.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("create %s: %w", s.Name, err))
+			continue
+		}
+		n++
+		c.cfg.Metrics.SlicesWritten.WithLabelValues("create").Inc()
+		logger.Info("Created EndpointSlice", "cluster", t.name, "slice", s.Name, "hostname", s.Annotations[AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
+	}
+	for _, s := range p.Update {
+		s.Namespace = c.cfg.SliceNamespace
+		if _, err := api.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("update %s: %w", s.Name, err))
+			continue
+		}
+		n++
+		c.cfg.Metrics.SlicesWritten.WithLabelValues("update").Inc()
+		logger.Info("Updated EndpointSlice", "cluster", t.name, "slice", s.Name, "hostname", s.Annotations[AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
+	}
+	for _, s := range p.Delete {
+		err := api.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete %s: %w", s.Name, err))
+			continue
+		}
+		n++
+		c.cfg.Metrics.SlicesWritten.WithLabelValues("delete").Inc()
+		logger.Info("Deleted EndpointSlice", "cluster", t.name, "slice", s.Name, "hostname", s.Annotations[AnnotationHostname])
+	}
+	return n, errors.Join(errs...)
+}
+
+// cleanup deletes every slice the GatewayDNS namespace/name wrote, in every
+// cluster of its namespace that has a usable kubeconfig, and releases its
+// informers. Clusters without a kubeconfig cannot be reached and are skipped.
+func (c *Controller) cleanup(ctx context.Context, namespace, name string) error {
+	key := namespace + "/" + name
+	defer c.workloads.release(key, nil)
+	c.pendingMu.Lock()
+	delete(c.pending, key)
+	c.pendingMu.Unlock()
+	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return fmt.Errorf("list clusters in %q: %w", namespace, err)
+	}
+	var errs []error
+	for _, o := range clusterObjs {
+		m := metaOf(o)
+		if m == nil || !isDNSLabel(m.GetName()) {
+			continue
+		}
+		secret, err := c.secrets.Secrets(namespace).Get(m.GetName() + kubeconfigSecretSuffix)
+		if err != nil {
+			continue
+		}
+		acc := c.workloads.get(namespace, m.GetName(), secret, key)
+		if acc.w == nil {
+			continue
+		}
+		if _, err := c.applyTo(ctx, target{name: m.GetName(), w: acc.w}, key, name, desiredState{}); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", m.GetName(), err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove EndpointSlices of %s: %w", key, err)
+	}
+	return nil
+}
+
+func hasFinalizer(gd *v1alpha1.GatewayDNS) bool {
+	for _, f := range gd.Finalizers {
+		if f == Finalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// addFinalizer and removeFinalizer patch the finalizer list with the
+// resourceVersion they read, so a concurrent change makes them fail and retry
+// instead of overwriting someone else's finalizer.
+func (c *Controller) addFinalizer(ctx context.Context, gd *v1alpha1.GatewayDNS) error {
+	return c.patchFinalizers(ctx, gd, append(append([]string(nil), gd.Finalizers...), Finalizer))
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, gd *v1alpha1.GatewayDNS) error {
+	var keep []string
+	for _, f := range gd.Finalizers {
+		if f != Finalizer {
+			keep = append(keep, f)
+		}
+	}
+	return c.patchFinalizers(ctx, gd, keep)
+}
+
+func (c *Controller) patchFinalizers(ctx context.Context, gd *v1alpha1.GatewayDNS, finalizers []string) error {
+	patch, err := jsonMarshal(map[string]any{"metadata": map[string]any{
+		"finalizers": finalizers, "resourceVersion": gd.ResourceVersion}})
+	if err != nil {
+		return err
+	}
+	_, err = c.cfg.Dynamic.Resource(v1alpha1.GatewayDNSResource).Namespace(gd.Namespace).
+		Patch(ctx, gd.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patch finalizers of GatewayDNS %s/%s: %w", gd.Namespace, gd.Name, err)
+	}
+	return nil
+}
+
+// updateStatus writes status when it differs from what the object has.
+func (c *Controller) updateStatus(ctx context.Context, gd *v1alpha1.GatewayDNS, st v1alpha1.GatewayDNSStatus) error {
+	if statusEqual(gd.Status, st) {
+		return nil
+	}
+	cp := gd.DeepCopy()
+	cp.Status = st
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cp)
+	if err != nil {
+		return fmt.Errorf("convert GatewayDNS %s/%s: %w", gd.Namespace, gd.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(v1alpha1.GatewayDNSKind)
+	_, err = c.cfg.Dynamic.Resource(v1alpha1.GatewayDNSResource).Namespace(gd.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update status of GatewayDNS %s/%s: %w", gd.Namespace, gd.Name, err)
+	}
+	return nil
+}
+
+// toGatewayDNS converts an informer object into the typed GatewayDNS.
+func toGatewayDNS(obj any) (*v1alpha1.GatewayDNS, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("GatewayDNS informer delivered %T", obj)
+	}
+	gd := &v1alpha1.GatewayDNS{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, gd); err != nil {
+		return nil, fmt.Errorf("convert GatewayDNS %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return gd, nil
+}

@@ -1,0 +1,278 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+)
+
+// Defaults of leader election and the HTTP endpoints.
+const (
+	DefaultLeaderElectionID        = "xcc-syncer-controller"
+	DefaultLeaderElectionNamespace = "xcc-dns"
+	leaseDuration                  = 15 * time.Second
+	renewDeadline                  = 10 * time.Second
+	retryPeriod                    = 2 * time.Second
+	shutdownTimeout                = 5 * time.Second
+	serviceAccountNamespaceFile    = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+	clusterAPIGroup                = "cluster.x-k8s.io"
+)
+
+// clusterAPIVersions are the Cluster API versions the controller can read,
+// preferred first. Both have spec.controlPlaneEndpoint.host.
+var clusterAPIVersions = []string{"v1beta2", "v1beta1"}
+
+// Options are the settings of `xcc-syncer controller`.
+type Options struct {
+	Kubeconfig              string // management cluster; empty: in-cluster
+	SliceNamespace          string
+	Domain                  string
+	HTTPAddress             string
+	LeaderElect             bool
+	LeaderElectionNamespace string // empty: the pod's namespace, else DefaultLeaderElectionNamespace
+	LeaderElectionID        string
+	Resync                  time.Duration
+	Workers                 int
+}
+
+// DefaultLeaderElectionNamespaceFromPod is the pod's namespace when running
+// in a cluster (POD_NAMESPACE or the service account file), else the default.
+func DefaultLeaderElectionNamespaceFromPod() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(serviceAccountNamespaceFile); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return DefaultLeaderElectionNamespace
+}
+
+// Run runs the controller role until ctx ends: HTTP endpoints at once, the
+// controller only while this replica holds the lease.
+func Run(ctx context.Context, o Options) error {
+	logger := klog.FromContext(ctx)
+	cfg, err := restConfig(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("management client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("management dynamic client: %w", err)
+	}
+	clusterGVR, err := discoverClusterResource(kube.Discovery())
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := NewMetrics(reg)
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("scheme: %w", err)
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(2)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: controllerName})
+
+	var ready, leading atomic.Bool
+	var elector *leaderelection.LeaderElector
+	srvErr, err := serveHTTP(ctx, o.HTTPAddress, reg, func() error {
+		if elector != nil && !leading.Load() {
+			return nil // a standby is ready to take over
+		}
+		if !ready.Load() {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	runController := func(ctx context.Context) error {
+		c := New(Config{
+			Kube: kube, Dynamic: dyn, ClusterResource: clusterGVR, NewClient: NewClientFromKubeconfig,
+			SliceNamespace: o.SliceNamespace, Domain: o.Domain, Resync: o.Resync, Workers: o.Workers,
+			Metrics: metrics, Recorder: recorder,
+		})
+		readyCh := make(chan struct{})
+		go func() {
+			select {
+			case <-readyCh:
+				ready.Store(true)
+			case <-ctx.Done():
+			}
+		}()
+		return c.Run(ctx, readyCh)
+	}
+
+	if !o.LeaderElect {
+		logger.Info("Leader election disabled: this replica writes")
+		return firstError(runController(ctx), srvErr)
+	}
+
+	id, _ := os.Hostname()
+	id += "_" + uuid.NewString()
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectionNamespace, o.LeaderElectionID,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return fmt.Errorf("leader election lock: %w", err)
+	}
+	runErr := make(chan error, 1)
+	elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		ReleaseOnCancel: true, Name: o.LeaderElectionID,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				leading.Store(true)
+				logger.Info("Became leader; starting controller", "lease", o.LeaderElectionNamespace+"/"+o.LeaderElectionID, "identity", id)
+				runErr <- runController(ctx)
+			},
+			OnStoppedLeading: func() {
+				leading.Store(false)
+				logger.Info("Stopped leading", "identity", id)
+			},
+			OnNewLeader: func(identity string) {
+				if identity != id {
+					logger.Info("Another replica leads; standing by", "leader", identity)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader elector: %w", err)
+	}
+	logger.Info("Waiting for leadership", "lease", o.LeaderElectionNamespace+"/"+o.LeaderElectionID, "identity", id)
+	elector.Run(ctx)
+	select {
+	case err := <-runErr:
+		if err != nil {
+			return err
+		}
+	default:
+	}
+	if ctx.Err() == nil {
+		// Lost the lease while still running: exit, so no two replicas write.
+		return errors.New("leader election lost")
+	}
+	return firstError(nil, srvErr)
+}
+
+func firstError(err error, srvErr <-chan error) error {
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-srvErr:
+		return err
+	default:
+		return nil
+	}
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config (set --kubeconfig outside a cluster): %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %q: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// discoverClusterResource picks the served cluster.x-k8s.io version,
+// preferring v1beta2; CAPI v1.11 serves both, older releases only v1beta1.
+func discoverClusterResource(d discovery.DiscoveryInterface) (schema.GroupVersionResource, error) {
+	var errs []error
+	for _, v := range clusterAPIVersions {
+		gv := schema.GroupVersion{Group: clusterAPIGroup, Version: v}
+		list, err := d.ServerResourcesForGroupVersion(gv.String())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", gv, err))
+			continue
+		}
+		for _, r := range list.APIResources {
+			if r.Name == "clusters" {
+				return gv.WithResource("clusters"), nil
+			}
+		}
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("no served Cluster API version (%v) has clusters; is the Cluster CRD installed? %w",
+		clusterAPIVersions, errors.Join(errs...))
+}
+
+// serveHTTP serves /healthz, /readyz and /metrics until ctx ends.
+func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, readyz func() error) (<-chan error, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := readyz(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	klog.FromContext(ctx).Info("Serving /healthz, /readyz, /metrics", "address", ln.Addr().String())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("http server: %w", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return errc, nil
+}

@@ -1,0 +1,96 @@
+package controller
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+)
+
+// Condition reasons.
+const (
+	CondReasonPublished          = "Published"
+	CondReasonNoClustersSelected = "NoClustersSelected"
+	CondReasonNotAllPublished    = "NotAllClustersPublished"
+	CondReasonWriteFailed        = "WriteFailed"
+	CondReasonNamesOwnedByOlder  = "NamesOwnedByOlderGatewayDNS"
+	CondReasonNoConflict         = "NoConflict"
+)
+
+// maxConditionMessage keeps a condition message readable in kubectl describe.
+const maxConditionMessage = 1024
+
+// buildStatus is the status a GatewayDNS should have after a sync: the
+// per-cluster entries of d, and Ready and Conflict conditions. writeErrs
+// holds, by target cluster, writes that failed. Condition transition times
+// change only when a condition's status does.
+func buildStatus(gd *v1alpha1.GatewayDNS, d desiredState, writeErrs map[string]error) v1alpha1.GatewayDNSStatus {
+	st := v1alpha1.GatewayDNSStatus{
+		ObservedGeneration: gd.Generation,
+		Conditions:         append([]metav1.Condition(nil), gd.Status.Conditions...),
+		Clusters:           d.Clusters,
+		SelectedClusters:   int32(len(d.Clusters)),
+	}
+	var notReady []string
+	for _, c := range d.Clusters {
+		switch {
+		case c.Ready:
+			st.ReadyClusters++
+		case c.Reason != ReasonConflict:
+			notReady = append(notReady, c.Name+": "+c.Reason)
+		}
+	}
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: gd.Generation}
+	switch {
+	case len(writeErrs) > 0:
+		var msgs []string
+		for cluster, err := range writeErrs {
+			msgs = append(msgs, fmt.Sprintf("%s: %v", cluster, err))
+		}
+		sort.Strings(msgs)
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, CondReasonWriteFailed,
+			"EndpointSlices not written to: "+strings.Join(msgs, "; ")
+	case len(d.Clusters) == 0:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, CondReasonNoClustersSelected,
+			"clusterSelector matches no Cluster in namespace "+gd.Namespace
+	case len(notReady) > 0:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, CondReasonNotAllPublished,
+			strings.Join(notReady, ", ")
+	default:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, CondReasonPublished,
+			fmt.Sprintf("%d cluster(s) published", st.ReadyClusters)
+	}
+	ready.Message = truncate(ready.Message, maxConditionMessage)
+	meta.SetStatusCondition(&st.Conditions, ready)
+
+	conflict := metav1.Condition{Type: v1alpha1.ConditionConflict, ObservedGeneration: gd.Generation,
+		Status: metav1.ConditionFalse, Reason: CondReasonNoConflict}
+	if len(d.ConflictOwners) > 0 {
+		var msgs []string
+		for cluster, owner := range d.ConflictOwners {
+			msgs = append(msgs, fmt.Sprintf("%s (owned by %s)", cluster, owner))
+		}
+		sort.Strings(msgs)
+		conflict.Status, conflict.Reason = metav1.ConditionTrue, CondReasonNamesOwnedByOlder
+		conflict.Message = truncate("names not published for clusters an older GatewayDNS selects: "+strings.Join(msgs, ", "), maxConditionMessage)
+	}
+	meta.SetStatusCondition(&st.Conditions, conflict)
+	return st
+}
+
+// statusEqual tells whether writing st would change anything.
+func statusEqual(a, b v1alpha1.GatewayDNSStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
