@@ -53,7 +53,7 @@ $(GOLANGCI_LINT):
 tools: $(ETCDCTL) ## Build the pinned tools the unit and integration tests use.
 
 .PHONY: test
-test: tools unit ## Run every test: unit, integration, chart and end-to-end.
+test: tools unit e2e ## Run every test: unit, integration, chart and end-to-end.
 
 .PHONY: unit
 unit: tools ## Unit and integration tests of the main module (embedded etcd, in-process CoreDNS).
@@ -86,3 +86,42 @@ generate: $(CONTROLLER_GEN) ## Regenerate the GatewayDNS deepcopy and CRD YAML f
 verify-generate: generate ## Fail when the generated deepcopy or CRD YAML is not current.
 	@git diff --exit-code -- $(API_DIR) $(CRD_DIR) || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(git ls-files --others --exclude-standard -- $(API_DIR) $(CRD_DIR))" || { git ls-files --others --exclude-standard -- $(API_DIR) $(CRD_DIR); echo "generated files not committed"; exit 1; }
+
+# ---------------------------------------------------------------------------
+# End-to-end lab: real kube-apiservers (built from the k8s.io/kubernetes
+# module pinned in e2e/go.mod), no containers. See e2e/README.md.
+
+E2E_DIR        := $(CURDIR)/e2e
+KUBE_APISERVER := $(BIN)/kube-apiserver-$(KUBERNETES_VERSION)
+E2E_TIMEOUT    ?= 30m
+# Print one progress line per this many packages compiled.
+BUILD_PROGRESS_EVERY := 100
+
+$(KUBE_APISERVER):
+	@grep -q '^require k8s.io/kubernetes $(KUBERNETES_VERSION)$$' $(E2E_DIR)/go.mod || { echo "e2e/go.mod does not require k8s.io/kubernetes $(KUBERNETES_VERSION)"; exit 1; }
+	@echo ">> building kube-apiserver $(KUBERNETES_VERSION) into bin/ (about 5-8 minutes on 2 cores, once)"
+	@set -o pipefail; cd $(E2E_DIR) && $(GO) build -v -o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver 2>&1 \
+		| awk '/^#|: /{print; next} {n++; if (n % $(BUILD_PROGRESS_EVERY) == 0) {print "   kube-apiserver: " n " packages compiled"; fflush()}}'
+	@mv $@.tmp $@ && ln -sf $(notdir $@) $(BIN)/kube-apiserver
+	@echo ">> built $@"
+
+$(HELM):
+	@echo ">> building helm $(HELM_VERSION) into bin/ (about 3 minutes, once)"
+	GOBIN=$(BIN) $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	mv $(BIN)/helm $@ && ln -sf $(notdir $@) $(BIN)/helm
+
+.PHONY: kube-apiserver
+kube-apiserver: $(KUBE_APISERVER) ## Build bin/kube-apiserver-$(KUBERNETES_VERSION) for the lab (once).
+
+.PHONY: helm
+helm: $(HELM) ## Build bin/helm-$(HELM_VERSION) (once).
+
+.PHONY: e2e
+e2e: build $(KUBE_APISERVER) $(ETCDCTL) ## End-to-end tests on a local multi-cluster lab (real kube-apiservers).
+	cd $(E2E_DIR) && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./...
+
+.PHONY: demo
+demo: build $(KUBE_APISERVER) $(ETCDCTL) ## Start the lab with the walkthrough applied; Ctrl-C stops it.
+	@echo ">> building the lab"
+	cd $(E2E_DIR) && $(GO) build -o bin/lab ./cmd/lab
+	@$(E2E_DIR)/bin/lab -repo $(CURDIR)

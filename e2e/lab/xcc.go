@@ -1,0 +1,249 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WorkloadDNS is the xcc-dns side of one workload cluster.
+type WorkloadDNS struct {
+	Cluster *Cluster
+	// Serve is `xcc-syncer serve`; ServeHTTP its --http-address,
+	// EtcdClientURL and EtcdDataDir its embedded etcd.
+	Serve         *Process
+	ServeHTTP     string
+	EtcdClientURL string
+	EtcdDataDir   string
+	// XCCDNS is our CoreDNS (cmd/coredns/Corefile); XCCDNSAddr its DNS
+	// address.
+	XCCDNS     *Process
+	XCCDNSAddr string
+	// ClusterDNS is the cluster's own CoreDNS running kube-system/coredns's
+	// Corefile after the patch; ClusterDNSAddr its DNS address. It is
+	// what a pod in this cluster asks.
+	ClusterDNS     *Process
+	ClusterDNSAddr string
+	// ClusterDNSCorefile is the Corefile it runs.
+	ClusterDNSCorefile string
+
+	serveArgs []string
+	l         *Lab
+}
+
+func (l *Lab) startXCC(ctx context.Context) error {
+	syncer, coredns := l.Bin("xcc-syncer"), l.Bin("coredns")
+	for _, b := range []string{syncer, coredns} {
+		if _, err := os.Stat(b); err != nil {
+			l.skip("%s not built (run make build): no xcc-dns processes", b)
+			return nil
+		}
+	}
+	for _, w := range l.Workloads {
+		d := &WorkloadDNS{Cluster: w, l: l}
+		l.DNS[w.Name] = d
+		if err := d.start(ctx); err != nil {
+			return err
+		}
+	}
+	if !l.GatewayDNSCRD {
+		return nil
+	}
+	return l.startController(ctx)
+}
+
+func (l *Lab) startController(ctx context.Context) error {
+	return l.startRetrying(ctx, "xcc-syncer-controller", 1, func(ports []int) (*Process, func(context.Context) error, error) {
+		l.ControllerHTTP = fmt.Sprintf("%s:%d", loopback, ports[0])
+		p, err := startProcess(l.LogDir, "xcc-syncer-controller", nil, l.Bin("xcc-syncer"), "controller",
+			"--kubeconfig", l.Management.Kubeconfig,
+			"--http-address", l.ControllerHTTP,
+			"--leader-elect=false")
+		l.Controller = p
+		return p, httpOK("http://" + l.ControllerHTTP + "/readyz"), err
+	})
+}
+
+// startRetrying starts a process on n fresh ports, and again on other ports
+// when it fails because one was taken meanwhile.
+func (l *Lab) startRetrying(ctx context.Context, what string, n int, run func(ports []int) (*Process, func(context.Context) error, error)) error {
+	var lastErr error
+	for attempt := 0; attempt < portAttempts; attempt++ {
+		ports, err := freePorts(n)
+		if err != nil {
+			return err
+		}
+		p, ready, err := run(ports)
+		if err != nil {
+			return err
+		}
+		l.procs.add(p)
+		if lastErr = waitFor(ctx, p, processReadyTimeout, what+" ready", ready); lastErr == nil {
+			l.progress("%s ready", what)
+			return nil
+		}
+		p.Stop()
+		if !strings.Contains(p.Tail(tailLines), "address already in use") {
+			return lastErr
+		}
+	}
+	return lastErr
+}
+
+func (d *WorkloadDNS) start(ctx context.Context) error {
+	l, w := d.l, d.Cluster
+	dir := filepath.Join(l.Dir, w.Name)
+	d.EtcdDataDir = filepath.Join(dir, "xcc-etcd")
+	err := l.startRetrying(ctx, "xcc-syncer-serve-"+w.Name, 3, func(ports []int) (*Process, func(context.Context) error, error) {
+		d.EtcdClientURL = fmt.Sprintf("http://%s:%d", loopback, ports[0])
+		d.ServeHTTP = fmt.Sprintf("%s:%d", loopback, ports[2])
+		d.serveArgs = []string{"serve",
+			"--kubeconfig", w.Kubeconfig,
+			"--namespace", SliceNamespace,
+			"--etcd-data-dir", d.EtcdDataDir,
+			"--etcd-client-url", d.EtcdClientURL,
+			"--etcd-peer-url", fmt.Sprintf("http://%s:%d", loopback, ports[1]),
+			"--http-address", d.ServeHTTP,
+		}
+		p, err := startProcess(l.LogDir, "xcc-syncer-serve-"+w.Name, nil, l.Bin("xcc-syncer"), d.serveArgs...)
+		d.Serve = p
+		return p, httpOK("http://" + d.ServeHTTP + "/readyz"), err
+	})
+	if err != nil {
+		return err
+	}
+
+	// Our DNS server runs the repository's Corefile, bound to 127.0.0.1.
+	src, err := os.ReadFile(filepath.Join(l.RepoRoot, CorefilePath))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", CorefilePath, err)
+	}
+	xccCorefile, err := localCorefile(string(src), corefileEdit{})
+	if err != nil {
+		return fmt.Errorf("%s: %w", CorefilePath, err)
+	}
+	xccConf := filepath.Join(dir, "xcc-dns.Corefile")
+	if err := os.WriteFile(xccConf, []byte(xccCorefile), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", xccConf, err)
+	}
+	err = l.startRetrying(ctx, "xcc-dns-coredns-"+w.Name, 4, func(ports []int) (*Process, func(context.Context) error, error) {
+		d.XCCDNSAddr = fmt.Sprintf("%s:%d", loopback, ports[0])
+		env := []string{
+			"DNS_PORT=" + strconv.Itoa(ports[0]),
+			"ETCD_ENDPOINT=" + d.EtcdClientURL,
+			"HEALTH_PORT=" + strconv.Itoa(ports[1]),
+			"READY_PORT=" + strconv.Itoa(ports[2]),
+			"METRICS_PORT=" + strconv.Itoa(ports[3]),
+			"UPSTREAM=" + l.Upstream,
+		}
+		p, err := startProcess(l.LogDir, "xcc-dns-coredns-"+w.Name, env, l.Bin("coredns"), "-conf", xccConf)
+		d.XCCDNS = p
+		return p, httpOK(fmt.Sprintf("http://%s:%d/ready", loopback, ports[2])), err
+	})
+	if err != nil {
+		return err
+	}
+
+	// The walkthrough's patch step, done by the binary.
+	if err := l.run(ctx, "patch-corefile-"+w.Name, l.Bin("xcc-syncer"), "patch-corefile",
+		"--kubeconfig", w.Kubeconfig, "--forward-to", d.XCCDNSAddr); err != nil {
+		return err
+	}
+	patched, err := ClusterCorefile(ctx, w)
+	if err != nil {
+		return err
+	}
+	return l.startRetrying(ctx, "cluster-dns-"+w.Name, 4, func(ports []int) (*Process, func(context.Context) error, error) {
+		d.ClusterDNSAddr = fmt.Sprintf("%s:%d", loopback, ports[0])
+		conf, err := localCorefile(patched, corefileEdit{
+			DNSPort: ports[0], HealthPort: ports[1], ReadyPort: ports[2], MetricsPort: ports[3],
+			Upstream: l.Upstream, Kubeconfig: w.Kubeconfig,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("patched kube-system/coredns of %s: %w", w.Name, err)
+		}
+		d.ClusterDNSCorefile = filepath.Join(dir, "cluster-dns.Corefile")
+		if err := os.WriteFile(d.ClusterDNSCorefile, []byte(conf), 0o644); err != nil {
+			return nil, nil, fmt.Errorf("write %s: %w", d.ClusterDNSCorefile, err)
+		}
+		p, err := startProcess(l.LogDir, "cluster-dns-"+w.Name, nil, l.Bin("coredns"), "-conf", d.ClusterDNSCorefile)
+		d.ClusterDNS = p
+		return p, httpOK(fmt.Sprintf("http://%s:%d/ready", loopback, ports[2])), err
+	})
+}
+
+// KillServe kills `xcc-syncer serve` with SIGKILL, as a node failure would.
+func (d *WorkloadDNS) KillServe() { d.Serve.Kill() }
+
+// RestartServe starts `xcc-syncer serve` again with the same flags (same
+// etcd data dir and ports) and waits until it is ready.
+func (d *WorkloadDNS) RestartServe(ctx context.Context) error {
+	p, err := startProcess(d.l.LogDir, "xcc-syncer-serve-"+d.Cluster.Name, nil, d.l.Bin("xcc-syncer"), d.serveArgs...)
+	if err != nil {
+		return err
+	}
+	d.Serve = p
+	d.l.procs.add(p)
+	return waitFor(ctx, p, processReadyTimeout, "restarted serve of "+d.Cluster.Name, httpOK("http://"+d.ServeHTTP+"/readyz"))
+}
+
+// RestartServeNoWait starts `xcc-syncer serve` again without waiting for
+// /readyz (which may need the API server); it waits only for its etcd to
+// answer.
+func (d *WorkloadDNS) RestartServeNoWait() error {
+	p, err := startProcess(d.l.LogDir, "xcc-syncer-serve-"+d.Cluster.Name, nil, d.l.Bin("xcc-syncer"), d.serveArgs...)
+	if err != nil {
+		return err
+	}
+	d.Serve = p
+	d.l.procs.add(p)
+	return nil
+}
+
+// run runs a command to its end, its output going to its log.
+func (l *Lab) run(ctx context.Context, name, bin string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	logPath := filepath.Join(l.LogDir, name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open log of %s: %w", name, err)
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "==> %s %s\n", bin, strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w; last lines of %s:\n%s", name, err, logPath, tailFile(logPath, tailLines))
+	}
+	l.progress("%s done", name)
+	return nil
+}
+
+// httpOK is a readiness check: GET url answers 200.
+func httpOK(url string) func(context.Context) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("request %s: %w", url, err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", url, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+		}
+		return nil
+	}
+}
