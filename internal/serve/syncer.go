@@ -176,6 +176,11 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 		return fmt.Errorf("key %q: %w", key, err)
 	}
 	owner := Owner(namespace, name)
+	// The names whose records change: the ones the slice had and has.
+	dirs := map[string]bool{}
+	for k := range s.store.OwnedBy(owner) {
+		dirs[skydnsrecord.ParentKey(k)] = true
+	}
 	var desired skydnsrecord.Set
 	slice, err := s.lister.EndpointSlices(namespace).Get(name)
 	switch {
@@ -185,11 +190,25 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 	default:
 		desired = s.sliceRecords(ctx, slice)
 	}
+	for k := range desired {
+		dirs[skydnsrecord.ParentKey(k)] = true
+	}
 	res, err := s.store.SyncOwner(ctx, owner, desired)
 	if err != nil {
 		return fmt.Errorf("sync records of %s: %w", key, err)
 	}
 	s.observe(ctx, res, "slice", key)
+	for dir := range dirs {
+		var want skydnsrecord.Set
+		if k, r, ok := nameRecord(dir, s.store.OwnedUnder(dir)); ok {
+			want = skydnsrecord.Set{k: r}
+		}
+		res, err := s.store.SyncOwner(ctx, nameOwnerPrefix+dir, want)
+		if err != nil {
+			return fmt.Errorf("sync name record %s: %w", dir, err)
+		}
+		s.observe(ctx, res, "name", dir)
+	}
 	return nil
 }
 
@@ -207,7 +226,7 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 			desired[k] = r
 		}
 	}
-	res, err := s.store.Reconcile(ctx, desired)
+	res, err := s.store.Reconcile(ctx, withNameRecords(desired))
 	s.metrics.ReconcileDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.metrics.SyncErrors.Inc()

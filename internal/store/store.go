@@ -105,13 +105,7 @@ func (s *Store) SyncOwner(ctx context.Context, owner string, desired skydnsrecor
 	if !s.loaded {
 		return Result{}, fmt.Errorf("sync %q before the first reconcile", owner)
 	}
-	current := skydnsrecord.Set{}
-	for key, r := range s.owned {
-		if r.Owner == owner {
-			current[key] = r
-		}
-	}
-	return s.apply(ctx, skydnsrecord.Diff(desired, current))
+	return s.apply(ctx, skydnsrecord.Diff(desired, s.ownedBy(owner)))
 }
 
 // Owned returns a copy of the store's mirror of the owned records.
@@ -119,6 +113,38 @@ func (s *Store) Owned() skydnsrecord.Set {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.owned)
+}
+
+// OwnedBy returns the owned records of owner.
+func (s *Store) OwnedBy(owner string) skydnsrecord.Set {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ownedBy(owner)
+}
+
+// ownedBy is OwnedBy with s.mu held.
+func (s *Store) ownedBy(owner string) skydnsrecord.Set {
+	out := skydnsrecord.Set{}
+	for key, r := range s.owned {
+		if r.Owner == owner {
+			out[key] = r
+		}
+	}
+	return out
+}
+
+// OwnedUnder returns the owned records whose keys lie directly in the key
+// directory dir (one level, not deeper).
+func (s *Store) OwnedUnder(dir string) skydnsrecord.Set {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := skydnsrecord.Set{}
+	for key, r := range s.owned {
+		if skydnsrecord.ParentKey(key) == dir {
+			out[key] = r
+		}
+	}
+	return out
 }
 
 // apply writes plan in transactions of at most MaxOpsPerTxn operations and

@@ -1,0 +1,400 @@
+package main
+
+// Integration tests of the shipped Corefile: real EndpointSlice objects go
+// through the serve syncer into a real embedded etcd, stock CoreDNS started
+// in this process answers from it, and miekg/dns asks over UDP and TCP.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/xcc-dns/xcc-dns/internal/coredns"
+	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
+	"github.com/xcc-dns/xcc-dns/internal/serve"
+	"github.com/xcc-dns/xcc-dns/internal/store"
+)
+
+const (
+	sliceNamespace = "xcc-dns"
+	zone           = "xcc.test"
+	upstreamTarget = "lb.example.net."
+	upstreamAddr   = "192.0.2.55"
+	waitFor        = 20 * time.Second
+)
+
+func slice(name, hostname string, at discoveryv1.AddressType, ttl string, addrs ...string) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: sliceNamespace,
+			Annotations: map[string]string{
+				serve.HostnameAnnotation:   hostname,
+				serve.GatewayDNSAnnotation: "dev-team/dev-team-gateway-dns",
+			},
+		},
+		AddressType: at,
+		// As the original controller wrote them: one endpoint holding every
+		// address, no ports.
+		Endpoints: []discoveryv1.Endpoint{{Addresses: addrs}},
+	}
+	if ttl != "" {
+		s.Annotations[serve.TTLAnnotation] = ttl
+	}
+	return s
+}
+
+func bigAddresses(n int) []string {
+	var out []string
+	for i := 0; i < n; i++ {
+		out = append(out, fmt.Sprintf("198.51.100.%d", i+1))
+	}
+	return out
+}
+
+// testSlices is the published world of the tests.
+func testSlices() []*discoveryv1.EndpointSlice {
+	return []*discoveryv1.EndpointSlice{
+		slice("gw-a-ipv4", "*.gateway.cluster-a.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "192.0.2.10", "192.0.2.11"),
+		slice("gw-b-ipv4", "*.gateway.cluster-b.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "192.0.2.40"),
+		slice("gw-b-ipv6", "*.gateway.cluster-b.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv6, "", "2001:db8::b"),
+		slice("gw-c-fqdn", "*.gateway.cluster-c.dev-team.clusters.xcc.test", discoveryv1.AddressTypeFQDN, "", upstreamTarget),
+		slice("api-a-ipv4", "api.cluster-a.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "60", "192.0.2.20"),
+		// A loopback address beside a valid one: only the valid one is served.
+		slice("gw-d-ipv4", "*.gateway.cluster-d.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "127.0.0.1", "192.0.2.30"),
+		// A hostname outside the zone publishes nothing.
+		slice("evil", "*.gateway.evil.example.com", discoveryv1.AddressTypeIPv4, "", "192.0.2.66"),
+		// An IPv6 address in an IPv4 slice is refused, the rest kept.
+		slice("gw-e-ipv4", "*.gateway.cluster-e.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "2001:db8::e", "192.0.2.50"),
+		slice("gw-big-ipv4", "*.gateway.big.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", bigAddresses(60)...),
+	}
+}
+
+type world struct {
+	dns  *coredns.Server
+	etcd *clientv3.Client
+	kube *fake.Clientset
+	eps  []string
+}
+
+// startWorld starts etcd, the serve syncer on a fake API holding slices,
+// an upstream resolver for CNAME targets, and CoreDNS with the shipped
+// Corefile.
+func startWorld(t *testing.T, slices []*discoveryv1.EndpointSlice) *world {
+	t.Helper()
+	srv, cli := etcdtest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	// An operator's own record, put by hand as `etcdctl put` would.
+	if _, err := cli.Put(ctx, "/skydns/test/xcc/custom/db", `{"host":"192.0.2.99","ttl":60}`); err != nil {
+		t.Fatal(err)
+	}
+
+	kube := fake.NewClientset()
+	for _, s := range slices {
+		if _, err := kube.DiscoveryV1().EndpointSlices(sliceNamespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncer, factory := serve.New(serve.Config{
+		Client: kube, Namespace: sliceNamespace, Domain: zone,
+		Store: store.New(cli, zone), Metrics: serve.NewMetrics(prometheus.NewRegistry()),
+	})
+	factory.Start(ctx.Done())
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
+	go func() {
+		if err := syncer.Run(ctx); err != nil {
+			t.Errorf("syncer: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(waitFor)
+	for !syncer.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("syncer not ready")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	t.Setenv("DNS_PORT", "0")
+	t.Setenv("ETCD_ENDPOINT", srv.Endpoints()[0])
+	t.Setenv("HEALTH_PORT", freePort(t))
+	t.Setenv("READY_PORT", freePort(t))
+	t.Setenv("METRICS_PORT", freePort(t))
+	t.Setenv("UPSTREAM", startUpstream(t))
+	corefile, err := os.ReadFile("Corefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := coredns.Start(string(corefile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop() })
+	return &world{dns: d, etcd: cli, kube: kube, eps: srv.Endpoints()}
+}
+
+// freePort returns a TCP port that was free a moment ago. CoreDNS's
+// health, ready and prometheus plugins cannot report a port 0 they bound.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+// startUpstream starts a resolver that knows the one name a hostname load
+// balancer points at, standing in for the resolvers of /etc/resolv.conf.
+func startUpstream(t *testing.T) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := dns.NewServeMux()
+	mux.HandleFunc(upstreamTarget, func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		if r.Question[0].Qtype == dns.TypeA {
+			rr, _ := dns.NewRR(upstreamTarget + " 300 IN A " + upstreamAddr)
+			m.Answer = append(m.Answer, rr)
+		}
+		_ = w.WriteMsg(m)
+	})
+	s := &dns.Server{PacketConn: pc, Handler: mux}
+	go func() { _ = s.ActivateAndServe() }()
+	t.Cleanup(func() { _ = s.Shutdown() })
+	return pc.LocalAddr().String()
+}
+
+func (w *world) ask(t *testing.T, network, name string, qtype uint16, bufsize uint16) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	if bufsize > 0 {
+		m.SetEdns0(bufsize, false)
+	}
+	addr := w.dns.UDP
+	if network == "tcp" {
+		addr = w.dns.TCP
+	}
+	c := &dns.Client{Net: network, Timeout: 5 * time.Second}
+	r, _, err := c.Exchange(m, addr)
+	if err != nil {
+		t.Fatalf("%s %s %s: %v", network, name, dns.TypeToString[qtype], err)
+	}
+	return r
+}
+
+// lines renders RRs as sorted zone-file lines, with TTLs.
+func lines(rrs []dns.RR) []string {
+	var out []string
+	for _, rr := range rrs {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			continue
+		}
+		out = append(out, strings.Join(strings.Fields(rr.String()), " "))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func normalise(zoneLines []string) []string {
+	var out []string
+	for _, l := range zoneLines {
+		rr, err := dns.NewRR(l)
+		if err != nil {
+			panic(fmt.Sprintf("bad expected line %q: %v", l, err))
+		}
+		out = append(out, strings.Join(strings.Fields(rr.String()), " "))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestCorefileAnswers(t *testing.T) {
+	w := startWorld(t, testSlices())
+	const (
+		a   = "gateway.cluster-a.dev-team.clusters.xcc.test."
+		api = "api.cluster-a.dev-team.clusters.xcc.test."
+	)
+	tests := []struct {
+		name   string
+		qtype  uint16
+		rcode  int
+		answer []string // zone-file lines
+		soa    bool     // the authority section holds the zone's SOA
+	}{
+		// The seed walkthrough's name: every name below gateway.<cluster> answers.
+		{"kuard." + a, dns.TypeA, dns.RcodeSuccess, []string{"kuard." + a + " 30 IN A 192.0.2.10", "kuard." + a + " 30 IN A 192.0.2.11"}, false},
+		{a, dns.TypeA, dns.RcodeSuccess, []string{a + " 30 IN A 192.0.2.10", a + " 30 IN A 192.0.2.11"}, false},
+		{"x.y.z." + a, dns.TypeA, dns.RcodeSuccess, []string{"x.y.z." + a + " 30 IN A 192.0.2.10", "x.y.z." + a + " 30 IN A 192.0.2.11"}, false},
+		// Names are case-insensitive; the rewrite answers in lower case.
+		{"KuArD.GATEWAY.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard." + a + " 30 IN A 192.0.2.10", "kuard." + a + " 30 IN A 192.0.2.11"}, false},
+		// An existing name asked for another type: NODATA, never NXDOMAIN.
+		{"kuard." + a, dns.TypeAAAA, dns.RcodeSuccess, nil, true},
+		{"kuard." + a, dns.TypeTXT, dns.RcodeSuccess, nil, true},
+		{"kuard." + a, dns.TypeMX, dns.RcodeSuccess, nil, true},
+		{"kuard." + a, dns.TypeCNAME, dns.RcodeSuccess, nil, true},
+		// Dual stack.
+		{"kuard.gateway.cluster-b.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.gateway.cluster-b.dev-team.clusters.xcc.test. 30 IN A 192.0.2.40"}, false},
+		{"kuard.gateway.cluster-b.dev-team.clusters.xcc.test.", dns.TypeAAAA, dns.RcodeSuccess, []string{"kuard.gateway.cluster-b.dev-team.clusters.xcc.test. 30 IN AAAA 2001:db8::b"}, false},
+		// A hostname load balancer: the CNAME and, through the upstream, its address.
+		{"kuard.gateway.cluster-c.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.gateway.cluster-c.dev-team.clusters.xcc.test. 30 IN CNAME " + upstreamTarget, upstreamTarget + " 30 IN A " + upstreamAddr}, false},
+		{"kuard.gateway.cluster-c.dev-team.clusters.xcc.test.", dns.TypeCNAME, dns.RcodeSuccess, []string{"kuard.gateway.cluster-c.dev-team.clusters.xcc.test. 30 IN CNAME " + upstreamTarget}, false},
+		// The API server name, with the TTL its slice asks for.
+		{api, dns.TypeA, dns.RcodeSuccess, []string{api + " 60 IN A 192.0.2.20"}, false},
+		{api, dns.TypeAAAA, dns.RcodeSuccess, nil, true},
+		{"www." + api, dns.TypeA, dns.RcodeNameError, nil, true},
+		// Empty non-terminals: NODATA, not the records below them.
+		{"cluster-a.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeSuccess, nil, true},
+		{"dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeSuccess, nil, true},
+		{"clusters.xcc.test.", dns.TypeAAAA, dns.RcodeSuccess, nil, true},
+		{"xcc.test.", dns.TypeA, dns.RcodeSuccess, nil, true},
+		{"xcc.test.", dns.TypeSOA, dns.RcodeSuccess, []string{"xcc.test. 30 IN SOA ns.dns.xcc.test. hostmaster.xcc.test. 1 7200 1800 86400 5"}, false},
+		{"xcc.test.", dns.TypeNS, dns.RcodeSuccess, []string{"xcc.test. 30 IN NS ns.dns.xcc.test."}, false},
+		// Unknown names: NXDOMAIN with the SOA.
+		{"kuard.gateway.nosuch.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
+		{"nosuch.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
+		// Refused input beside valid input: the valid part is served.
+		{"kuard.gateway.cluster-d.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.gateway.cluster-d.dev-team.clusters.xcc.test. 30 IN A 192.0.2.30"}, false},
+		{"kuard.gateway.cluster-e.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.gateway.cluster-e.dev-team.clusters.xcc.test. 30 IN A 192.0.2.50"}, false},
+		{"kuard.gateway.cluster-e.dev-team.clusters.xcc.test.", dns.TypeAAAA, dns.RcodeSuccess, nil, true},
+		// A record an operator put by hand is served beside ours.
+		{"db.custom.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"db.custom.xcc.test. 60 IN A 192.0.2.99"}, false},
+	}
+	for _, network := range []string{"udp", "tcp"} {
+		for _, tc := range tests {
+			t.Run(network+"/"+tc.name+"/"+dns.TypeToString[tc.qtype], func(t *testing.T) {
+				r := w.ask(t, network, tc.name, tc.qtype, 0)
+				if r.Rcode != tc.rcode {
+					t.Fatalf("rcode %s, want %s\n%v", dns.RcodeToString[r.Rcode], dns.RcodeToString[tc.rcode], r)
+				}
+				got, want := lines(r.Answer), normalise(tc.answer)
+				if network == "tcp" {
+					// The second pass is served from the cache: TTLs may have
+					// counted down by a second or two.
+					got, want = stripTTL(got), stripTTL(want)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("answer\n got %q\nwant %q", got, want)
+				}
+				if tc.soa {
+					if len(r.Ns) != 1 || r.Ns[0].Header().Rrtype != dns.TypeSOA || r.Ns[0].Header().Name != "xcc.test." {
+						t.Fatalf("authority %v, want the xcc.test SOA", r.Ns)
+					}
+					// Negative answers are cached downstream for seconds, not minutes.
+					if ttl := min(r.Ns[0].Header().Ttl, r.Ns[0].(*dns.SOA).Minttl); ttl > 5 {
+						t.Fatalf("negative TTL %d s, want at most 5", ttl)
+					}
+				}
+			})
+		}
+	}
+}
+
+func stripTTL(ls []string) []string {
+	var out []string
+	for _, l := range ls {
+		f := strings.Fields(l)
+		f[1] = "TTL"
+		out = append(out, strings.Join(f, " "))
+	}
+	return out
+}
+
+func TestTruncatedOverUDPWholeOverTCP(t *testing.T) {
+	w := startWorld(t, testSlices())
+	const name = "kuard.gateway.big.dev-team.clusters.xcc.test."
+	udp := w.ask(t, "udp", name, dns.TypeA, 0)
+	if !udp.Truncated {
+		t.Fatalf("60 A records over UDP with a 512-octet buffer: want TC set, got %d answers", len(udp.Answer))
+	}
+	tcp := w.ask(t, "tcp", name, dns.TypeA, 0)
+	if tcp.Truncated || len(tcp.Answer) != 60 {
+		t.Fatalf("over TCP: truncated %v, %d answers; want all 60", tcp.Truncated, len(tcp.Answer))
+	}
+	big := w.ask(t, "udp", "other."+name[len("kuard."):], dns.TypeA, 4096)
+	if big.Truncated || len(big.Answer) != 60 {
+		t.Fatalf("over UDP with a 4096-octet EDNS buffer: truncated %v, %d answers; want all 60", big.Truncated, len(big.Answer))
+	}
+}
+
+func TestSliceChangesReachDNS(t *testing.T) {
+	w := startWorld(t, testSlices())
+	ctx := context.Background()
+	// A new gateway appears: its name resolves (it was never cached).
+	if _, err := w.kube.DiscoveryV1().EndpointSlices(sliceNamespace).Create(ctx,
+		slice("gw-f-ipv4", "*.gateway.cluster-f.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "192.0.2.60"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		r := w.ask(t, "udp", fmt.Sprintf("n%d.gateway.cluster-f.dev-team.clusters.xcc.test.", time.Now().UnixNano()), dns.TypeA, 0)
+		return r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1
+	})
+	// A slice is deleted: its records leave etcd, the name is gone.
+	if err := w.kube.DiscoveryV1().EndpointSlices(sliceNamespace).Delete(ctx, "gw-a-ipv4", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		resp, err := w.etcd.Get(ctx, "/skydns/test/xcc/clusters/dev-team/cluster-a/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		// Only the api name's record and its name record are left.
+		return err == nil && resp.Count == 2
+	})
+	r := w.ask(t, "udp", "fresh.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA, 0)
+	if r.Rcode != dns.RcodeNameError {
+		t.Fatalf("after deleting the slice: %s, want NXDOMAIN", dns.RcodeToString[r.Rcode])
+	}
+	// The hand record is still there.
+	if got := w.ask(t, "udp", "db.custom.xcc.test.", dns.TypeA, 0); len(got.Answer) != 1 {
+		t.Fatalf("hand record gone: %v", got)
+	}
+}
+
+// TestEtcdctlListsRecords runs the etcdctl a user would, built by `make
+// tools`, against the records.
+func TestEtcdctlListsRecords(t *testing.T) {
+	etcdctl := os.Getenv("ETCDCTL")
+	if etcdctl == "" {
+		t.Skip("ETCDCTL is not set; `make test` sets it to bin/etcdctl")
+	}
+	w := startWorld(t, testSlices())
+	out, err := exec.Command(etcdctl, "--endpoints", w.eps[0], "get", "--prefix", "/skydns/test/xcc/clusters/dev-team/cluster-a/").CombinedOutput()
+	if err != nil {
+		t.Fatalf("etcdctl: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{"/skydns/test/xcc/clusters/dev-team/cluster-a/gateway/x", `"host":"192.0.2.10","ttl":30,"owner":"EndpointSlice xcc-dns/gw-a-ipv4"`, `"host":"192.0.2.20","ttl":60`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("etcdctl output lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
