@@ -125,7 +125,7 @@ func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret,
 	ctx, cancel := context.WithCancel(m.ctx)
 	w := &workload{key: key, configHash: hash, client: client, cancel: cancel, ctx: ctx,
 		services: map[string]*serviceWatch{}, users: map[string]bool{user: true}}
-	w.nsInformer = newSingleObjectInformer(m.sliceNamespace, &corev1.Namespace{}, m.resync,
+	w.nsInformer = newSingleObjectInformer(client, m.sliceNamespace, &corev1.Namespace{}, m.resync,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return client.CoreV1().Namespaces().List(ctx, o)
 		},
@@ -169,7 +169,7 @@ func (m *workloads) service(w *workload, namespace, name, user string) (svc *cor
 	if sw == nil {
 		ctx, cancel := context.WithCancel(w.ctx)
 		client := w.client
-		inf := newSingleObjectInformer(name, &corev1.Service{}, m.resync,
+		inf := newSingleObjectInformer(client, name, &corev1.Service{}, m.resync,
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return client.CoreV1().Services(namespace).List(ctx, o)
 			},
@@ -253,7 +253,7 @@ func (m *workloads) stopLocked(w *workload) {
 // newSingleObjectInformer watches one object by name (field selector
 // metadata.name), so a workload cluster's API server sends only the events
 // of the gateway Service or the slice Namespace.
-func newSingleObjectInformer(name string, obj runtime.Object, resync time.Duration,
+func newSingleObjectInformer(client kubernetes.Interface, name string, obj runtime.Object, resync time.Duration,
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.SharedIndexInformer {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
@@ -267,5 +267,7 @@ func newSingleObjectInformer(name string, obj runtime.Object, resync time.Durati
 			return watchFn(ctx, o)
 		},
 	}
-	return cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{})
+	// The wrapper carries over whether the client can stream a watch list
+	// (fake clientsets cannot), as the generated informers do.
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), obj, resync, cache.Indexers{})
 }

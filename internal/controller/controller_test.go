@@ -1,0 +1,351 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+)
+
+var clusterGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+
+// testEnv is a management cluster and workload clusters, all fakes.
+type testEnv struct {
+	t         *testing.T
+	ctx       context.Context
+	mgmt      *fake.Clientset
+	dyn       *dynamicfake.FakeDynamicClient
+	workloads map[string]*fake.Clientset // by kubeconfig content
+	ctrl      *Controller
+}
+
+func capiCluster(name string, labels map[string]string, apiHost string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+		"metadata": map[string]any{"name": name, "namespace": "dev-team"},
+		"spec":     map[string]any{},
+	}}
+	u.SetLabels(labels)
+	if apiHost != "" {
+		_ = unstructured.SetNestedField(u.Object, apiHost, "spec", "controlPlaneEndpoint", "host")
+	}
+	return u
+}
+
+func kubeconfigSecret(cluster, value string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: cluster + "-kubeconfig"},
+		Data: map[string][]byte{KubeconfigSecretKey: []byte(value)}}
+}
+
+func gatewayDNSObject(t *testing.T, gd *v1alpha1.GatewayDNS) *unstructured.Unstructured {
+	t.Helper()
+	gd = gd.DeepCopy()
+	gd.SetGroupVersionKind(v1alpha1.GatewayDNSKind)
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(gd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// workload is a workload cluster fake: opted in (xcc-dns namespace) and
+// with the gateway Service at the given addresses (none: no Service).
+func fakeWorkload(optIn bool, addrs ...string) *fake.Clientset {
+	var objs []runtime.Object
+	if optIn {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}})
+	}
+	if len(addrs) > 0 {
+		objs = append(objs, lbService(ips(addrs...)...))
+	}
+	return fake.NewClientset(objs...)
+}
+
+func newTestEnv(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Object, workloads map[string]*fake.Clientset) *testEnv {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	// An empty scheme: the dynamic fake then keeps everything unstructured.
+	scheme := runtime.NewScheme()
+	// The fake tracker guesses a resource from a kind ("gatewaydnses"), so
+	// GatewayDNS objects are created through their real resource instead.
+	var initial []runtime.Object
+	var gdnses []*unstructured.Unstructured
+	for _, o := range dynObjs {
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == v1alpha1.GatewayDNSKind.Kind {
+			gdnses = append(gdnses, u)
+			continue
+		}
+		initial = append(initial, o)
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
+		v1alpha1.GatewayDNSResource: "GatewayDNSList",
+		clusterGVR:                  "ClusterList",
+	}, initial...)
+	for _, u := range gdnses {
+		if _, err := dyn.Resource(v1alpha1.GatewayDNSResource).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := &testEnv{t: t, ctx: ctx, mgmt: fake.NewClientset(mgmtObjs...), dyn: dyn, workloads: workloads}
+	e.ctrl = New(Config{
+		Kube: e.mgmt, Dynamic: dyn, ClusterResource: clusterGVR,
+		NewClient: func(raw []byte) (kubernetes.Interface, error) {
+			if c, ok := workloads[string(raw)]; ok {
+				return c, nil
+			}
+			return nil, errors.New("garbage kubeconfig")
+		},
+		SliceNamespace: DefaultSliceNamespace, Domain: "xcc.test", Resync: time.Hour, Workers: 2,
+	})
+	ready := make(chan struct{})
+	go func() { _ = e.ctrl.Run(ctx, ready) }()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("caches did not sync")
+	}
+	return e
+}
+
+// slices returns "hostname type addresses" of every slice in a workload cluster.
+func (e *testEnv) slices(cluster string) []string {
+	list, err := e.workloads[cluster].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for i := range list.Items {
+		out = append(out, sliceView(&list.Items[i]))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// eventually waits until every listed cluster has exactly want.
+func (e *testEnv) eventually(want []string, clusters ...string) {
+	e.t.Helper()
+	slices.Sort(want)
+	var got []string
+	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		for _, c := range clusters {
+			got = e.slices(c)
+			if !slices.Equal(got, want) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		e.t.Fatalf("slices:\n got %q\nwant %q", got, want)
+	}
+}
+
+func (e *testEnv) status(name string) v1alpha1.GatewayDNSStatus {
+	u, err := e.dyn.Resource(v1alpha1.GatewayDNSResource).Namespace("dev-team").Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	gd, err := toGatewayDNS(u)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return gd.Status
+}
+
+func (e *testEnv) eventuallyStatus(name string, ok func(v1alpha1.GatewayDNSStatus) bool) v1alpha1.GatewayDNSStatus {
+	e.t.Helper()
+	var st v1alpha1.GatewayDNSStatus
+	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		st = e.status(name)
+		return ok(st), nil
+	})
+	if err != nil {
+		e.t.Fatalf("status of %s never as wanted: %+v", name, st)
+	}
+	return st
+}
+
+func reasonsOf(st v1alpha1.GatewayDNSStatus) string {
+	var out []string
+	for _, c := range st.Clusters {
+		out = append(out, c.Name+"="+c.Reason)
+	}
+	return strings.Join(out, " ")
+}
+
+const (
+	gwA  = "*.gateway.cluster-a.dev-team.clusters.xcc.test"
+	gwB  = "*.gateway.cluster-b.dev-team.clusters.xcc.test"
+	apiA = "api.cluster-a.dev-team.clusters.xcc.test"
+)
+
+var contour = map[string]string{"hasContour": "true"}
+
+func TestControllerEndToEnd(t *testing.T) {
+	gd := testGatewayDNS("dev-team-gateway-dns")
+	e := newTestEnv(t,
+		[]runtime.Object{
+			kubeconfigSecret("cluster-a", "cluster-a"),
+			kubeconfigSecret("cluster-b", "cluster-b"),
+			kubeconfigSecret("cluster-c", "garbage"),
+			kubeconfigSecret("cluster-d", "cluster-d"),
+		},
+		[]runtime.Object{
+			capiCluster("cluster-a", contour, "10.1.0.1"),
+			capiCluster("cluster-b", contour, ""),
+			capiCluster("cluster-c", contour, ""),     // garbage kubeconfig
+			capiCluster("a.b", contour, ""),           // not a DNS label
+			capiCluster("cluster-d", nil, ""),         // not selected, not opted in
+			capiCluster("cluster-e", contour, ""),     // no kubeconfig Secret
+			gatewayDNSObject(t, gd),
+		},
+		map[string]*fake.Clientset{
+			"cluster-a": fakeWorkload(true, "10.0.0.1", "2001:db8::1"),
+			"cluster-b": fakeWorkload(true, "10.0.0.2"),
+			"cluster-d": fakeWorkload(false),
+		})
+
+	want := []string{apiA + " IPv4 10.1.0.1", gwA + " IPv4 10.0.0.1", gwA + " IPv6 2001:db8::1", gwB + " IPv4 10.0.0.2"}
+	e.eventually(want, "cluster-a", "cluster-b")
+	if got := e.slices("cluster-d"); len(got) != 0 {
+		t.Errorf("cluster without the slice namespace got %v", got)
+	}
+	st := e.eventuallyStatus(gd.Name, func(s v1alpha1.GatewayDNSStatus) bool { return s.SelectedClusters == 5 })
+	if got, want := reasonsOf(st), "a.b=InvalidClusterName cluster-a=Published cluster-b=Published cluster-c=KubeconfigInvalid cluster-e=KubeconfigMissing"; got != want {
+		t.Errorf("reasons %q, want %q", got, want)
+	}
+	if st.ReadyClusters != 2 || st.ObservedGeneration != 1 {
+		t.Errorf("ready %d observedGeneration %d", st.ReadyClusters, st.ObservedGeneration)
+	}
+
+	t.Run("a load-balancer change reaches every cluster without a resync", func(t *testing.T) {
+		svc := lbService(ips("10.0.0.9")...)
+		if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, svc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually([]string{apiA + " IPv4 10.1.0.1", gwA + " IPv4 10.0.0.9", gwB + " IPv4 10.0.0.2"}, "cluster-a", "cluster-b")
+	})
+
+	t.Run("a cluster that opts in later gets every slice", func(t *testing.T) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}}
+		if _, err := e.workloads["cluster-d"].CoreV1().Namespaces().Create(e.ctx, ns, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually([]string{apiA + " IPv4 10.1.0.1", gwA + " IPv4 10.0.0.9", gwB + " IPv4 10.0.0.2"}, "cluster-d")
+	})
+
+	t.Run("a cluster no longer selected loses its names everywhere", func(t *testing.T) {
+		if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Update(e.ctx, capiCluster("cluster-b", nil, ""), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually([]string{apiA + " IPv4 10.1.0.1", gwA + " IPv4 10.0.0.9"}, "cluster-a", "cluster-b", "cluster-d")
+	})
+
+	t.Run("a slice written by someone else survives", func(t *testing.T) {
+		hand := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "hand", Namespace: DefaultSliceNamespace,
+			Annotations: map[string]string{AnnotationHostname: "hand.xcc.test"}},
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}}}
+		if _, err := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(e.ctx, hand, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("deleting the GatewayDNS removes its slices from every cluster", func(t *testing.T) {
+		if err := e.dyn.Resource(v1alpha1.GatewayDNSResource).Namespace("dev-team").Delete(e.ctx, gd.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually(nil, "cluster-b", "cluster-d")
+		e.eventually([]string{"hand.xcc.test IPv4 10.9.9.9"}, "cluster-a")
+	})
+}
+
+func TestControllerConflictOlderWins(t *testing.T) {
+	older := testGatewayDNS("older")
+	older.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour))
+	newer := testGatewayDNS("newer")
+	newer.CreationTimestamp = metav1.NewTime(time.Now())
+	e := newTestEnv(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), gatewayDNSObject(t, newer), gatewayDNSObject(t, older)},
+		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
+
+	e.eventually([]string{gwA + " IPv4 10.0.0.1"}, "cluster-a")
+	st := e.eventuallyStatus("newer", func(s v1alpha1.GatewayDNSStatus) bool { return len(s.Conditions) > 0 })
+	if got := reasonsOf(st); got != "cluster-a=Conflict" {
+		t.Errorf("newer: %q", got)
+	}
+	if c := findCondition(st, v1alpha1.ConditionConflict); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("newer Conflict condition %+v", c)
+	}
+	list, _ := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
+	if len(list.Items) != 1 || list.Items[0].Annotations[AnnotationGatewayRef] != "dev-team/older" {
+		t.Errorf("want one slice by dev-team/older, got %d: %+v", len(list.Items), list.Items)
+	}
+	st = e.eventuallyStatus("older", func(s v1alpha1.GatewayDNSStatus) bool { return len(s.Conditions) > 0 })
+	if c := findCondition(st, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("older Ready condition %+v", c)
+	}
+
+	// The older one goes: the newer one takes the names over.
+	if err := e.dyn.Resource(v1alpha1.GatewayDNSResource).Namespace("dev-team").Delete(e.ctx, "older", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		list, _ := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
+		return len(list.Items) == 1 && list.Items[0].Annotations[AnnotationGatewayRef] == "dev-team/newer", nil
+	})
+	if err != nil {
+		t.Errorf("newer did not take over: %v", e.slices("cluster-a"))
+	}
+}
+
+func TestControllerUnreachableClusterKeepsSlices(t *testing.T) {
+	gd := testGatewayDNS("gw")
+	a := fakeWorkload(true, "10.0.0.1")
+	e := newTestEnv(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, gd)},
+		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": fakeWorkload(true, "10.0.0.2")})
+	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a", "cluster-b")
+
+	// cluster-a's kubeconfig Secret goes (a cluster we can no longer reach):
+	// its last addresses stay published, the status says why.
+	if err := e.mgmt.CoreV1().Secrets("dev-team").Delete(e.ctx, "cluster-a-kubeconfig", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
+		return strings.Contains(reasonsOf(s), "cluster-a="+ReasonKubeconfigMissing)
+	})
+	if c := findCondition(st, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Ready %+v", c)
+	}
+	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
+}
+
+func findCondition(st v1alpha1.GatewayDNSStatus, typ string) *metav1.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == typ {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+

@@ -1,0 +1,311 @@
+package controller
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+)
+
+func testGatewayDNS(name string) *v1alpha1.GatewayDNS {
+	return &v1alpha1.GatewayDNS{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: name, Generation: 1},
+		Spec: v1alpha1.GatewayDNSSpec{
+			ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"hasContour": "true"}},
+			Service:         "projectcontour/envoy",
+			ResolutionType:  v1alpha1.ResolutionTypeLoadBalancer,
+		},
+	}
+}
+
+func lbService(ingress ...corev1.LoadBalancerIngress) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "projectcontour", Name: "envoy"},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+		Status:     corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: ingress}},
+	}
+}
+
+func ips(addrs ...string) []corev1.LoadBalancerIngress {
+	var out []corev1.LoadBalancerIngress
+	for _, a := range addrs {
+		out = append(out, corev1.LoadBalancerIngress{IP: a})
+	}
+	return out
+}
+
+func good(name string, addrs ...string) clusterInput {
+	return clusterInput{Name: name, Selected: true, ServiceSynced: true, Service: lbService(ips(addrs...)...)}
+}
+
+// sliceView is a slice reduced to what a test compares: hostname, type, addresses.
+func sliceView(s *discoveryv1.EndpointSlice) string {
+	return s.Annotations[AnnotationHostname] + " " + string(s.AddressType) + " " + strings.Join(s.Endpoints[0].Addresses, ",")
+}
+
+func TestComputeDesired(t *testing.T) {
+	const gwA = "*.gateway.cluster-a.dev-team.clusters.xcc.test"
+	const gwB = "*.gateway.cluster-b.dev-team.clusters.xcc.test"
+	tests := []struct {
+		name      string
+		mutate    func(*v1alpha1.GatewayDNS)
+		clusters  []clusterInput
+		want      []string          // sliceView of every desired slice, any order
+		reasons   map[string]string // cluster -> status reason
+		keep      []string
+		conflicts []string
+	}{
+		{
+			name:     "two clusters publish IPv4",
+			clusters: []clusterInput{good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2")},
+			want:     []string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"},
+			reasons:  map[string]string{"cluster-a": ReasonPublished, "cluster-b": ReasonPublished},
+		},
+		{
+			name:     "dual stack gives separate IPv4 and IPv6 slices, IPv6 never in IPv4",
+			clusters: []clusterInput{good("cluster-a", "2001:db8::1", "10.0.0.1", "10.0.0.3")},
+			want:     []string{gwA + " IPv4 10.0.0.1,10.0.0.3", gwA + " IPv6 2001:db8::1"},
+			reasons:  map[string]string{"cluster-a": ReasonPublished},
+		},
+		{
+			name: "hostname load balancer gives an FQDN slice, lowercased",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, ServiceSynced: true,
+				Service: lbService(corev1.LoadBalancerIngress{Hostname: "ELB-1.example.com"})}},
+			want:    []string{gwA + " FQDN elb-1.example.com"},
+			reasons: map[string]string{"cluster-a": ReasonPublished},
+		},
+		{
+			name:     "unselected cluster publishes nothing and has no status",
+			clusters: []clusterInput{good("cluster-a", "10.0.0.1"), {Name: "cluster-c", ServiceSynced: true, Service: lbService(ips("10.0.0.9")...)}},
+			want:     []string{gwA + " IPv4 10.0.0.1"},
+			reasons:  map[string]string{"cluster-a": ReasonPublished},
+		},
+		{
+			name:     "cluster name that is not a DNS label is refused, others publish",
+			clusters: []clusterInput{good("a.b", "10.0.0.5"), good("cluster-b", "10.0.0.2")},
+			want:     []string{gwB + " IPv4 10.0.0.2"},
+			reasons:  map[string]string{"a.b": ReasonInvalidClusterName, "cluster-b": ReasonPublished},
+		},
+		{
+			name: "missing kubeconfig keeps last slices",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, AccessReason: ReasonKubeconfigMissing, AccessMessage: "no secret"},
+				good("cluster-b", "10.0.0.2")},
+			want:    []string{gwB + " IPv4 10.0.0.2"},
+			reasons: map[string]string{"cluster-a": ReasonKubeconfigMissing, "cluster-b": ReasonPublished},
+			keep:    []string{"cluster-a"},
+		},
+		{
+			name: "garbage kubeconfig keeps last slices",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, AccessReason: ReasonKubeconfigInvalid, AccessMessage: "garbage"},
+				good("cluster-b", "10.0.0.2")},
+			want:    []string{gwB + " IPv4 10.0.0.2"},
+			reasons: map[string]string{"cluster-a": ReasonKubeconfigInvalid, "cluster-b": ReasonPublished},
+			keep:    []string{"cluster-a"},
+		},
+		{
+			name:     "unreachable cluster keeps last slices",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true}, good("cluster-b", "10.0.0.2")},
+			want:     []string{gwB + " IPv4 10.0.0.2"},
+			reasons:  map[string]string{"cluster-a": ReasonClusterUnreachable, "cluster-b": ReasonPublished},
+			keep:     []string{"cluster-a"},
+		},
+		{
+			name:     "service not found",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, ServiceSynced: true}, good("cluster-b", "10.0.0.2")},
+			want:     []string{gwB + " IPv4 10.0.0.2"},
+			reasons:  map[string]string{"cluster-a": ReasonServiceNotFound, "cluster-b": ReasonPublished},
+		},
+		{
+			name: "service not type LoadBalancer",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: func() *corev1.Service {
+				s := lbService(ips("10.0.0.1")...)
+				s.Spec.Type = corev1.ServiceTypeClusterIP
+				return s
+			}()}, good("cluster-b", "10.0.0.2")},
+			want:    []string{gwB + " IPv4 10.0.0.2"},
+			reasons: map[string]string{"cluster-a": ReasonServiceNotLoadBalancer, "cluster-b": ReasonPublished},
+		},
+		{
+			name:     "no ingress yet",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: lbService()}, good("cluster-b", "10.0.0.2")},
+			want:     []string{gwB + " IPv4 10.0.0.2"},
+			reasons:  map[string]string{"cluster-a": ReasonNoLoadBalancerIngress, "cluster-b": ReasonPublished},
+		},
+		{
+			name: "loopback, link-local, unspecified, multicast and unparsable are refused",
+			clusters: []clusterInput{good("cluster-a", "127.0.0.1", "169.254.1.1", "0.0.0.0", "224.0.0.1", "::1", "fe80::1", "ff02::1", "10.0.0.300", "not an ip"),
+				good("cluster-b", "10.0.0.2")},
+			want:    []string{gwB + " IPv4 10.0.0.2"},
+			reasons: map[string]string{"cluster-a": ReasonNoValidAddresses, "cluster-b": ReasonPublished},
+		},
+		{
+			name:     "refused address next to a good one: the good one publishes",
+			clusters: []clusterInput{good("cluster-a", "127.0.0.1", "10.0.0.1")},
+			want:     []string{gwA + " IPv4 10.0.0.1"},
+			reasons:  map[string]string{"cluster-a": ReasonPublished},
+		},
+		{
+			name:     "IPv4-mapped IPv6 counts as IPv4",
+			clusters: []clusterInput{good("cluster-a", "::ffff:10.0.0.7")},
+			want:     []string{gwA + " IPv4 10.0.0.7"},
+			reasons:  map[string]string{"cluster-a": ReasonPublished},
+		},
+		{
+			name:     "service ref that slipped past the CRD: api names still published",
+			mutate:   func(g *v1alpha1.GatewayDNS) { g.Spec.Service = "projectcontour.envoy" },
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, APIHost: "10.1.0.1", ServiceSynced: true, Service: lbService(ips("10.0.0.1")...)}},
+			want:     []string{"api.cluster-a.dev-team.clusters.xcc.test IPv4 10.1.0.1"},
+			reasons:  map[string]string{"cluster-a": ReasonInvalidServiceRef},
+		},
+		{
+			name:     "api name from controlPlaneEndpoint hostname",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, APIHost: "cp.example.com", ServiceSynced: true, Service: lbService(ips("10.0.0.1")...)}},
+			want:     []string{"api.cluster-a.dev-team.clusters.xcc.test FQDN cp.example.com", gwA + " IPv4 10.0.0.1"},
+			reasons:  map[string]string{"cluster-a": ReasonPublished},
+		},
+		{
+			name:     "loopback api host refused, gateway still published",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, APIHost: "127.0.0.1", ServiceSynced: true, Service: lbService(ips("10.0.0.1")...)}},
+			want:     []string{gwA + " IPv4 10.0.0.1"},
+			reasons:  map[string]string{"cluster-a": ReasonPublished},
+		},
+		{
+			name:      "cluster owned by an older GatewayDNS: Conflict, nothing published for it",
+			clusters:  []clusterInput{{Name: "cluster-a", Selected: true, OwnedBy: "dev-team/older", APIHost: "10.1.0.1"}, good("cluster-b", "10.0.0.2")},
+			want:      []string{gwB + " IPv4 10.0.0.2"},
+			reasons:   map[string]string{"cluster-a": ReasonConflict, "cluster-b": ReasonPublished},
+			conflicts: []string{"cluster-a"},
+		},
+		{
+			name:     "unsupported resolution type",
+			mutate:   func(g *v1alpha1.GatewayDNS) { g.Spec.ResolutionType = "clusterIP" },
+			clusters: []clusterInput{good("cluster-a", "10.0.0.1")},
+			reasons:  map[string]string{"cluster-a": ReasonUnsupportedResolutionType},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gd := testGatewayDNS("gw")
+			if tt.mutate != nil {
+				tt.mutate(gd)
+			}
+			d := computeDesired(gd, "xcc.test", tt.clusters)
+			var got []string
+			for _, s := range d.Slices {
+				got = append(got, sliceView(s))
+				checkSliceInvariants(t, s)
+			}
+			slices.Sort(got)
+			want := slices.Clone(tt.want)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("slices:\n got %q\nwant %q", got, want)
+			}
+			reasons := map[string]string{}
+			for _, c := range d.Clusters {
+				reasons[c.Name] = c.Reason
+				if c.Reason != ReasonPublished && c.Message == "" {
+					t.Errorf("cluster %s: reason %s without a message", c.Name, c.Reason)
+				}
+			}
+			if len(reasons) != len(tt.reasons) {
+				t.Errorf("status clusters %v, want %v", reasons, tt.reasons)
+			}
+			for k, v := range tt.reasons {
+				if reasons[k] != v {
+					t.Errorf("cluster %s: reason %q, want %q", k, reasons[k], v)
+				}
+			}
+			var keep []string
+			for k := range d.Keep {
+				keep = append(keep, k)
+			}
+			slices.Sort(keep)
+			if !slices.Equal(keep, tt.keep) {
+				t.Errorf("keep %v, want %v", keep, tt.keep)
+			}
+			if len(d.ConflictOwners) != len(tt.conflicts) {
+				t.Errorf("conflicts %v, want %v", d.ConflictOwners, tt.conflicts)
+			}
+		})
+	}
+}
+
+// checkSliceInvariants asserts the contract every written slice meets.
+func checkSliceInvariants(t *testing.T, s *discoveryv1.EndpointSlice) {
+	t.Helper()
+	if len(s.Name) > 63 || !isDNSName(s.Name) {
+		t.Errorf("slice name %q: not a DNS name of at most 63", s.Name)
+	}
+	if s.Labels[LabelManagedBy] != ManagedByValue || s.Labels[LabelServiceName] != "gw" {
+		t.Errorf("slice %s labels %v", s.Name, s.Labels)
+	}
+	if s.Annotations[AnnotationGatewayRef] != "dev-team/gw" {
+		t.Errorf("slice %s ref %q", s.Name, s.Annotations[AnnotationGatewayRef])
+	}
+	if len(s.Ports) != 0 || len(s.Endpoints) != 1 {
+		t.Errorf("slice %s: want one endpoint and no ports", s.Name)
+	}
+	for _, a := range s.Endpoints[0].Addresses {
+		isV6 := strings.Contains(a, ":")
+		if (s.AddressType == discoveryv1.AddressTypeIPv4) == isV6 && s.AddressType != discoveryv1.AddressTypeFQDN {
+			t.Errorf("slice %s of type %s holds %s", s.Name, s.AddressType, a)
+		}
+	}
+}
+
+func TestTTLAnnotation(t *testing.T) {
+	gd := testGatewayDNS("gw")
+	d := computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1")})
+	if _, ok := d.Slices[0].Annotations[AnnotationTTL]; ok {
+		t.Errorf("ttl annotation set without spec.ttl")
+	}
+	gd.Spec.TTL = ptr.To(int32(60))
+	d = computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1")})
+	if got := d.Slices[0].Annotations[AnnotationTTL]; got != "60" {
+		t.Errorf("ttl annotation %q, want 60", got)
+	}
+}
+
+func TestSliceName(t *testing.T) {
+	long := strings.Repeat("a", 60)
+	names := map[string]bool{}
+	for _, in := range [][5]string{
+		{"dev-team", "gw", "cluster-a", "gateway", "ipv4"},
+		{"dev-team", "gw", "cluster-a", "gateway", "ipv6"},
+		{"dev-team", "gw", "cluster-a", "api", "ipv4"},
+		{"dev-team", "gw-cluster", "a", "gateway", "ipv4"}, // same readable prefix as gw + cluster-a
+		{"dev-team", long, long, "gateway", "ipv4"},
+		{"dev-team", long, long + "b", "gateway", "ipv4"},
+		{"dev-team", "my.gw", "cluster-a", "gateway", "fqdn"},
+	} {
+		n := sliceName(in[0], in[1], in[2], in[3], in[4])
+		if len(n) > 63 || !isDNSName(n) {
+			t.Errorf("sliceName%v = %q: invalid", in, n)
+		}
+		if n != sliceName(in[0], in[1], in[2], in[3], in[4]) {
+			t.Errorf("sliceName%v not deterministic", in)
+		}
+		if names[n] {
+			t.Errorf("sliceName%v = %q collides", in, n)
+		}
+		names[n] = true
+	}
+}
+
+func TestIsDNSLabel(t *testing.T) {
+	for s, want := range map[string]bool{
+		"cluster-a": true, "a": true, "0a": true, strings.Repeat("a", 63): true,
+		"": false, "a.b": false, "-a": false, "a-": false, "A": false, "a_b": false, strings.Repeat("a", 64): false,
+	} {
+		if got := isDNSLabel(s); got != want {
+			t.Errorf("isDNSLabel(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+func names(ss []*discoveryv1.EndpointSlice) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestComputePlan(t *testing.T) {
+	gd := testGatewayDNS("gw")
+	ref := "dev-team/gw"
+	desiredAB := computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2")})
+	nameA, nameB := desiredAB.Slices[0].Name, desiredAB.Slices[1].Name
+	movedA := computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.9"), good("cluster-b", "10.0.0.2")})
+
+	foreign := desiredAB.Slices[0].DeepCopy()
+	foreign.Name = "hand-written"
+	foreign.Labels = map[string]string{LabelServiceName: "gw"} // not managed by us
+	otherGD := desiredAB.Slices[1].DeepCopy()
+	otherGD.Name = "other-gatewaydns"
+	otherGD.Annotations[AnnotationGatewayRef] = "dev-team/other"
+
+	withExtra := desiredAB.Slices[0].DeepCopy()
+	withExtra.Labels["team"] = "x"
+	withExtra.Annotations["note"] = "y"
+
+	tests := []struct {
+		name                   string
+		desired, existing      []*discoveryv1.EndpointSlice
+		keep                   map[string]bool
+		create, update, delete []string
+	}{
+		{name: "empty target gets everything", desired: desiredAB.Slices, create: []string{nameA, nameB}},
+		{name: "in sync writes nothing", desired: desiredAB.Slices, existing: desiredAB.Slices},
+		{name: "address change is an update", desired: movedA.Slices, existing: desiredAB.Slices, update: []string{nameA}},
+		{name: "gone source is deleted", desired: desiredAB.Slices[1:], existing: desiredAB.Slices, delete: []string{nameA}},
+		{name: "unreachable source is kept, not updated", desired: movedA.Slices[1:], existing: desiredAB.Slices, keep: map[string]bool{"cluster-a": true}},
+		{name: "slices we did not write are never touched", existing: []*discoveryv1.EndpointSlice{foreign, otherGD}},
+		{name: "extra labels and annotations of others are not a diff", desired: desiredAB.Slices[:1], existing: []*discoveryv1.EndpointSlice{withExtra}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := computePlan(ref, tt.desired, tt.existing, tt.keep)
+			if got := names(p.Create); !slices.Equal(got, tt.create) {
+				t.Errorf("create %v, want %v", got, tt.create)
+			}
+			if got := names(p.Update); !slices.Equal(got, tt.update) {
+				t.Errorf("update %v, want %v", got, tt.update)
+			}
+			if got := names(p.Delete); !slices.Equal(got, tt.delete) {
+				t.Errorf("delete %v, want %v", got, tt.delete)
+			}
+		})
+	}
+}
+
+func TestMergeForUpdateKeepsOthersMarks(t *testing.T) {
+	gd := testGatewayDNS("gw")
+	d := computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1")})
+	existing := d.Slices[0].DeepCopy()
+	existing.Labels["team"] = "x"
+	existing.Annotations[AnnotationTTL] = "60"
+	existing.ResourceVersion = "7"
+	u := mergeForUpdate(existing, d.Slices[0])
+	if u.Labels["team"] != "x" || u.ResourceVersion != "7" {
+		t.Errorf("merge lost labels or resourceVersion: %v %q", u.Labels, u.ResourceVersion)
+	}
+	if _, ok := u.Annotations[AnnotationTTL]; ok {
+		t.Errorf("ttl annotation no longer wanted but kept")
+	}
+	if sameSlice(existing, d.Slices[0]) {
+		t.Errorf("stale ttl annotation not seen as a diff")
+	}
+}
