@@ -60,11 +60,11 @@ func (c *Cluster) URL() string { return fmt.Sprintf("https://%s:%d", c.Host, c.P
 // Process is the running kube-apiserver (nil when stopped).
 func (c *Cluster) Process() *Process { return c.proc }
 
-func newCluster(name, dir, bin, etcdURL, logDir string) (*Cluster, error) {
+func newCluster(name, dir, bin, etcdURL, logDir, host string) (*Cluster, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create dir of %s: %w", name, err)
 	}
-	p, err := newPKI(dir, name)
+	p, err := newPKI(dir, name, host)
 	if err != nil {
 		return nil, err
 	}

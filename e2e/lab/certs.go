@@ -29,9 +29,10 @@ type pki struct {
 	CAPEM                     []byte
 }
 
-// newPKI writes a fresh CA, a serving certificate for 127.0.0.1 and
-// localhost signed by it, and a ServiceAccount signing key pair into dir.
-func newPKI(dir, clusterName string) (*pki, error) {
+// newPKI writes a fresh CA, a serving certificate for 127.0.0.1,
+// localhost and host signed by it, and a ServiceAccount signing key pair
+// into dir.
+func newPKI(dir, clusterName, host string) (*pki, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("CA key of %s: %w", clusterName, err)
@@ -66,7 +67,7 @@ func newPKI(dir, clusterName string) (*pki, error) {
 		NotAfter:     now.Add(certValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		DNSNames:     []string{"localhost", host, "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)

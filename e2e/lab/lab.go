@@ -36,6 +36,9 @@ const (
 	// CorefilePath is the Corefile of our DNS server in the repository.
 	CorefilePath = "cmd/coredns/Corefile"
 
+	// DefaultControlPlaneHost is Options.ControlPlaneHost's default.
+	DefaultControlPlaneHost = "{cluster}.localhost"
+
 	processReadyTimeout = 60 * time.Second
 	commandTimeout      = 60 * time.Second
 )
@@ -53,9 +56,11 @@ type Options struct {
 	WorkloadNames []string
 	// Gateways are the load-balancer statuses (default DefaultGateways).
 	Gateways map[string]Gateway
-	// ControlPlaneHost is the Clusters' spec.controlPlaneEndpoint.host
-	// (default localhost, a name of the API servers' address that their
-	// serving certificates carry).
+	// ControlPlaneHost is the Clusters' spec.controlPlaneEndpoint.host,
+	// {cluster} replaced by the cluster's name. The default,
+	// {cluster}.localhost, names the API server's address (a localhost
+	// name is loopback, RFC 6761) and is in its serving certificate; the
+	// address itself, 127.0.0.1, is one that is never published.
 	ControlPlaneHost string
 	// ClustersOnly starts the API servers and their objects but none of
 	// the xcc-dns binaries.
@@ -102,7 +107,7 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 		o.Gateways = DefaultGateways()
 	}
 	if o.ControlPlaneHost == "" {
-		o.ControlPlaneHost = "localhost"
+		o.ControlPlaneHost = DefaultControlPlaneHost
 	}
 	if o.RepoRoot == "" {
 		if o.RepoRoot, err = FindRepoRoot(); err != nil {
@@ -136,6 +141,11 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 
 func (l *Lab) progress(format string, args ...any) {
 	fmt.Fprintf(l.Progress, "lab: "+format+"\n", args...)
+}
+
+// ControlPlaneHostOf is the spec.controlPlaneEndpoint.host of cluster.
+func (l *Lab) ControlPlaneHostOf(cluster string) string {
+	return strings.ReplaceAll(l.ControlPlaneHost, "{cluster}", cluster)
 }
 
 // Bin is the path of a binary in the repository's bin/.
@@ -174,7 +184,7 @@ func (l *Lab) startClusters(ctx context.Context) error {
 	names := append([]string{Management}, l.WorkloadNames...)
 	clusters := make([]*Cluster, len(names))
 	for i, n := range names {
-		if clusters[i], err = newCluster(n, filepath.Join(l.Dir, n), kas, l.EtcdURL, l.LogDir); err != nil {
+		if clusters[i], err = newCluster(n, filepath.Join(l.Dir, n), kas, l.EtcdURL, l.LogDir, l.ControlPlaneHostOf(n)); err != nil {
 			return err
 		}
 	}
@@ -219,7 +229,7 @@ func (l *Lab) startClusters(ctx context.Context) error {
 		return err
 	}
 	for _, w := range l.Workloads {
-		if err := createCAPICluster(ctx, mgmt, w, l.ControlPlaneHost); err != nil {
+		if err := createCAPICluster(ctx, mgmt, w, l.ControlPlaneHostOf(w.Name)); err != nil {
 			return err
 		}
 		if err := ensureNamespace(ctx, w, SliceNamespace); err != nil {

@@ -110,7 +110,7 @@ func createCAPICluster(ctx context.Context, mgmt, w *Cluster, controlPlaneHost s
 	if err != nil {
 		return err
 	}
-	status := fmt.Sprintf(`{"status":{"phase":"Provisioned","initialization":{"infrastructureProvisioned":true,"controlPlaneInitialized":true}}}`)
+	status := `{"status":{"phase":"Provisioned","initialization":{"infrastructureProvisioned":true,"controlPlaneInitialized":true}}}`
 	if _, err := mgmt.Dynamic.Resource(ClusterGVR).Namespace(ClusterNamespace).Patch(ctx, w.Name, types.MergePatchType, []byte(status), metav1.PatchOptions{}, "status"); err != nil {
 		return fmt.Errorf("set status of Cluster %s: %w", w.Name, err)
 	}
@@ -197,6 +197,19 @@ func createCoreDNSConfigMap(ctx context.Context, w *Cluster, corefile string) er
 	}
 	if _, err := w.Client.CoreV1().ConfigMaps(coreDNSNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create ConfigMap %s/%s on %s: %w", coreDNSNamespace, coreDNSConfigMap, w.Name, err)
+	}
+	return nil
+}
+
+// setCoreDNSCorefile replaces kube-system/coredns's Corefile.
+func setCoreDNSCorefile(ctx context.Context, w *Cluster, corefile string) error {
+	cm, err := w.Client.CoreV1().ConfigMaps(coreDNSNamespace).Get(ctx, coreDNSConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get ConfigMap %s/%s on %s: %w", coreDNSNamespace, coreDNSConfigMap, w.Name, err)
+	}
+	cm.Data[corefileKey] = corefile
+	if _, err := w.Client.CoreV1().ConfigMaps(coreDNSNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update ConfigMap %s/%s on %s: %w", coreDNSNamespace, coreDNSConfigMap, w.Name, err)
 	}
 	return nil
 }

@@ -88,11 +88,20 @@ func DefaultGateways() map[string]Gateway {
 }
 
 // UpstreamRecords are what the lab's stand-in for /etc/resolv.conf
-// answers: the targets of hostname load balancers. Every other name is
-// NXDOMAIN.
+// answers: the targets of hostname load balancers. Names under localhost
+// answer 127.0.0.1 (RFC 6761); every other name is NXDOMAIN.
 func UpstreamRecords() map[string]string {
 	return map[string]string{
 		"envoy.cluster-c.example.net.": "203.0.113.30",
-		"localhost.":                   "127.0.0.1",
 	}
+}
+
+// walkthroughPatchedCorefile is kube-system/coredns's Corefile after the
+// walkthrough's manual patch step, forwarding xcc.test to forwardTo.
+func walkthroughPatchedCorefile(forwardTo string) string {
+	return ClusterDNSCorefile + `xcc.test {
+    forward . ` + forwardTo + `
+    reload
+}
+`
 }

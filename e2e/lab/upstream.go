@@ -56,7 +56,11 @@ func (u *upstream) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	m.Authoritative = true
 	if len(r.Question) == 1 {
 		q := r.Question[0]
-		ip, ok := u.records[strings.ToLower(q.Name)]
+		name := strings.ToLower(q.Name)
+		ip, ok := u.records[name]
+		if name == "localhost." || strings.HasSuffix(name, ".localhost.") {
+			ip, ok = loopback, true
+		}
 		switch {
 		case !ok:
 			m.Rcode = dns.RcodeNameError

@@ -1,0 +1,50 @@
+package e2e
+
+// Go runs the tests of a package in the order of their files' names, then
+// of their place in the file: this file's tests run last, as they stop the
+// management API server.
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/xcc-dns/xcc-dns/e2e/lab"
+)
+
+// TestManagementDown: with the management API server stopped,
+// cluster-b keeps answering; serve killed with SIGKILL and restarted while
+// the management cluster is still down answers from its etcd on disk.
+func TestManagementDown(t *testing.T) {
+	server := clusterDNS(t)
+	b := theLab.DNS[lab.ClusterB]
+	kuardA := lab.GatewayHost("kuard", lab.ClusterA)
+	want := theLab.Gateways[lab.ClusterA].IPs
+	expect(t, server, kuardA, dns.TypeA, dns.RcodeSuccess, want...)
+
+	theLab.Management.Stop()
+	t.Log("management API server stopped")
+	for end := time.Now().Add(steadyFor); time.Now().Before(end); time.Sleep(time.Second) {
+		r, err := lab.Query(server, kuardA, dns.TypeA)
+		if err != nil || r.Rcode != dns.RcodeSuccess || strings.Join(lab.Values(r, dns.TypeA), ",") != strings.Join(want, ",") {
+			t.Fatalf("with the management cluster down: %v %v", summary(r), err)
+		}
+	}
+
+	b.KillServe()
+	t.Logf("serve of cluster-b killed (SIGKILL); its etcd data dir %s stays", b.EtcdDataDir)
+	restarted := time.Now()
+	if err := b.RestartServe(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("serve restarted and ready after %s", time.Since(restarted).Round(10*time.Millisecond))
+	// Our DNS server, asked directly, answers from serve's etcd.
+	expect(t, b.XCCDNSAddr, kuardA, dns.TypeA, dns.RcodeSuccess, want...)
+	expect(t, server, kuardA, dns.TypeA, dns.RcodeSuccess, want...)
+	if _, err := os.Stat(b.EtcdDataDir); err != nil {
+		t.Errorf("etcd data dir: %v", err)
+	}
+}
