@@ -204,8 +204,17 @@ func classify(ips, hostnames []string) addressSet {
 	}
 	for _, h := range hostnames {
 		n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
-		if !isDNSName(n) || looksNumeric(n) {
+		switch {
+		case !isDNSName(n) || looksNumeric(n):
 			a.refused = append(a.refused, fmt.Sprintf("%q (not a DNS name)", h))
+			continue
+		case n == "localhost" || strings.HasSuffix(n, ".localhost"):
+			a.refused = append(a.refused, fmt.Sprintf("%q (loopback)", h))
+			continue
+		case !strings.Contains(n, "."):
+			// The API server refuses single-label FQDN endpoints, which would
+			// fail the whole slice.
+			a.refused = append(a.refused, fmt.Sprintf("%q (single label, not a fully qualified name)", h))
 			continue
 		}
 		if seen[n] {

@@ -176,6 +176,12 @@ func TestComputeDesired(t *testing.T) {
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
+			name: "localhost and single-label hostnames are refused",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, APIHost: "localhost", ServiceSynced: true,
+				Service: lbService(corev1.LoadBalancerIngress{Hostname: "envoy"}, corev1.LoadBalancerIngress{Hostname: "a.localhost"})}},
+			reasons: map[string]string{"cluster-a": ReasonNoValidAddresses},
+		},
+		{
 			name:      "cluster owned by an older GatewayDNS: Conflict, nothing published for it",
 			clusters:  []clusterInput{{Name: "cluster-a", Selected: true, OwnedBy: "dev-team/older", APIHost: "10.1.0.1"}, good("cluster-b", "10.0.0.2")},
 			want:      []string{gwB + " IPv4 10.0.0.2"},

@@ -50,7 +50,7 @@ func buildStatus(gd *v1alpha1.GatewayDNS, d desiredState, writeErrs map[string]e
 	case len(writeErrs) > 0:
 		var msgs []string
 		for cluster, err := range writeErrs {
-			msgs = append(msgs, fmt.Sprintf("%s: %v", cluster, err))
+			msgs = append(msgs, fmt.Sprintf("%s: %s", cluster, strings.ReplaceAll(err.Error(), "\n", "; ")))
 		}
 		sort.Strings(msgs)
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, CondReasonWriteFailed,
