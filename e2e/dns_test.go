@@ -20,6 +20,8 @@ const (
 	// steadyFor is how long answers are watched while the management
 	// cluster is down.
 	steadyFor = 10 * time.Second
+	// pollInterval is the pause between two questions while waiting.
+	pollInterval = 200 * time.Millisecond
 	// newGatewayA is the address cluster-a's load balancer moves to.
 	newGatewayA = "192.0.2.11"
 	// upstreamTargetAddr is the stand-in upstream's address of cluster-c's
@@ -83,7 +85,7 @@ func expectCNAME(t *testing.T, server, name, target string) *dns.Msg {
 		select {
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(pollInterval):
 		}
 	}
 }
@@ -170,12 +172,17 @@ func TestGatewayIPChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	theLab.Gateways[lab.ClusterA] = gw
+	// The data path: controller -> EndpointSlice in cluster-b -> serve -> etcd.
+	if _, err := lab.WaitEtcdContains(ctxFor(t), b.EtcdClientURL, lab.GatewayKeyPrefix(lab.ClusterA), newGatewayA, answerTimeout); err != nil {
+		t.Fatal(err)
+	}
+	inEtcd := time.Since(changed)
 	// Our DNS server, asked directly (its cache may hold the old answer).
 	expect(t, b.XCCDNSAddr, kuardA, dns.TypeA, dns.RcodeSuccess, newGatewayA)
 	ours := time.Since(changed)
 	expect(t, server, kuardA, dns.TypeA, dns.RcodeSuccess, newGatewayA)
-	t.Logf("load-balancer IP change: our DNS answered it %s after the Service status update, cluster-b's cluster DNS %s after it",
-		ours.Round(10*time.Millisecond), time.Since(changed).Round(10*time.Millisecond))
+	t.Logf("load-balancer IP change: in cluster-b's etcd after %s, answered by our DNS after %s, by cluster-b's cluster DNS after %s (from the Service status update)",
+		inEtcd.Round(10*time.Millisecond), ours.Round(10*time.Millisecond), time.Since(changed).Round(10*time.Millisecond))
 }
 
 // TestIPv6Gateway: cluster-b's dual-stack gateway answers AAAA; the

@@ -27,7 +27,7 @@ func TestManagementDown(t *testing.T) {
 
 	theLab.Management.Stop()
 	t.Log("management API server stopped")
-	for end := time.Now().Add(steadyFor); time.Now().Before(end); time.Sleep(time.Second) {
+	for end := time.Now().Add(steadyFor); time.Now().Before(end); time.Sleep(pollInterval) {
 		r, err := lab.Query(server, kuardA, dns.TypeA)
 		if err != nil || r.Rcode != dns.RcodeSuccess || strings.Join(lab.Values(r, dns.TypeA), ",") != strings.Join(want, ",") {
 			t.Fatalf("with the management cluster down: %v %v", summary(r), err)
@@ -36,6 +36,20 @@ func TestManagementDown(t *testing.T) {
 
 	b.KillServe()
 	t.Logf("serve of cluster-b killed (SIGKILL); its etcd data dir %s stays", b.EtcdDataDir)
+	// Wait until our DNS server's cache no longer answers for it, so the
+	// answers after the restart come from serve's etcd.
+	gone := time.Now()
+	for {
+		r, err := lab.Query(b.XCCDNSAddr, kuardA, dns.TypeA)
+		if err != nil || r.Rcode != dns.RcodeSuccess {
+			t.Logf("our DNS stopped answering %s %s after serve was killed (%s)", kuardA, summaryErr(r, err), time.Since(gone).Round(10*time.Millisecond))
+			break
+		}
+		if time.Since(gone) > answerTimeout {
+			t.Fatalf("our DNS still answers %s %s after %s with serve and its etcd down", kuardA, summary(r), answerTimeout)
+		}
+		time.Sleep(pollInterval)
+	}
 	restarted := time.Now()
 	if err := b.RestartServe(ctxFor(t)); err != nil {
 		t.Fatal(err)
@@ -47,4 +61,11 @@ func TestManagementDown(t *testing.T) {
 	if _, err := os.Stat(b.EtcdDataDir); err != nil {
 		t.Errorf("etcd data dir: %v", err)
 	}
+}
+
+func summaryErr(r *dns.Msg, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return summary(r)
 }
