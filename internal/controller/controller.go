@@ -528,7 +528,7 @@ func (c *Controller) applyTo(ctx context.Context, t target, ref, name string, d 
 	logger := klog.FromContext(ctx)
 	api := t.w.client.DiscoveryV1().EndpointSlices(c.cfg.SliceNamespace)
 	list, err := api.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
-		LabelManagedBy: ManagedByValue, LabelServiceName: name}).String()})
+		LabelManagedBy: ManagedByValue}).String()})
 	if err != nil {
 		return 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.name, c.cfg.SliceNamespace, err)
 	}
@@ -537,6 +537,7 @@ func (c *Controller) applyTo(ctx context.Context, t target, ref, name string, d 
 		existing = append(existing, &list.Items[i])
 	}
 	p := computePlan(ref, d.Slices, existing, d.Keep)
+	p.Delete = append(p.Delete, c.orphans(ref, existing)...)
 	if p.empty() {
 		return 0, nil
 	}
@@ -611,6 +612,26 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 		return fmt.Errorf("remove EndpointSlices of %s: %w", key, err)
 	}
 	return nil
+}
+
+// orphans are slices written for a GatewayDNS of the same namespace that no
+// longer exists: it was deleted while this cluster could not be reached, so
+// its cleanup skipped this cluster. The first sync that reaches the cluster
+// again removes them. Slices of other namespaces are left to their own.
+func (c *Controller) orphans(ref string, existing []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+	namespace, _, _ := strings.Cut(ref, "/")
+	var out []*discoveryv1.EndpointSlice
+	for _, s := range existing {
+		other := s.Annotations[AnnotationGatewayRef]
+		otherNS, _, ok := strings.Cut(other, "/")
+		if s.Labels[LabelManagedBy] != ManagedByValue || !ok || other == ref || otherNS != namespace {
+			continue
+		}
+		if _, exists, err := c.gdns.GetIndexer().GetByKey(other); err == nil && !exists {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func hasFinalizer(gd *v1alpha1.GatewayDNS) bool {

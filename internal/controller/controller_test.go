@@ -294,6 +294,9 @@ func TestControllerConflictOlderWins(t *testing.T) {
 	if c := findCondition(st, v1alpha1.ConditionConflict); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("newer Conflict condition %+v", c)
 	}
+	if c := findCondition(st, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("newer Ready condition %+v, want False", c)
+	}
 	list, _ := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
 	if len(list.Items) != 1 || list.Items[0].Annotations[AnnotationGatewayRef] != "dev-team/older" {
 		t.Errorf("want one slice by dev-team/older, got %d: %+v", len(list.Items), list.Items)
@@ -346,4 +349,26 @@ func findCondition(st v1alpha1.GatewayDNSStatus, typ string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+func TestControllerRemovesOrphansOfItsNamespaceOnly(t *testing.T) {
+	orphan := func(ref string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(ref, "/", "-"), Namespace: DefaultSliceNamespace,
+				Labels:      map[string]string{LabelManagedBy: ManagedByValue, LabelServiceName: "gone"},
+				Annotations: map[string]string{AnnotationGatewayRef: ref, AnnotationHostname: "h-" + ref}},
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}},
+		}
+	}
+	a := fakeWorkload(true, "10.0.0.1")
+	for _, ref := range []string{"dev-team/gone", "other-team/gone"} {
+		if _, err := a.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(context.Background(), orphan(ref), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newTestEnv(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), gatewayDNSObject(t, testGatewayDNS("gw"))},
+		map[string]*fake.Clientset{"cluster-a": a})
+	e.eventually([]string{gwA + " IPv4 10.0.0.1", "h-other-team/gone IPv4 10.9.9.9"}, "cluster-a")
 }

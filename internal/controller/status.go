@@ -58,6 +58,9 @@ func buildStatus(gd *v1alpha1.GatewayDNS, d desiredState, writeErrs map[string]e
 	case len(d.Clusters) == 0:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, CondReasonNoClustersSelected,
 			"clusterSelector matches no Cluster in namespace "+gd.Namespace
+	case st.ReadyClusters == 0 && len(d.ConflictOwners) > 0:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, CondReasonNamesOwnedByOlder,
+			"every selected cluster's names are published by an older GatewayDNS"
 	case len(notReady) > 0:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, CondReasonNotAllPublished,
 			strings.Join(notReady, ", ")
