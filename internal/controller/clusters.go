@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -44,6 +46,9 @@ func NewClientFromKubeconfig(kubeconfig []byte) (kubernetes.Interface, error) {
 	cfg.Timeout = workloadRequestTimeout
 	cfg.QPS, cfg.Burst = workloadQPS, workloadBurst
 	cfg.UserAgent = "xcc-syncer-controller"
+	// API server warnings (FQDN EndpointSlices are deprecated) are logged
+	// once per process, not once per write.
+	cfg.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client from kubeconfig: %w", err)

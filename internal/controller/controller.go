@@ -294,6 +294,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	ctx = klog.NewContext(ctx, logger)
 	c.cfg.Metrics.Syncs.Inc()
 	if err := c.syncHandler(ctx, key); err != nil {
+		if apierrors.IsConflict(err) {
+			// The cache was behind our own last write; retry with the newer object.
+			logger.V(2).Info("Conflict writing GatewayDNS; requeued", "err", err.Error())
+			c.queue.AddRateLimited(key)
+			return true
+		}
 		c.cfg.Metrics.SyncErrors.Inc()
 		logger.Error(err, "Sync failed; requeued", "retries", c.queue.NumRequeues(key))
 		c.queue.AddRateLimited(key)
@@ -666,10 +672,14 @@ func (c *Controller) patchFinalizers(ctx context.Context, gd *v1alpha1.GatewayDN
 	if err != nil {
 		return err
 	}
-	_, err = c.cfg.Dynamic.Resource(v1alpha1.GatewayDNSResource).Namespace(gd.Namespace).
+	u, err := c.cfg.Dynamic.Resource(v1alpha1.GatewayDNSResource).Namespace(gd.Namespace).
 		Patch(ctx, gd.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("patch finalizers of GatewayDNS %s/%s: %w", gd.Namespace, gd.Name, err)
+	}
+	if u != nil {
+		// The status written later in this sync must carry the new version.
+		gd.ResourceVersion, gd.Finalizers = u.GetResourceVersion(), u.GetFinalizers()
 	}
 	return nil
 }
