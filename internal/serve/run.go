@@ -32,21 +32,28 @@ const (
 
 // Options are the settings of `xcc-syncer serve`.
 type Options struct {
-	Kubeconfig      string // empty: in-cluster config
+	Kubeconfig      string               // empty: in-cluster config
+	Client          kubernetes.Interface // set: used instead of Kubeconfig
 	Namespace       string
 	Domain          string
 	HTTPAddress     string
 	EtcdEndpoints   []string // set: use this etcd, start none
 	Etcd            etcdserver.Config
 	ReconcilePeriod time.Duration
+	// HTTPReady, if set, is told the address the HTTP server bound (for
+	// HTTPAddress with port 0).
+	HTTPReady func(net.Addr)
 }
 
 // Run runs the serve role until ctx ends.
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
-	kube, err := kubeClient(o.Kubeconfig)
-	if err != nil {
-		return err
+	kube := o.Client
+	if kube == nil {
+		var err error
+		if kube, err = kubeClient(o.Kubeconfig); err != nil {
+			return err
+		}
 	}
 
 	endpoints := o.EtcdEndpoints
@@ -80,7 +87,7 @@ func Run(ctx context.Context, o Options) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	httpSrv, err := serveHTTP(ctx, o.HTTPAddress, reg, func(r *http.Request) error {
+	httpSrv, err := serveHTTP(ctx, o.HTTPAddress, o.HTTPReady, reg, func(r *http.Request) error {
 		if !syncer.Ready() {
 			return errors.New("first reconcile not done")
 		}
@@ -129,7 +136,7 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 
 // serveHTTP serves /healthz (the process runs), /readyz (ready(r) is nil)
 // and /metrics on addr.
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func(*http.Request) error) (*http.Server, error) {
+func serveHTTP(ctx context.Context, addr string, bound func(net.Addr), reg *prometheus.Registry, ready func(*http.Request) error) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -151,6 +158,9 @@ func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready
 		}
 	}()
 	klog.FromContext(ctx).Info("Serving health and metrics", "address", l.Addr().String())
+	if bound != nil {
+		bound(l.Addr())
+	}
 	return srv, nil
 }
 

@@ -1,0 +1,118 @@
+package serve_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
+	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
+	"github.com/xcc-dns/xcc-dns/internal/serve"
+)
+
+func gatewaySlice() *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "gw-a-ipv4", Namespace: serve.DefaultNamespace,
+			Annotations: map[string]string{serve.HostnameAnnotation: "*.gateway.cluster-a.dev-team.clusters.xcc.test"},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.10"}}},
+	}
+}
+
+// runServe runs the serve role until the test ends and returns the base
+// URL of its HTTP server.
+func runServe(t *testing.T, o serve.Options) string {
+	t.Helper()
+	addr := make(chan net.Addr, 1)
+	o.HTTPAddress, o.HTTPReady = "127.0.0.1:0", func(a net.Addr) { addr <- a }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve.Run(ctx, o) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve.Run: %v", err)
+		}
+	})
+	select {
+	case a := <-addr:
+		return "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("serve.Run ended early: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start its HTTP server")
+	}
+	return ""
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, _ := httpGet(t, base+"/readyz")
+		if code == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still %d", code)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRunAgainstExternalEtcd runs serve with --etcd-endpoints pointing at
+// an etcd started on its own: the records land there.
+func TestRunAgainstExternalEtcd(t *testing.T) {
+	srv, cli := etcdtest.Start(t)
+	kube := fake.NewClientset(gatewaySlice())
+	base := runServe(t, serve.Options{
+		Client: kube, Namespace: serve.DefaultNamespace, Domain: "xcc.test",
+		EtcdEndpoints: srv.Endpoints(),
+	})
+	waitReady(t, base)
+	resp, err := cli.Get(context.Background(), "/skydns/test/xcc/clusters/dev-team/cluster-a/gateway/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 || !strings.Contains(string(resp.Kvs[0].Value), `"host":"192.0.2.10"`) {
+		t.Fatalf("records in the external etcd: %v, %v", resp, err)
+	}
+	if code, body := httpGet(t, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz %d %s", code, body)
+	}
+	code, body := httpGet(t, base+"/metrics")
+	if code != http.StatusOK || !strings.Contains(body, "xcc_serve_records 2") || !strings.Contains(body, "xcc_serve_reconcile_duration_seconds_count") {
+		t.Fatalf("/metrics %d lacks the record gauge (1 leaf + 1 name record) or reconcile histogram:\n%s", code, body)
+	}
+}
+
+// TestRunEmbeddedEtcd runs serve with the etcd it embeds: it turns ready
+// only once that etcd is up and the first reconcile is done.
+func TestRunEmbeddedEtcd(t *testing.T) {
+	dir := t.TempDir()
+	kube := fake.NewClientset(gatewaySlice())
+	base := runServe(t, serve.Options{
+		Client: kube, Namespace: serve.DefaultNamespace, Domain: "xcc.test",
+		Etcd: etcdserver.Config{DataDir: dir, ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0", LogLevel: "error"},
+	})
+	waitReady(t, base)
+}
