@@ -357,6 +357,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	c.workloads.release(key, inputs.uses)
 
 	status := buildStatus(gd, desired, writeErrs)
+	c.recordTransitions(gd, status)
 	if err := c.updateStatus(ctx, gd, status); err != nil {
 		return err
 	}
@@ -638,6 +639,26 @@ func (c *Controller) orphans(ref string, existing []*discoveryv1.EndpointSlice) 
 		}
 	}
 	return out
+}
+
+// recordTransitions emits one Event per cluster whose reason changed, a
+// Warning when it stopped being Published, so `kubectl describe` shows the
+// history that status alone overwrites.
+func (c *Controller) recordTransitions(gd *v1alpha1.GatewayDNS, st v1alpha1.GatewayDNSStatus) {
+	before := map[string]string{}
+	for _, cs := range gd.Status.Clusters {
+		before[cs.Name] = cs.Reason
+	}
+	for _, cs := range st.Clusters {
+		if before[cs.Name] == cs.Reason {
+			continue
+		}
+		if cs.Ready {
+			c.cfg.Recorder.Eventf(gd, corev1.EventTypeNormal, cs.Reason, "cluster %s: %v", cs.Name, cs.Addresses)
+			continue
+		}
+		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, cs.Reason, "cluster %s: %s", cs.Name, cs.Message)
+	}
 }
 
 func hasFinalizer(gd *v1alpha1.GatewayDNS) bool {

@@ -18,6 +18,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
@@ -33,6 +34,25 @@ type testEnv struct {
 	dyn       *dynamicfake.FakeDynamicClient
 	workloads map[string]*fake.Clientset // by kubeconfig content
 	ctrl      *Controller
+	events    *record.FakeRecorder
+}
+
+// sawEvent reports whether an event containing every part was recorded.
+func (e *testEnv) sawEvent(parts ...string) bool {
+	for {
+		select {
+		case ev := <-e.events.Events:
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(ev, p)
+			}
+			if all {
+				return true
+			}
+		default:
+			return false
+		}
+	}
 }
 
 func capiCluster(name string, labels map[string]string, apiHost string) *unstructured.Unstructured {
@@ -104,7 +124,8 @@ func newTestEnv(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Objec
 			t.Fatal(err)
 		}
 	}
-	e := &testEnv{t: t, ctx: ctx, mgmt: fake.NewClientset(mgmtObjs...), dyn: dyn, workloads: workloads}
+	e := &testEnv{t: t, ctx: ctx, mgmt: fake.NewClientset(mgmtObjs...), dyn: dyn, workloads: workloads,
+		events: record.NewFakeRecorder(1000)}
 	e.ctrl = New(Config{
 		Kube: e.mgmt, Dynamic: dyn, ClusterResource: clusterGVR,
 		NewClient: func(raw []byte) (kubernetes.Interface, error) {
@@ -114,6 +135,7 @@ func newTestEnv(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Objec
 			return nil, errors.New("garbage kubeconfig")
 		},
 		SliceNamespace: DefaultSliceNamespace, Domain: "xcc.test", Resync: time.Hour, Workers: 2,
+		Recorder: e.events,
 	})
 	ready := make(chan struct{})
 	go func() { _ = e.ctrl.Run(ctx, ready) }()
@@ -338,6 +360,9 @@ func TestControllerUnreachableClusterKeepsSlices(t *testing.T) {
 	})
 	if c := findCondition(st, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("Ready %+v", c)
+	}
+	if !e.sawEvent("Warning", ReasonKubeconfigMissing, "cluster-a") {
+		t.Errorf("no Warning event for cluster-a losing its kubeconfig")
 	}
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
 }
