@@ -37,7 +37,7 @@ const (
 	CorefilePath = "cmd/coredns/Corefile"
 
 	// DefaultControlPlaneHost is Options.ControlPlaneHost's default.
-	DefaultControlPlaneHost = "{cluster}.localhost"
+	DefaultControlPlaneHost = "{cluster}." + labDomain
 
 	processReadyTimeout = 60 * time.Second
 	commandTimeout      = 60 * time.Second
@@ -58,9 +58,10 @@ type Options struct {
 	Gateways map[string]Gateway
 	// ControlPlaneHost is the Clusters' spec.controlPlaneEndpoint.host,
 	// {cluster} replaced by the cluster's name. The default,
-	// {cluster}.localhost, names the API server's address (a localhost
-	// name is loopback, RFC 6761) and is in its serving certificate; the
-	// address itself, 127.0.0.1, is one that is never published.
+	// {cluster}.lab.example.net, is a name the lab's stand-in upstream
+	// resolves to the API server's address, 127.0.0.1, and is in its
+	// serving certificate. (The controller never publishes a loopback
+	// address or a localhost name, so the address itself cannot be used.)
 	ControlPlaneHost string
 	// ClustersOnly starts the API servers and their objects but none of
 	// the xcc-dns binaries.

@@ -88,8 +88,9 @@ func DefaultGateways() map[string]Gateway {
 }
 
 // UpstreamRecords are what the lab's stand-in for /etc/resolv.conf
-// answers: the targets of hostname load balancers. Names under localhost
-// answer 127.0.0.1 (RFC 6761); every other name is NXDOMAIN.
+// answers: the targets of hostname load balancers. Names under
+// lab.example.net (the API servers) answer 127.0.0.1; every other name is
+// NXDOMAIN.
 func UpstreamRecords() map[string]string {
 	return map[string]string{
 		"envoy.cluster-c.example.net.": "203.0.113.30",

@@ -8,8 +8,13 @@ import (
 	"github.com/miekg/dns"
 )
 
-// upstreamTTL is the TTL of the stand-in upstream's answers.
-const upstreamTTL = 30
+const (
+	// upstreamTTL is the TTL of the stand-in upstream's answers.
+	upstreamTTL = 30
+	// labDomain holds the names of the lab's API servers; the stand-in
+	// upstream answers 127.0.0.1 for every name below it.
+	labDomain = "lab.example.net"
+)
 
 // upstream is the lab's stand-in for the resolvers of /etc/resolv.conf: a
 // DNS server on 127.0.0.1 that knows a few names, so that no query of the
@@ -58,7 +63,7 @@ func (u *upstream) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		q := r.Question[0]
 		name := strings.ToLower(q.Name)
 		ip, ok := u.records[name]
-		if name == "localhost." || strings.HasSuffix(name, ".localhost.") {
+		if strings.HasSuffix(name, "."+labDomain+".") {
 			ip, ok = loopback, true
 		}
 		switch {
