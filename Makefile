@@ -11,7 +11,9 @@ BIN            := $(CURDIR)/bin
 GO             ?= go
 GOTEST_FLAGS   ?= -count=1
 
-ETCD_VERSION          := v3.7.3
+# etcdctl's go.mod has replace directives, so it is pinned in tools/go.mod
+# and built from there; its version is read from that file.
+ETCD_VERSION          := $(shell awk '{for (i = 1; i < NF; i++) if ($$i == "go.etcd.io/etcd/etcdctl/v3") print $$(i+1)}' tools/go.mod)
 GOLANGCI_LINT_VERSION := v2.15.0
 HELM_VERSION          := v4.3.1
 KUBERNETES_VERSION    := v1.36.3
@@ -41,8 +43,8 @@ coredns: ## Build bin/coredns (stock CoreDNS with the plugins in cmd/coredns).
 # Versioned tool binaries: built once, and again only when the version changes.
 $(ETCDCTL):
 	@echo ">> building etcdctl $(ETCD_VERSION) into bin/"
-	GOBIN=$(BIN) $(GO) install go.etcd.io/etcd/etcdctl/v3@$(ETCD_VERSION)
-	mv $(BIN)/etcdctl $@ && ln -sf $(notdir $@) $(BIN)/etcdctl
+	$(GO) build -C tools -o $@ go.etcd.io/etcd/etcdctl/v3
+	ln -sf $(notdir $@) $(BIN)/etcdctl
 
 $(GOLANGCI_LINT):
 	@echo ">> building golangci-lint $(GOLANGCI_LINT_VERSION) into bin/ (a few minutes, once)"
