@@ -140,7 +140,7 @@ func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret,
 	notify := func() { m.onNamespace(clusterNamespace) }
 	_, _ = w.nsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(any, any) {},
+		UpdateFunc: func(any, any) { notify() },
 		DeleteFunc: func(any) { notify() },
 	})
 	go w.nsInformer.RunWithContext(ctx)
@@ -161,7 +161,11 @@ func (w *workload) hasSliceNamespace(name string) (has, synced bool) {
 	if !w.nsInformer.HasSynced() {
 		return false, false
 	}
-	_, exists, _ := w.nsInformer.GetStore().GetByKey(name)
+	obj, exists, _ := w.nsInformer.GetStore().GetByKey(name)
+	if ns, ok := obj.(*corev1.Namespace); exists && ok && ns.DeletionTimestamp != nil {
+		// Being deleted (the workload chart is uninstalled): writes would be refused.
+		return false, true
+	}
 	return exists, true
 }
 
