@@ -296,6 +296,17 @@ func TestControllerEndToEnd(t *testing.T) {
 		e.eventually(nil, "cluster-b", "cluster-d")
 		e.eventually([]string{"hand.xcc.test IPv4 10.9.9.9"}, "cluster-a")
 	})
+
+	t.Run("with no GatewayDNS left every workload client and informer stops", func(t *testing.T) {
+		err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			e.ctrl.workloads.mu.Lock()
+			defer e.ctrl.workloads.mu.Unlock()
+			return len(e.ctrl.workloads.clusters) == 0, nil
+		})
+		if err != nil {
+			t.Errorf("workload clusters still watched: %d", len(e.ctrl.workloads.clusters))
+		}
+	})
 }
 
 func TestControllerConflictOlderWins(t *testing.T) {
@@ -323,9 +334,13 @@ func TestControllerConflictOlderWins(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].Annotations[AnnotationGatewayRef] != "dev-team/older" {
 		t.Errorf("want one slice by dev-team/older, got %d: %+v", len(list.Items), list.Items)
 	}
-	st = e.eventuallyStatus("older", func(s v1alpha1.GatewayDNSStatus) bool { return len(s.Conditions) > 0 })
-	if c := findCondition(st, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-		t.Errorf("older Ready condition %+v", c)
+	// The first status may predate the Service informer's list: wait for Ready.
+	st = e.eventuallyStatus("older", func(s v1alpha1.GatewayDNSStatus) bool {
+		c := findCondition(s, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	if c := findCondition(st, v1alpha1.ConditionConflict); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("older Conflict condition %+v", c)
 	}
 
 	// The older one goes: the newer one takes the names over.
@@ -396,4 +411,55 @@ func TestControllerRemovesOrphansOfItsNamespaceOnly(t *testing.T) {
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), gatewayDNSObject(t, testGatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", "h-other-team/gone IPv4 10.9.9.9"}, "cluster-a")
+}
+
+// Two GatewayDNS with the same service in one cluster share one client and
+// one Service informer; removing one keeps it, removing both stops it.
+func TestControllerSharesServiceInformers(t *testing.T) {
+	one, two := testGatewayDNS("one"), testGatewayDNS("two")
+	one.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"x": "1"}}
+	two.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"y": "1"}}
+	e := newTestEnv(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
+		[]runtime.Object{capiCluster("cluster-a", map[string]string{"x": "1", "y": "1"}, ""), gatewayDNSObject(t, one), gatewayDNSObject(t, two)},
+		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
+	e.eventually([]string{gwA + " IPv4 10.0.0.1"}, "cluster-a")
+	watch := func() (clusters, services, users int) {
+		e.ctrl.workloads.mu.Lock()
+		defer e.ctrl.workloads.mu.Unlock()
+		for _, w := range e.ctrl.workloads.clusters {
+			for _, sw := range w.services {
+				services++
+				users += len(sw.users)
+			}
+		}
+		return len(e.ctrl.workloads.clusters), services, users
+	}
+	// "one" is older by name at equal creation time: it owns cluster-a and
+	// watches the Service; "two" reports Conflict and watches nothing.
+	if c, s, u := watch(); c != 1 || s != 1 || u != 1 {
+		t.Errorf("clusters %d services %d users %d, want 1 1 1", c, s, u)
+	}
+	if err := e.dyn.Resource(v1alpha1.GatewayDNSResource).Namespace("dev-team").Delete(e.ctx, "one", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		list, _ := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
+		c, s, u := watch()
+		return len(list.Items) == 1 && list.Items[0].Annotations[AnnotationGatewayRef] == "dev-team/two" && c == 1 && s == 1 && u == 1, nil
+	})
+	if err != nil {
+		c, s, u := watch()
+		t.Errorf("after deleting one: clusters %d services %d users %d, slices %v", c, s, u, e.slices("cluster-a"))
+	}
+	if err := e.dyn.Resource(v1alpha1.GatewayDNSResource).Namespace("dev-team").Delete(e.ctx, "two", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		c, _, _ := watch()
+		return c == 0, nil
+	})
+	if err != nil {
+		t.Errorf("workload cluster still watched after both GatewayDNS went")
+	}
 }
