@@ -117,4 +117,3 @@ func dnsPort(ports []corev1.ServicePort) (int32, error) {
 
 // String makes an Action print as a word in logs.
 func (a Action) String() string { return string(a) }
-
