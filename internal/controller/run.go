@@ -23,14 +23,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 )
 
 // Defaults of leader election and the HTTP endpoints.
@@ -78,7 +77,7 @@ func DefaultLeaderElectionNamespaceFromPod() string {
 // controller only while this replica holds the lease.
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
-	cfg, err := restConfig(o.Kubeconfig)
+	cfg, err := kubeclient.Config(o.Kubeconfig, "xcc-syncer-controller")
 	if err != nil {
 		return err
 	}
@@ -206,21 +205,6 @@ func firstError(err error, srvErr <-chan error) error {
 	default:
 		return nil
 	}
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config (set --kubeconfig outside a cluster): %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %q: %w", kubeconfig, err)
-	}
-	return cfg, nil
 }
 
 // discoverClusterResource picks the served cluster.x-k8s.io version,
