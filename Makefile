@@ -55,7 +55,7 @@ $(GOLANGCI_LINT):
 tools: $(ETCDCTL) ## Build the pinned tools the unit and integration tests use.
 
 .PHONY: test
-test: tools unit e2e ## Run every test: unit, integration, chart and end-to-end.
+test: tools charts-test unit e2e ## Run every test: unit, integration, chart and end-to-end.
 
 .PHONY: unit
 unit: tools ## Unit and integration tests of the main module (embedded etcd, in-process CoreDNS).
@@ -88,6 +88,16 @@ generate: $(CONTROLLER_GEN) ## Regenerate the GatewayDNS deepcopy and CRD YAML f
 verify-generate: generate ## Fail when the generated deepcopy or CRD YAML is not current.
 	@git diff --exit-code -- $(API_DIR) $(CRD_DIR) || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(git ls-files --others --exclude-standard -- $(API_DIR) $(CRD_DIR))" || { git ls-files --others --exclude-standard -- $(API_DIR) $(CRD_DIR); echo "generated files not committed"; exit 1; }
+
+# --- Helm charts: lint and golden `helm template` output (charts/testdata) ---
+
+.PHONY: charts-test
+charts-test: $(HELM) ## helm lint and golden helm template tests of both charts.
+	HELM=$(HELM) $(GO) test $(GOTEST_FLAGS) ./charts
+
+.PHONY: charts-golden
+charts-golden: $(HELM) ## Regenerate charts/testdata golden files (review the diff before committing).
+	HELM=$(HELM) $(GO) test $(GOTEST_FLAGS) ./charts -run 'TestGolden' -args -update
 
 # ---------------------------------------------------------------------------
 # End-to-end lab: real kube-apiservers (built from the k8s.io/kubernetes

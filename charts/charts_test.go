@@ -1,0 +1,324 @@
+// Package charts_test checks the Helm charts: the workload chart's copy of
+// the Corefile is the shipped one, `helm lint` passes, and `helm template`
+// renders exactly the golden files in testdata/ (run `make charts-golden`
+// after an intended change and review the diff).
+//
+// The helm tests need a helm binary in $HELM (`make charts-test` builds the
+// pinned one and sets it); without it they are skipped, and the Corefile
+// check still runs.
+package charts_test
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from helm template")
+
+const (
+	workloadChart   = "xcc-dns-workload"
+	managementChart = "xcc-dns-management"
+	releaseName     = "xcc-dns"
+	releaseNS       = "xcc-dns"
+	helmEnv         = "HELM"
+)
+
+// TestCorefileCopy: a chart cannot read files outside its directory, so the
+// workload chart keeps a copy of cmd/coredns/Corefile. It must not drift.
+func TestCorefileCopy(t *testing.T) {
+	shipped, err := os.ReadFile(filepath.Join("..", "cmd", "coredns", "Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := os.ReadFile(filepath.Join(workloadChart, "files", "Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(shipped, copied) {
+		t.Errorf("%s/files/Corefile differs from cmd/coredns/Corefile: cp cmd/coredns/Corefile %s/files/Corefile", workloadChart, workloadChart)
+	}
+}
+
+func helmBin(t *testing.T) string {
+	t.Helper()
+	h := os.Getenv(helmEnv)
+	if h == "" {
+		t.Skipf("$%s not set: run make charts-test", helmEnv)
+	}
+	return h
+}
+
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(helmBin(t), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// renderCase is one `helm template` run and its golden file.
+type renderCase struct {
+	golden string
+	chart  string
+	args   []string
+}
+
+var renderCases = []renderCase{
+	{golden: "workload.yaml", chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml"}},
+	{golden: "workload-emptydir-nopatch.yaml", chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml",
+		"--set", "persistence.enabled=false", "--set", "patchCorefile.enabled=false", "--set", "service.clusterIP=10.96.0.53"}},
+	{golden: "management.yaml", chart: managementChart, args: []string{"-f", "testdata/management-values.yaml"}},
+	{golden: "management-standby.yaml", chart: managementChart, args: []string{"-f", "testdata/management-values.yaml", "--set", "replicas=2"}},
+}
+
+func render(t *testing.T, c renderCase) string {
+	t.Helper()
+	args := append([]string{"template", releaseName, c.chart, "--namespace", releaseNS}, c.args...)
+	out, err := helm(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestLint(t *testing.T) {
+	for _, c := range []struct{ chart, values string }{
+		{workloadChart, "testdata/workload-values.yaml"},
+		{managementChart, "testdata/management-values.yaml"},
+	} {
+		if out, err := helm(t, "lint", "--strict", c.chart, "-f", c.values); err != nil {
+			t.Errorf("%v\n%s", err, out)
+		}
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, c := range renderCases {
+		t.Run(c.golden, func(t *testing.T) {
+			got := render(t, c)
+			path := filepath.Join("testdata", c.golden)
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run make charts-golden)", err)
+			}
+			if got != string(want) {
+				t.Errorf("helm template %s differs from %s: review the change, then run make charts-golden\n%s", c.chart, path, lineDiff(string(want), got))
+			}
+		})
+	}
+}
+
+// lineDiff shows the first lines where want and got differ.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return fmt.Sprintf("line %d:\n  golden: %q\n  now:    %q", i+1, wl, gl)
+		}
+	}
+	return ""
+}
+
+// objects splits rendered YAML into objects.
+func objects(t *testing.T, rendered string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, doc := range strings.Split(rendered, "\n---\n") {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("rendered YAML: %v\n%s", err, doc)
+		}
+		if obj != nil {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+// get walks obj along keys (map keys, or int indexes into lists).
+func get(obj any, keys ...any) any {
+	for _, k := range keys {
+		switch k := k.(type) {
+		case string:
+			m, _ := obj.(map[string]any)
+			obj = m[k]
+		case int:
+			l, _ := obj.([]any)
+			if k >= len(l) {
+				return nil
+			}
+			obj = l[k]
+		}
+	}
+	return obj
+}
+
+func find(objs []map[string]any, kind, name string) map[string]any {
+	for _, o := range objs {
+		if o["kind"] == kind && get(o, "metadata", "name") == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// TestRenderedWorkload checks properties the golden file alone would let
+// slip in a regeneration: the ConfigMap carries the shipped Corefile byte for
+// byte, every container is restricted, and the DNS pod's Role reads only
+// EndpointSlices.
+func TestRenderedWorkload(t *testing.T) {
+	objs := objects(t, render(t, renderCases[0]))
+	cm := find(objs, "ConfigMap", releaseName+"-corefile")
+	copied, err := os.ReadFile(filepath.Join(workloadChart, "files", "Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get(cm, "data", "Corefile"); got != string(copied) {
+		t.Errorf("rendered Corefile differs from files/Corefile:\n%s", lineDiff(string(copied), fmt.Sprint(got)))
+	}
+
+	role := find(objs, "Role", releaseName)
+	rules, _ := json(t, get(role, "rules"))
+	if want := `[{"apiGroups":["discovery.k8s.io"],"resources":["endpointslices"],"verbs":["get","list","watch"]}]`; rules != want {
+		t.Errorf("DNS pod Role rules = %s, want %s", rules, want)
+	}
+	hookRole := find(objs, "Role", releaseName+"-patch-corefile")
+	if ns := get(hookRole, "metadata", "namespace"); ns != "kube-system" {
+		t.Errorf("hook Role namespace = %v, want kube-system", ns)
+	}
+	rules, _ = json(t, get(hookRole, "rules"))
+	if want := `[{"apiGroups":[""],"resourceNames":["coredns"],"resources":["configmaps"],"verbs":["get","update"]}]`; rules != want {
+		t.Errorf("hook Role rules = %s, want %s", rules, want)
+	}
+
+	svc := find(objs, "Service", releaseName)
+	ports, _ := json(t, get(svc, "spec", "ports"))
+	if want := `[{"name":"dns","port":53,"protocol":"UDP","targetPort":"dns"},{"name":"dns-tcp","port":53,"protocol":"TCP","targetPort":"dns-tcp"}]`; ports != want {
+		t.Errorf("Service ports = %s, want %s", ports, want)
+	}
+
+	checked := 0
+	for _, o := range objs {
+		var spec any
+		switch o["kind"] {
+		case "Deployment", "Job":
+			spec = get(o, "spec", "template", "spec")
+		default:
+			continue
+		}
+		checkRestricted(t, fmt.Sprint(o["kind"], "/", get(o, "metadata", "name")), spec)
+		checked++
+	}
+	if checked != 3 {
+		t.Errorf("checked %d pod templates, want 3 (the DNS Deployment and two hook Jobs)", checked)
+	}
+}
+
+func TestRenderedManagement(t *testing.T) {
+	objs := objects(t, render(t, renderCases[0+2]))
+	dep := find(objs, "Deployment", releaseName+"-controller")
+	checkRestricted(t, "controller Deployment", get(dep, "spec", "template", "spec"))
+	args, _ := json(t, get(dep, "spec", "template", "spec", "containers", 0, "args"))
+	for _, want := range []string{`"controller"`, `"--slice-namespace=xcc-dns"`, `"--leader-elect=true"`, `"--leader-election-namespace=xcc-dns"`, `"--http-address=:8080"`} {
+		if !strings.Contains(args, want) {
+			t.Errorf("controller args %s lack %s", args, want)
+		}
+	}
+	cr := find(objs, "ClusterRole", releaseName+"-controller")
+	rules, _ := json(t, get(cr, "rules"))
+	for _, forbidden := range []string{`"*"`, `"delete"`, `"create","patch"]},{"apiGroups":[""],"resources":["secrets"]`} {
+		if strings.Contains(rules, forbidden) {
+			t.Errorf("controller ClusterRole grants %s: %s", forbidden, rules)
+		}
+	}
+}
+
+// TestRenderRefusals: values that would give a broken install fail at render.
+func TestRenderRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name, chart, want string
+		args              []string
+	}{
+		{"workload without images", workloadChart, "image.repository is required", nil},
+		{"management without image", managementChart, "image.repository is required", nil},
+		{"workload with another zone and the shipped Corefile", workloadChart, "domain is not xcc.test", []string{"-f", "testdata/workload-values.yaml", "--set", "domain=xcc.example"}},
+		{"workload with an unknown value", workloadChart, "additional properties", []string{"-f", "testdata/workload-values.yaml", "--set", "persistance.enabled=false"}},
+		{"three controllers", managementChart, "maximum", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=3"}},
+		{"two controllers without leader election", managementChart, "needs leaderElection", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=2", "--set", "leaderElection.enabled=false"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"template", releaseName, c.chart, "--namespace", releaseNS}, c.args...)
+			_, err := helm(t, args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("helm template: %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// checkRestricted fails unless the pod spec meets the restricted Pod
+// Security Standard the charts promise.
+func checkRestricted(t *testing.T, what string, spec any) {
+	t.Helper()
+	if get(spec, "securityContext", "runAsNonRoot") != true || get(spec, "securityContext", "seccompProfile", "type") != "RuntimeDefault" {
+		t.Errorf("%s: pod securityContext not restricted: %v", what, get(spec, "securityContext"))
+	}
+	containers, _ := get(spec, "containers").([]any)
+	if len(containers) == 0 {
+		t.Errorf("%s: no containers", what)
+	}
+	for i := range containers {
+		sc := get(spec, "containers", i, "securityContext")
+		drop, _ := json(t, get(sc, "capabilities", "drop"))
+		if get(sc, "runAsNonRoot") != true || get(sc, "readOnlyRootFilesystem") != true ||
+			get(sc, "allowPrivilegeEscalation") != false || drop != `["ALL"]` ||
+			get(sc, "seccompProfile", "type") != "RuntimeDefault" {
+			t.Errorf("%s container %v: securityContext not restricted: %v", what, get(spec, "containers", i, "name"), sc)
+		}
+		if get(spec, "containers", i, "resources") == nil {
+			t.Errorf("%s container %v: no resources", what, get(spec, "containers", i, "name"))
+		}
+	}
+}
+
+func json(t *testing.T, v any) (string, error) {
+	t.Helper()
+	if v == nil {
+		t.Error("missing value")
+		return "", errors.New("missing")
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(j), nil
+}

@@ -1,0 +1,24 @@
+{{/* Name of every object of the release: the release name, unless it already carries the project name. */}}
+{{- define "xcc-dns-management.fullname" -}}
+{{- if contains "xcc-dns" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-xcc-dns" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels on every object. */}}
+{{- define "xcc-dns-management.labels" -}}
+app.kubernetes.io/name: xcc-dns-management
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Labels that select the controller pods. */}}
+{{- define "xcc-dns-management.selectorLabels" -}}
+app.kubernetes.io/name: xcc-dns-management
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: controller
+{{- end -}}

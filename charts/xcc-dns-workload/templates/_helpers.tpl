@@ -1,0 +1,64 @@
+{{/* Name of every object of the release: the release name, unless it already carries the chart role. */}}
+{{- define "xcc-dns-workload.fullname" -}}
+{{- if contains "xcc-dns" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-xcc-dns" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels on every object. */}}
+{{- define "xcc-dns-workload.labels" -}}
+app.kubernetes.io/name: xcc-dns-workload
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Labels that select the DNS pod. */}}
+{{- define "xcc-dns-workload.selectorLabels" -}}
+app.kubernetes.io/name: xcc-dns-workload
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: dns
+{{- end -}}
+
+{{/* image renders repository:tag of one image value; the repository is required (no public image exists). */}}
+{{- define "xcc-dns-workload.image" -}}
+{{- $img := index . 0 -}}{{- $what := index . 1 -}}{{- $root := index . 2 -}}
+{{- $repo := required (printf "%s.image.repository is required: no public image exists; build it from this repository, push it to your registry and set it" $what) $img.repository -}}
+{{- printf "%s:%s" $repo (default $root.Chart.AppVersion $img.tag) -}}
+{{- end -}}
+
+{{/* The Corefile: the value, else the shipped copy of cmd/coredns/Corefile (which serves xcc.test). */}}
+{{- define "xcc-dns-workload.corefile" -}}
+{{- if .Values.corefile -}}
+{{- .Values.corefile -}}
+{{- else -}}
+{{- if ne .Values.domain "xcc.test" -}}
+{{- fail "domain is not xcc.test: the shipped Corefile serves xcc.test, so give a Corefile for your zone in the corefile value" -}}
+{{- end -}}
+{{- .Files.Get "files/Corefile" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Container security context: restricted Pod Security Standard. */}}
+{{- define "xcc-dns-workload.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* Pod security context: a fixed non-root user, so images without USER run too. */}}
+{{- define "xcc-dns-workload.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
