@@ -110,7 +110,7 @@ E2E_TIMEOUT    ?= 30m
 BUILD_PROGRESS_EVERY := 100
 
 $(KUBE_APISERVER):
-	@grep -q '^require k8s.io/kubernetes $(KUBERNETES_VERSION)$$' $(E2E_DIR)/go.mod || { echo "e2e/go.mod does not require k8s.io/kubernetes $(KUBERNETES_VERSION)"; exit 1; }
+	@v=$$(cd $(E2E_DIR) && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes); test "$$v" = "$(KUBERNETES_VERSION)" || { echo "e2e/go.mod requires k8s.io/kubernetes $$v, not KUBERNETES_VERSION $(KUBERNETES_VERSION)"; exit 1; }
 	@echo ">> building kube-apiserver $(KUBERNETES_VERSION) into bin/ (about 5-8 minutes on 2 cores, once)"
 	@set -o pipefail; cd $(E2E_DIR) && $(GO) build -v -o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver 2>&1 \
 		| awk '/^#|: /{print; next} {n++; if (n % $(BUILD_PROGRESS_EVERY) == 0) {print "   kube-apiserver: " n " packages compiled"; fflush()}}'
