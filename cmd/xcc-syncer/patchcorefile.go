@@ -7,14 +7,16 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/corefile"
+	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 )
 
 func init() { subcommands["patch-corefile"] = runPatchCorefile }
+
+// patchCorefileUserAgent names this subcommand in API server audit logs.
+const patchCorefileUserAgent = "xcc-syncer-patch-corefile"
 
 // runPatchCorefile is `xcc-syncer patch-corefile`: adds (or with --remove
 // takes out) the forward block for the xcc-dns zone in the cluster DNS
@@ -62,15 +64,9 @@ func runPatchCorefile(ctx context.Context, args []string) error {
 // kubeClient builds a clientset from kubeconfig, or from the pod's service
 // account when kubeconfig is empty.
 func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig == "" {
-		cfg, err = rest.InClusterConfig()
-	} else {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
+	cfg, err := kubeclient.Config(kubeconfig, patchCorefileUserAgent)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client config: %w", err)
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
