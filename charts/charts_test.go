@@ -19,6 +19,10 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -254,6 +258,50 @@ func TestRenderedManagement(t *testing.T) {
 	for _, forbidden := range []string{`"*"`, `"delete"`, `"create","patch"]},{"apiGroups":[""],"resources":["secrets"]`} {
 		if strings.Contains(rules, forbidden) {
 			t.Errorf("controller ClusterRole grants %s: %s", forbidden, rules)
+		}
+	}
+}
+
+// TestRenderedTypes decodes every rendered object strictly into its
+// Kubernetes API type: a misspelt or misplaced field fails here rather than
+// being dropped by the API server at install time.
+func TestRenderedTypes(t *testing.T) {
+	for _, c := range renderCases {
+		for _, o := range objects(t, render(t, c)) {
+			kind, name := fmt.Sprint(o["kind"]), get(o, "metadata", "name")
+			var typed any
+			switch kind {
+			case "ServiceAccount":
+				typed = &corev1.ServiceAccount{}
+			case "ConfigMap":
+				typed = &corev1.ConfigMap{}
+			case "Service":
+				typed = &corev1.Service{}
+			case "PersistentVolumeClaim":
+				typed = &corev1.PersistentVolumeClaim{}
+			case "Deployment":
+				typed = &appsv1.Deployment{}
+			case "Job":
+				typed = &batchv1.Job{}
+			case "Role":
+				typed = &rbacv1.Role{}
+			case "RoleBinding":
+				typed = &rbacv1.RoleBinding{}
+			case "ClusterRole":
+				typed = &rbacv1.ClusterRole{}
+			case "ClusterRoleBinding":
+				typed = &rbacv1.ClusterRoleBinding{}
+			default:
+				t.Errorf("%s: %s %v: kind not checked; add it to this test", c.golden, kind, name)
+				continue
+			}
+			raw, err := yaml.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := yaml.UnmarshalStrict(raw, typed); err != nil {
+				t.Errorf("%s: %s %v: %v", c.golden, kind, name, err)
+			}
 		}
 	}
 }
