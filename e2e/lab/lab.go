@@ -131,6 +131,14 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 			l = nil
 		}
 	}()
+	if !o.ClustersOnly {
+		// Fail before the slow part when the CoreDNS binary cannot be run.
+		if _, err := os.Stat(l.CoreDNSBin()); err == nil {
+			if err := requireBind(ctx, l.CoreDNSBin()); err != nil {
+				return l, err
+			}
+		}
+	}
 	if err := l.startClusters(ctx); err != nil {
 		return l, err
 	}

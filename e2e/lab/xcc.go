@@ -50,9 +50,6 @@ func (l *Lab) startXCC(ctx context.Context) error {
 			return nil
 		}
 	}
-	if err := requireBind(ctx, coredns); err != nil {
-		return err
-	}
 	for _, w := range l.Workloads {
 		d := &WorkloadDNS{Cluster: w, l: l}
 		l.DNS[w.Name] = d

@@ -34,7 +34,7 @@ func main() {
 	}
 }
 
-func run() error {
+func run() (err error) {
 	repo := flag.String("repo", "", "repository root (default: found from the working directory)")
 	dir := flag.String("dir", "", "directory for the lab's files and logs (default: a new temporary directory, removed at exit)")
 	keep := flag.Bool("keep", false, "keep the lab's directory at exit")
@@ -46,13 +46,18 @@ func run() error {
 
 	workDir := *dir
 	if workDir == "" {
-		d, err := os.MkdirTemp("", "xcc-dns-lab-")
-		if err != nil {
-			return fmt.Errorf("create lab dir: %w", err)
+		d, mkErr := os.MkdirTemp("", "xcc-dns-lab-")
+		if mkErr != nil {
+			return fmt.Errorf("create lab dir: %w", mkErr)
 		}
 		workDir = d
 		if !*keep {
-			defer os.RemoveAll(d)
+			defer func() {
+				// A lab that failed keeps its logs for a look.
+				if err == nil {
+					os.RemoveAll(d)
+				}
+			}()
 		}
 	}
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
@@ -60,7 +65,7 @@ func run() error {
 	began := time.Now()
 	l, err := lab.Start(startCtx, lab.Options{Dir: workDir, RepoRoot: *repo, ClustersOnly: *clustersOnly, Progress: os.Stdout})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w\nlab: files and logs kept in %s", err, workDir)
 	}
 	defer func() {
 		fmt.Println("lab: stopping every process")
