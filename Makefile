@@ -130,7 +130,7 @@ helm: $(HELM) ## Build bin/helm-$(HELM_VERSION) (once).
 
 .PHONY: e2e
 e2e: build $(KUBE_APISERVER) $(ETCDCTL) ## End-to-end tests on a local multi-cluster lab (real kube-apiservers).
-	cd $(E2E_DIR) && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -v .
+	cd $(E2E_DIR) && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./lab/... && $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -v .
 
 .PHONY: demo
 demo: build $(KUBE_APISERVER) $(ETCDCTL) ## Start the lab with the walkthrough applied; Ctrl-C stops it.

@@ -63,9 +63,9 @@ func localCorefile(text string, e corefileEdit) (string, error) {
 			out = append(out, indent+strings.Join(fields, " "))
 		case depth >= 1 && fields[0] == "kubernetes" && e.Kubeconfig != "":
 			if opens {
-				out = append(out, raw, indent+"    kubeconfig "+e.Kubeconfig)
+				out = append(out, raw, blockIndent(indent)+"kubeconfig "+e.Kubeconfig)
 			} else {
-				out = append(out, raw+" {", indent+"    kubeconfig "+e.Kubeconfig, indent+"}")
+				out = append(out, raw+" {", blockIndent(indent)+"kubeconfig "+e.Kubeconfig, indent+"}")
 			}
 		default:
 			out = append(out, raw)
@@ -112,3 +112,7 @@ func withAddr(fields []string, port int) string {
 	}
 	return strings.TrimSpace(strings.Join(append([]string{fields[0], addr}, rest...), " "))
 }
+
+// blockIndent is the indentation of the lines inside a block opened at
+// indent: the walkthrough's Corefile indents those by three spaces.
+func blockIndent(indent string) string { return indent + "   " }
