@@ -14,6 +14,7 @@ import (
 	// Each import registers one stock plugin with CoreDNS. The list is
 	// explicit (never core/plugin, which pulls in every plugin) so the
 	// binary stays small and its behaviour reviewable.
+	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/bufsize"
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"
@@ -37,13 +38,15 @@ import (
 
 // Directives is the plugin order, a subset of CoreDNS v1.15's in its order.
 //
-// Besides the xcc.test zone (rewrite, cache, template, etcd) it holds what
+// Besides the xcc.test zone (rewrite, cache, template, etcd) and bind (to
+// listen on chosen addresses only, as the local lab does) it holds what
 // a cluster DNS Corefile uses (kubernetes, forward, loop, loadbalance), so the
 // same binary can stand in for kube-system's CoreDNS in the local lab, and
 // file and hosts for the benchmark's baseline.
 var Directives = []string{
 	"reload",
 	"bufsize",
+	"bind",
 	"ready",
 	"health",
 	"pprof",
