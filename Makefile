@@ -137,3 +137,29 @@ demo: build $(KUBE_APISERVER) $(ETCDCTL) ## Start the lab with the walkthrough a
 	@echo ">> building the lab"
 	cd $(E2E_DIR) && $(GO) build -o bin/lab ./cmd/lab
 	@$(E2E_DIR)/bin/lab -repo $(CURDIR)
+
+# --- Benchmarks: not part of "make test" ---
+
+BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
+BENCHSTAT         := $(BIN)/benchstat-$(BENCHSTAT_VERSION)
+BENCH_DIR         := $(BIN)/bench
+BENCH_PKGS        := ./internal/skydnsrecord ./internal/serve
+BENCH_COUNT       ?= 6
+
+$(BENCHSTAT):
+	@echo ">> building benchstat $(BENCHSTAT_VERSION) into bin/"
+	GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+	mv $(BIN)/benchstat $@ && ln -sf $(notdir $@) $(BIN)/benchstat
+
+.PHONY: bench-go
+bench-go: $(BENCHSTAT) ## Go benchmarks of the hot pure code into bin/bench/new.txt, compared with bin/bench/old.txt.
+	@mkdir -p $(BENCH_DIR)
+	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) $(BENCH_PKGS) | tee $(BENCH_DIR)/new.txt
+	@if [ -f $(BENCH_DIR)/old.txt ]; then $(BENCHSTAT) $(BENCH_DIR)/old.txt $(BENCH_DIR)/new.txt; \
+	else $(BENCHSTAT) $(BENCH_DIR)/new.txt; echo ">> no baseline: save one with make bench-baseline"; fi
+
+.PHONY: bench-baseline
+bench-baseline: ## Save the last make bench-go results (bin/bench/new.txt) as the baseline bin/bench/old.txt.
+	@test -f $(BENCH_DIR)/new.txt || { echo "run make bench-go first"; exit 1; }
+	cp $(BENCH_DIR)/new.txt $(BENCH_DIR)/old.txt
+
