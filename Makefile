@@ -129,11 +129,11 @@ kube-apiserver: $(KUBE_APISERVER) ## Build bin/kube-apiserver-$(KUBERNETES_VERSI
 helm: $(HELM) ## Build bin/helm-$(HELM_VERSION) (once).
 
 .PHONY: e2e
-e2e: build $(KUBE_APISERVER) $(ETCDCTL) ## End-to-end tests on a local multi-cluster lab (real kube-apiservers).
+e2e: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## End-to-end tests on a local multi-cluster lab (real kube-apiservers).
 	cd $(E2E_DIR) && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./lab/... && $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -v .
 
 .PHONY: demo
-demo: build $(KUBE_APISERVER) $(ETCDCTL) ## Start the lab with the walkthrough applied; Ctrl-C stops it.
+demo: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Start the lab with the walkthrough applied; Ctrl-C stops it.
 	@echo ">> building the lab"
 	cd $(E2E_DIR) && $(GO) build -o bin/lab ./cmd/lab
 	@$(E2E_DIR)/bin/lab -repo $(CURDIR)

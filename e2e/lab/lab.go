@@ -82,6 +82,10 @@ type Lab struct {
 	DNS map[string]*WorkloadDNS
 	// Controller is `xcc-syncer controller` (nil when not started).
 	Controller *Process
+	// ControllerKubeconfig is the controller's kubeconfig: a token of the
+	// management chart's ServiceAccount, so the controller has the chart's
+	// RBAC only.
+	ControllerKubeconfig string
 	// ControllerHTTP is the controller's --http-address.
 	ControllerHTTP string
 	// GatewayDNSCRD tells whether the GatewayDNS CRD was found and installed.
@@ -226,11 +230,16 @@ func (l *Lab) startClusters(ctx context.Context) error {
 	l.progress("installed Cluster API %s Cluster CRD", ClusterAPIVersion)
 	gwdnsCRD := filepath.Join(l.RepoRoot, GatewayDNSCRDPath)
 	if _, err := os.Stat(gwdnsCRD); err == nil {
-		if err := installCRDFile(ctx, mgmt, gwdnsCRD); err != nil {
+		// The management chart installs the CRD (its crds/), the
+		// controller's ServiceAccount and its RBAC.
+		if err := l.helmInstall(ctx, mgmt, ManagementChart, "image.repository="+placeholderImage); err != nil {
+			return err
+		}
+		if err := waitCRDEstablished(ctx, mgmt, gwdnsCRD); err != nil {
 			return err
 		}
 		l.GatewayDNSCRD = true
-		l.progress("installed GatewayDNS CRD from %s", GatewayDNSCRDPath)
+		l.progress("installed %s (GatewayDNS CRD from %s)", ManagementChart, GatewayDNSCRDPath)
 	} else {
 		l.skip("GatewayDNS CRD %s not in the repository yet: no GatewayDNS, no controller", GatewayDNSCRDPath)
 	}
@@ -241,7 +250,10 @@ func (l *Lab) startClusters(ctx context.Context) error {
 		if err := createCAPICluster(ctx, mgmt, w, l.ControlPlaneHostOf(w.Name)); err != nil {
 			return err
 		}
-		if err := ensureNamespace(ctx, w, SliceNamespace); err != nil {
+		// The workload chart creates namespace xcc-dns, serve's
+		// ServiceAccount and its Role.
+		if err := l.helmInstall(ctx, w, WorkloadChart,
+			"syncer.image.repository="+placeholderImage, "coredns.image.repository="+placeholderImage); err != nil {
 			return err
 		}
 		if err := createGateway(ctx, w, l.Gateways[w.Name]); err != nil {
@@ -251,7 +263,7 @@ func (l *Lab) startClusters(ctx context.Context) error {
 			return err
 		}
 	}
-	l.progress("Clusters, kubeconfig Secrets, envoy Services and kube-system/coredns created (%s)", time.Since(start).Round(100*time.Millisecond))
+	l.progress("workload chart installed; Clusters, kubeconfig Secrets, envoy Services and kube-system/coredns created (%s)", time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

@@ -49,6 +49,24 @@ func installCRDFile(ctx context.Context, c *Cluster, path string) error {
 	if _, err := c.Dynamic.Resource(crdGVR).Apply(ctx, name, obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
 		return fmt.Errorf("apply CRD %s on %s: %w", name, c.Name, err)
 	}
+	return waitEstablished(ctx, c, name)
+}
+
+// waitCRDEstablished waits until the CRD in path (installed by another,
+// such as helm) is Established.
+func waitCRDEstablished(ctx context.Context, c *Cluster, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read CRD: %w", err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+		return fmt.Errorf("parse CRD %s: %w", path, err)
+	}
+	return waitEstablished(ctx, c, obj.GetName())
+}
+
+func waitEstablished(ctx context.Context, c *Cluster, name string) error {
 	return waitFor(ctx, nil, crdEstablishedWait, "CRD "+name+" Established on "+c.Name, func(ctx context.Context) error {
 		got, err := c.Dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

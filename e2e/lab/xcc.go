@@ -34,6 +34,9 @@ type WorkloadDNS struct {
 	ClusterDNSAddr string
 	// ClusterDNSCorefile is the Corefile it runs.
 	ClusterDNSCorefile string
+	// ServeKubeconfig is serve's kubeconfig: a token of the workload
+	// chart's ServiceAccount, so serve has the chart's RBAC only.
+	ServeKubeconfig string
 	// PatchedByBinary is true when `xcc-syncer patch-corefile` patched
 	// kube-system/coredns (false: the lab patched it by hand).
 	PatchedByBinary bool
@@ -64,10 +67,15 @@ func (l *Lab) startXCC(ctx context.Context) error {
 }
 
 func (l *Lab) startController(ctx context.Context) error {
+	kc, err := chartKubeconfig(ctx, l.Management, ReleaseName)
+	if err != nil {
+		return err
+	}
+	l.ControllerKubeconfig = kc
 	return l.startRetrying(ctx, "xcc-syncer-controller", 1, func(ports []int) (*Process, func(context.Context) error, error) {
 		l.ControllerHTTP = fmt.Sprintf("%s:%d", loopback, ports[0])
 		p, err := startProcess(l.LogDir, "xcc-syncer-controller", nil, l.Bin("xcc-syncer"), "controller",
-			"--kubeconfig", l.Management.Kubeconfig,
+			"--kubeconfig", l.ControllerKubeconfig,
 			"--http-address", l.ControllerHTTP,
 			"--leader-elect=false")
 		l.Controller = p
@@ -105,11 +113,15 @@ func (d *WorkloadDNS) start(ctx context.Context) error {
 	l, w := d.l, d.Cluster
 	dir := filepath.Join(l.Dir, w.Name)
 	d.EtcdDataDir = filepath.Join(dir, "xcc-etcd")
-	err := l.startRetrying(ctx, "xcc-syncer-serve-"+w.Name, 3, func(ports []int) (*Process, func(context.Context) error, error) {
+	var err error
+	if d.ServeKubeconfig, err = chartKubeconfig(ctx, w, ReleaseName); err != nil {
+		return err
+	}
+	err = l.startRetrying(ctx, "xcc-syncer-serve-"+w.Name, 3, func(ports []int) (*Process, func(context.Context) error, error) {
 		d.EtcdClientURL = fmt.Sprintf("http://%s:%d", loopback, ports[0])
 		d.ServeHTTP = fmt.Sprintf("%s:%d", loopback, ports[2])
 		d.serveArgs = []string{"serve",
-			"--kubeconfig", w.Kubeconfig,
+			"--kubeconfig", d.ServeKubeconfig,
 			"--namespace", SliceNamespace,
 			"--etcd-data-dir", d.EtcdDataDir,
 			"--etcd-client-url", d.EtcdClientURL,
