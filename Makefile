@@ -145,6 +145,10 @@ BENCHSTAT         := $(BIN)/benchstat-$(BENCHSTAT_VERSION)
 BENCH_DIR         := $(BIN)/bench
 BENCH_PKGS        := ./internal/skydnsrecord ./internal/serve
 BENCH_COUNT       ?= 6
+# dnsbench: names sizes, seconds per dnsperf run, dnsperf clients.
+BENCH_NAMES       ?= 10,1000,10000
+BENCH_SECONDS     ?= 10
+BENCH_CLIENTS     ?= 4
 
 $(BENCHSTAT):
 	@echo ">> building benchstat $(BENCHSTAT_VERSION) into bin/"
@@ -163,3 +167,20 @@ bench-baseline: ## Save the last make bench-go results (bin/bench/new.txt) as th
 	@test -f $(BENCH_DIR)/new.txt || { echo "run make bench-go first"; exit 1; }
 	cp $(BENCH_DIR)/new.txt $(BENCH_DIR)/old.txt
 
+# Debian's dnsperf drives the DNS servers; installed when missing.
+DNSPERF := $(shell command -v dnsperf 2>/dev/null)
+
+.PHONY: dnsperf
+dnsperf:
+ifeq ($(DNSPERF),)
+	@echo ">> installing dnsperf with apt-get"
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q dnsperf
+endif
+
+.PHONY: bench
+bench: bench-dns bench-go ## Every benchmark (not part of make test): DNS throughput and etcd cost, Go benchmarks. Figures: docs/benchmarks.md.
+
+.PHONY: bench-dns
+bench-dns: coredns dnsperf ## DNS throughput of the shipped Corefile, without cache, and file+cache (dnsperf), and etcd Range requests per answer.
+	@mkdir -p $(BENCH_DIR)
+	$(GO) run ./bench/dnsbench -coredns $(BIN)/coredns -names $(BENCH_NAMES) -seconds $(BENCH_SECONDS) -clients $(BENCH_CLIENTS) -out $(BENCH_DIR)

@@ -56,8 +56,9 @@ func isTarget(host string) bool {
 	return err != nil
 }
 
-// withNameRecords adds the name record of every name in leaves.
-func withNameRecords(leaves skydnsrecord.Set) skydnsrecord.Set {
+// WithNameRecords adds the name record of every name in leaves: the set
+// serve writes for those leaves.
+func WithNameRecords(leaves skydnsrecord.Set) skydnsrecord.Set {
 	byDir := map[string]skydnsrecord.Set{}
 	for k, r := range leaves {
 		dir := skydnsrecord.ParentKey(k)

@@ -226,7 +226,7 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 			desired[k] = r
 		}
 	}
-	res, err := s.store.Reconcile(ctx, withNameRecords(desired))
+	res, err := s.store.Reconcile(ctx, WithNameRecords(desired))
 	s.metrics.ReconcileDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.metrics.SyncErrors.Inc()
