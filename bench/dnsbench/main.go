@@ -31,6 +31,7 @@ const (
 	defaultNames    = "10,1000,10000"
 	defaultSeconds  = 10
 	defaultClients  = 4
+	defaultRounds   = 3
 	defaultNXShare  = 0.1
 	defaultCoreDNS  = "bin/coredns"
 	defaultCorefile = "cmd/coredns/Corefile"
@@ -44,6 +45,7 @@ func main() {
 	flag.StringVar(&names, "names", defaultNames, "comma-separated numbers of names (gateways) to serve")
 	flag.IntVar(&o.seconds, "seconds", defaultSeconds, "seconds of each measured dnsperf run")
 	flag.IntVar(&o.clients, "clients", defaultClients, "dnsperf clients (-c)")
+	flag.IntVar(&o.rounds, "rounds", defaultRounds, "measured runs of each server at each size; the median is reported")
 	flag.Float64Var(&o.nxShare, "nx", defaultNXShare, "share of queries for names that do not exist")
 	flag.StringVar(&o.coredns, "coredns", defaultCoreDNS, "CoreDNS binary built from cmd/coredns")
 	flag.StringVar(&o.corefile, "corefile", defaultCorefile, "the shipped Corefile")
@@ -56,6 +58,10 @@ func main() {
 		os.Exit(2)
 	}
 	o.sizes = sizes
+	if o.rounds < 1 || o.seconds < 1 {
+		fmt.Fprintln(os.Stderr, "dnsbench: -rounds and -seconds must be at least 1")
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

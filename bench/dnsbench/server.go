@@ -178,6 +178,31 @@ func (s *server) cacheCounts() (hits, misses float64, err error) {
 	return hits, misses, nil
 }
 
+// cpu is the CPU time the server has used so far (user and system, from
+// /proc/<pid>/stat, in clock ticks of 10 ms).
+func (s *server) cpu() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("server CPU time: %w", err)
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("server CPU time: unexpected /proc stat %q", b)
+	}
+	// Fields 14 and 15 (utime, stime) are the 12th and 13th after the name.
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("server CPU time: unexpected /proc stat %q", b)
+	}
+	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// clockTick is USER_HZ on Linux: 100 ticks a second.
+const clockTick = 10 * time.Millisecond
+
 // peakRSS is the server's peak resident memory (VmHWM) so far.
 func (s *server) peakRSS() (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
