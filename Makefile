@@ -55,7 +55,7 @@ $(GOLANGCI_LINT):
 tools: $(ETCDCTL) ## Build the pinned tools the unit and integration tests use.
 
 .PHONY: test
-test: tools charts-test unit e2e ## Run every test: unit, integration, chart and end-to-end.
+test: tools verify-generate charts-test unit e2e ## Run every test: generated files current, unit, integration, chart and end-to-end.
 
 .PHONY: unit
 unit: tools ## Unit and integration tests of the main module (embedded etcd, in-process CoreDNS).
