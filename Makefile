@@ -143,7 +143,7 @@ demo: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Start the lab with the walkt
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 BENCHSTAT         := $(BIN)/benchstat-$(BENCHSTAT_VERSION)
 BENCH_DIR         := $(BIN)/bench
-BENCH_PKGS        := ./internal/skydnsrecord ./internal/serve
+BENCH_PKGS        := ./internal/skydnsrecord ./internal/serve ./internal/store
 BENCH_COUNT       ?= 6
 # bench-dns: numbers of names, seconds per dnsperf run, dnsperf clients,
 # measured rounds per server (the median is reported).
@@ -180,9 +180,16 @@ ifeq ($(DNSPERF),)
 endif
 
 .PHONY: bench
-bench: bench-dns bench-go ## Every benchmark (not part of make test): DNS throughput and etcd cost, Go benchmarks. Figures: docs/benchmarks.md.
+bench: bench-dns bench-go bench-lab ## Every benchmark (not part of make test): DNS throughput and etcd cost, Go, lab propagation and scale. Figures: docs/benchmarks.md.
 
 .PHONY: bench-dns
 bench-dns: coredns dnsperf ## DNS throughput of the shipped Corefile, without cache, and file+cache (dnsperf), and etcd Range requests per answer.
 	@mkdir -p $(BENCH_DIR)
 	$(GO) run ./bench/dnsbench -coredns $(BIN)/coredns -names $(BENCH_NAMES) -seconds $(BENCH_SECONDS) -clients $(BENCH_CLIENTS) -rounds $(BENCH_ROUNDS) -out $(BENCH_DIR)
+
+.PHONY: bench-lab
+bench-lab: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Propagation and scale in the local lab (real kube-apiservers); tables in bin/bench/lab.txt.
+	@mkdir -p $(BENCH_DIR)
+	@rm -f $(BENCH_DIR)/lab.txt
+	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/lab.txt $(GO) test -count=1 -timeout 60m -run '^TestBench' -v .
+	@cat $(BENCH_DIR)/lab.txt
