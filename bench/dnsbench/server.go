@@ -74,7 +74,8 @@ type server struct {
 	pprofAddr   string
 	metricsAddr string
 	logPath     string
-	done        chan error
+	done        chan struct{} // closed when the process has exited
+	exitErr     error         // why it exited; set before done is closed
 }
 
 // startServer runs corefile with bin/coredns and waits until it answers.
@@ -114,9 +115,12 @@ func startServer(ctx context.Context, o options, dir string, c config, etcdEndpo
 		pprofAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[4])),
 		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3])),
 		logPath:     logPath,
-		done:        make(chan error, 1),
+		done:        make(chan struct{}),
 	}
-	go func() { s.done <- cmd.Wait() }()
+	go func() {
+		s.exitErr = cmd.Wait()
+		close(s.done)
+	}()
 	if err := s.waitReady(ctx, ports[2]); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("server %s: %w\n%s", c.id, err, tail(logPath))
@@ -129,8 +133,8 @@ func (s *server) waitReady(ctx context.Context, readyPort int) error {
 	deadline := time.Now().Add(readyTimeout)
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-s.done:
-			return fmt.Errorf("exited: %v", err)
+		case <-s.done:
+			return fmt.Errorf("exited: %w", s.exitErr)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
