@@ -9,13 +9,8 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
 )
@@ -25,91 +20,186 @@ const (
 	scaleSizesEnv     = "XCC_BENCH_SCALE"
 	defaultScaleSizes = "100,1000"
 	// scaleTimeout bounds the wait for one size to converge.
-	scaleTimeout = 20 * time.Minute
+	scaleTimeout = 40 * time.Minute
 	// scalePrefix names the Clusters the benchmark adds.
 	scalePrefix = "scale-"
+	// scaleProgressEvery is how often the wait logs how far it got.
+	scaleProgressEvery = 30 * time.Second
 )
 
-// TestBenchScale adds Cluster API Clusters, selected by the walkthrough's
-// GatewayDNS, in steps up to each size (their kubeconfig Secrets point at
-// the lab's real workload API servers in turn), and measures how long
-// until cluster-b's serve has every new cluster's gateway in its etcd, what
-// the controller and cluster-b's serve used (peak memory, CPU seconds) and
-// the size of serve's etcd.
+// scaleFigures is one row of the scale table.
+type scaleFigures struct {
+	clusters               int
+	createdIn, convergedIn time.Duration
+	syncs, slicesWritten   float64       // controller metrics since the baseline
+	ctlCPU, serveCPU       time.Duration // since the baseline
+	ctlPeak, servePeak     int64         // VmHWM, bytes
+	slices                 int           // the controller's slices in cluster-b
+	keys                   int64         // under /skydns/ in cluster-b's serve etcd
+	dbSize, dbInUse        int64         // that etcd's database file, and the part in use
+}
+
+// TestBenchScale adds Cluster API Clusters to the walkthrough's namespace,
+// all selected by its GatewayDNS, up to each size in turn (their kubeconfig
+// Secrets point at the lab's three workload API servers in turn, so every
+// one is also a target the controller writes slices to). For each size it
+// measures how long until cluster-b's serve has, in its etcd, the gateway
+// and api records of every added Cluster ("converged": the end of the data
+// path that does not depend on DNS caches), and what that cost: controller
+// and serve CPU seconds and peak memory, the controller's syncs, and
+// serve's etcd (keys, database size).
+//
+// It leaves its Clusters behind: run it last.
 func TestBenchScale(t *testing.T) {
 	b := requireBench(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
 	sizes, err := scaleSizes()
 	if err != nil {
 		t.Fatal(err)
 	}
+	mgmt, err := newBenchClients(theLab.Management)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bClients, err := newBenchClients(b.Cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.EtcdClientURL}, DialTimeout: 5 * time.Second})
 	if err != nil {
-		t.Fatalf("etcd client: %v", err)
+		t.Fatalf("etcd client for %s: %v", b.EtcdClientURL, err)
 	}
 	defer cli.Close()
+	metrics := "http://" + theLab.ControllerHTTP + "/metrics"
 
-	var tb strings.Builder
-	fmt.Fprintf(&tb, "scale: Clusters selected by one GatewayDNS, kubeconfigs pointing at %d real workload API servers\n", len(theLab.Workloads))
-	fmt.Fprintf(&tb, "%8s %10s %12s %14s %14s %11s %11s %9s %9s\n",
-		"clusters", "created in", "converged in", "controller MiB", "controller CPU", "serve MiB", "serve CPU", "etcd keys", "etcd MiB")
+	base, err := measureScale(ctx, b, bClients, cli, metrics, scaleFigures{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []scaleFigures{base}
 	created := 0
 	for _, n := range sizes {
-		ctlCPU0, err := procCPU(theLab.Controller.Pid())
-		if err != nil {
-			t.Fatal(err)
-		}
-		serveCPU0, err := procCPU(b.Serve.Pid())
-		if err != nil {
-			t.Fatal(err)
-		}
 		start := time.Now()
-		for ; created < n; created++ {
-			w := theLab.Workloads[created%len(theLab.Workloads)]
-			if err := createScaleCluster(ctx, theLab.Management, w, fmt.Sprintf("%s%05d", scalePrefix, created)); err != nil {
-				t.Fatal(err)
-			}
+		err := inParallel(n-created, func(i int) error {
+			i += created
+			return mgmt.createCluster(ctx, benchCluster{
+				namespace: lab.ClusterNamespace,
+				name:      fmt.Sprintf("%s%05d", scalePrefix, i),
+				labels:    map[string]any{lab.SelectorLabel: lab.SelectorValue},
+				w:         theLab.Workloads[i%len(theLab.Workloads)],
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
+		created = n
 		createdIn := time.Since(start)
-		have, err := waitScaleGateways(ctx, cli, n, scaleTimeout)
-		convergedIn := time.Since(start)
+		t.Logf("%d Clusters and kubeconfig Secrets created in %s", n, createdIn.Round(100*time.Millisecond))
+		have, err := waitScaleRecords(ctx, t, cli, n, start.Add(scaleTimeout))
 		if err != nil {
-			report(t, tb.String())
-			t.Fatalf("%d clusters: %d of them in cluster-b's etcd after %s: %v", n, have, convergedIn.Round(time.Second), err)
+			report(t, scaleTable(rows))
+			t.Fatalf("%d clusters: %d of them complete in cluster-b's etcd after %s: %v", n, have, time.Since(start).Round(time.Second), err)
 		}
-		ctlCPU, err := procCPU(theLab.Controller.Pid())
-		if err != nil {
-			t.Fatal(err)
-		}
-		serveCPU, err := procCPU(b.Serve.Pid())
+		f, err := measureScale(ctx, b, bClients, cli, metrics, base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctlMem, err := procPeakRSS(theLab.Controller.Pid())
-		if err != nil {
-			t.Fatal(err)
-		}
-		serveMem, err := procPeakRSS(b.Serve.Pid())
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys, err := cli.Get(ctx, "/skydns/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			t.Fatalf("count etcd keys: %v", err)
-		}
-		st, err := cli.Status(ctx, b.EtcdClientURL)
-		if err != nil {
-			t.Fatalf("etcd status: %v", err)
-		}
-		fmt.Fprintf(&tb, "%8d %10s %12s %14.0f %13.1fs %11.0f %10.1fs %9d %9.1f\n",
-			n, createdIn.Round(100*time.Millisecond), convergedIn.Round(100*time.Millisecond),
-			mib(ctlMem), (ctlCPU - ctlCPU0).Seconds(), mib(serveMem), (serveCPU - serveCPU0).Seconds(),
-			keys.Count, mib(st.DbSize))
-		t.Logf("%d clusters converged in %s", n, convergedIn.Round(100*time.Millisecond))
+		f.clusters, f.createdIn, f.convergedIn = n, createdIn, time.Since(start)
+		t.Logf("%d clusters converged in %s", n, f.convergedIn.Round(100*time.Millisecond))
+		rows = append(rows, f)
 	}
-	fmt.Fprintf(&tb, "(converged: every added cluster's gateway records in cluster-b's serve etcd; CPU: used during that step; MiB: peak resident, VmHWM)\n")
-	report(t, tb.String())
+	report(t, scaleTable(rows))
+}
+
+// measureScale takes the figures of a row; counters are relative to base.
+func measureScale(ctx context.Context, b *lab.WorkloadDNS, bClients benchClients, cli *clientv3.Client, metrics string, base scaleFigures) (scaleFigures, error) {
+	var f scaleFigures
+	var err error
+	ctlPid, servePid := theLab.Controller.Pid(), b.Serve.Pid()
+	if f.ctlCPU, err = procCPU(ctlPid); err != nil {
+		return f, err
+	}
+	if f.serveCPU, err = procCPU(servePid); err != nil {
+		return f, err
+	}
+	if f.ctlPeak, err = procPeakRSS(ctlPid); err != nil {
+		return f, err
+	}
+	if f.servePeak, err = procPeakRSS(servePid); err != nil {
+		return f, err
+	}
+	if f.syncs, err = metricValue(ctx, metrics, "xcc_controller_syncs_total"); err != nil {
+		return f, err
+	}
+	if f.slicesWritten, err = metricValue(ctx, metrics, "xcc_controller_endpointslices_written_total"); err != nil {
+		return f, err
+	}
+	f.ctlCPU -= base.ctlCPU
+	f.serveCPU -= base.serveCPU
+	f.syncs -= base.syncs
+	f.slicesWritten -= base.slicesWritten
+
+	slices, err := bClients.kube.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(ctx, metav1.ListOptions{
+		LabelSelector: "endpointslice.kubernetes.io/managed-by=xcc-dns-controller"})
+	if err != nil {
+		return f, fmt.Errorf("list the controller's EndpointSlices in %s: %w", lab.ClusterB, err)
+	}
+	f.slices = len(slices.Items)
+	keys, err := cli.Get(ctx, "/skydns/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return f, fmt.Errorf("count keys in cluster-b's etcd: %w", err)
+	}
+	f.keys = keys.Count
+	st, err := cli.Status(ctx, b.EtcdClientURL)
+	if err != nil {
+		return f, fmt.Errorf("status of cluster-b's etcd: %w", err)
+	}
+	f.dbSize, f.dbInUse = st.DbSize, st.DbSizeInUse
+	return f, nil
+}
+
+// scaleTable is the scale benchmark's report: one row per size, then how
+// each figure grew from one size to the next.
+func scaleTable(rows []scaleFigures) string {
+	var tb strings.Builder
+	fmt.Fprintf(&tb, "scale: Clusters selected by one GatewayDNS, kubeconfigs pointing at the %d real workload API servers in turn\n", len(theLab.Workloads))
+	fmt.Fprintf(&tb, "%8s %9s %10s %6s %7s | %8s %8s | %8s %8s | %7s %7s %10s\n",
+		"clusters", "created", "converged", "syncs", "written",
+		"ctl CPU", "ctl MiB", "srv CPU", "srv MiB", "slices", "keys", "etcd MiB")
+	for _, r := range rows {
+		// The first row is the zero point of the counters: only its
+		// levels are shown.
+		created, converged, syncs, written, ctlCPU, serveCPU := "-", "-", "-", "-", "-", "-"
+		if r.clusters > 0 {
+			created, converged = r.createdIn.Round(100*time.Millisecond).String(), r.convergedIn.Round(100*time.Millisecond).String()
+			syncs, written = fmt.Sprintf("%.0f", r.syncs), fmt.Sprintf("%.0f", r.slicesWritten)
+			ctlCPU, serveCPU = fmt.Sprintf("%.1fs", r.ctlCPU.Seconds()), fmt.Sprintf("%.1fs", r.serveCPU.Seconds())
+		}
+		fmt.Fprintf(&tb, "%8d %9s %10s %6s %7s | %8s %8.0f | %8s %8.0f | %7d %7d %4.1f/%4.1f\n",
+			r.clusters, created, converged, syncs, written,
+			ctlCPU, mib(r.ctlPeak), serveCPU, mib(r.servePeak),
+			r.slices, r.keys, mib(r.dbSize), mib(r.dbInUse))
+	}
+	fmt.Fprintf(&tb, "(converged: from the first create of the step until cluster-b's serve etcd has the gateway and api records of every added Cluster;\n")
+	fmt.Fprintf(&tb, " syncs, written (EndpointSlices, all clusters) and CPU: controller metrics and user+system CPU since the first row; MiB: peak resident\n")
+	fmt.Fprintf(&tb, " (VmHWM) since the process started; slices: the controller's EndpointSlices in cluster-b; etcd MiB: database size/in use)\n")
+	for i := 2; i < len(rows); i++ {
+		p, r := rows[i-1], rows[i]
+		ratio := func(a, b float64) string {
+			if a <= 0 {
+				return "-"
+			}
+			return fmt.Sprintf("x%.1f", b/a)
+		}
+		fmt.Fprintf(&tb, "%d -> %d clusters (x%.0f): converge time per added cluster %s, controller CPU %s, controller peak MiB %s, serve CPU %s, serve peak MiB %s, etcd keys %s, etcd MiB in use %s\n",
+			p.clusters, r.clusters, float64(r.clusters)/float64(p.clusters),
+			ratio(p.convergedIn.Seconds()/float64(p.clusters-rows[i-2].clusters), r.convergedIn.Seconds()/float64(r.clusters-p.clusters)),
+			ratio(p.ctlCPU.Seconds(), r.ctlCPU.Seconds()), ratio(mib(p.ctlPeak), mib(r.ctlPeak)),
+			ratio(p.serveCPU.Seconds(), r.serveCPU.Seconds()), ratio(mib(p.servePeak), mib(r.servePeak)),
+			ratio(float64(p.keys), float64(r.keys)), ratio(mib(p.dbInUse), mib(r.dbInUse)))
+	}
+	return tb.String()
 }
 
 func scaleSizes() ([]int, error) {
@@ -129,69 +219,47 @@ func scaleSizes() ([]int, error) {
 	return out, nil
 }
 
-// createScaleCluster creates a Cluster, selected by the walkthrough's
-// GatewayDNS, with a kubeconfig Secret pointing at workload cluster w, as
-// Cluster API would.
-func createScaleCluster(ctx context.Context, mgmt, w *lab.Cluster, name string) error {
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": lab.ClusterGVR.GroupVersion().String(),
-		"kind":       "Cluster",
-		"metadata": map[string]any{
-			"name": name, "namespace": lab.ClusterNamespace,
-			"labels": map[string]any{lab.SelectorLabel: lab.SelectorValue},
-		},
-		"spec": map[string]any{
-			"controlPlaneEndpoint": map[string]any{"host": theLab.ControlPlaneHostOf(w.Name), "port": int64(w.Port)},
-		},
-	}}
-	clusters := mgmt.Dynamic.Resource(lab.ClusterGVR).Namespace(lab.ClusterNamespace)
-	if _, err := clusters.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create Cluster %s: %w", name, err)
-	}
-	status := `{"status":{"phase":"Provisioned","initialization":{"infrastructureProvisioned":true,"controlPlaneInitialized":true}}}`
-	if _, err := clusters.Patch(ctx, name, types.MergePatchType, []byte(status), metav1.PatchOptions{}, "status"); err != nil {
-		return fmt.Errorf("set status of Cluster %s: %w", name, err)
-	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      name + "-kubeconfig",
-			Namespace: lab.ClusterNamespace,
-			Labels:    map[string]string{"cluster.x-k8s.io/cluster-name": name},
-		},
-		Type: "cluster.x-k8s.io/secret",
-		Data: map[string][]byte{lab.KubeconfigSecretKey: w.KubeconfigBytes},
-	}
-	if _, err := mgmt.Client.CoreV1().Secrets(lab.ClusterNamespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create Secret %s: %w", secret.Name, err)
-	}
-	return nil
-}
-
-// waitScaleGateways waits until serve's etcd holds gateway records of n
-// scale clusters, and returns how many it last saw.
-func waitScaleGateways(ctx context.Context, cli *clientv3.Client, n int, timeout time.Duration) (int, error) {
-	prefix := "/skydns/test/xcc/clusters/" + lab.ClusterNamespace + "/"
-	deadline := time.Now().Add(timeout)
+// waitScaleRecords waits until serve's etcd holds both the gateway and the
+// api records of n scale Clusters, and returns how many it last saw.
+func waitScaleRecords(ctx context.Context, t *testing.T, cli *clientv3.Client, n int, deadline time.Time) (int, error) {
+	prefix := benchSkyDNSPrefix + lab.ClusterNamespace + "/"
 	have := 0
+	lastLog := time.Now()
 	for {
-		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		resp, err := cli.Get(ctx, prefix+scalePrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 		if err != nil {
 			return have, fmt.Errorf("list %s: %w", prefix, err)
 		}
-		seen := map[string]bool{}
+		kinds := map[string]int{} // cluster -> 1 gateway | 2 api
 		for _, kv := range resp.Kvs {
-			// .../<ns>/<cluster>/gateway/<leaf>
+			// <prefix><cluster>/gateway/<leaf> or <prefix><cluster>/api/<leaf>;
+			// without a leaf it is the name's own record.
 			parts := strings.Split(strings.TrimPrefix(string(kv.Key), prefix), "/")
-			if len(parts) == 3 && parts[1] == "gateway" && strings.HasPrefix(parts[0], scalePrefix) {
-				seen[parts[0]] = true
+			if len(parts) != 3 {
+				continue
+			}
+			switch parts[1] {
+			case "gateway":
+				kinds[parts[0]] |= 1
+			case "api":
+				kinds[parts[0]] |= 2
 			}
 		}
-		have = len(seen)
+		have = 0
+		for _, k := range kinds {
+			if k == 3 {
+				have++
+			}
+		}
 		if have >= n {
 			return have, nil
 		}
 		if time.Now().After(deadline) {
-			return have, fmt.Errorf("timed out after %s", timeout)
+			return have, fmt.Errorf("not converged by %s", deadline.Format(time.TimeOnly))
+		}
+		if time.Since(lastLog) >= scaleProgressEvery {
+			t.Logf("%d of %d clusters complete in cluster-b's etcd", have, n)
+			lastLog = time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -200,44 +268,3 @@ func waitScaleGateways(ctx context.Context, cli *clientv3.Client, n int, timeout
 		}
 	}
 }
-
-// procCPU is the user + system CPU time of process pid so far.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("CPU time of %d: %w", pid, err)
-	}
-	// The command name, field 2, is in parentheses and may hold spaces;
-	// utime and stime are fields 14 and 15.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		return 0, fmt.Errorf("CPU time of %d: unexpected %q", pid, b)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("CPU time of %d: unexpected %q", pid, b)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil // USER_HZ is 100
-}
-
-// procPeakRSS is the peak resident memory (VmHWM) of process pid, bytes.
-func procPeakRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("memory of %d: %w", pid, err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("memory of %d: %q: %w", pid, l, err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("memory of %d: no VmHWM", pid)
-}
-
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
