@@ -191,5 +191,5 @@ bench-dns: coredns dnsperf ## DNS throughput of the shipped Corefile, without ca
 bench-lab: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Propagation and scale in the local lab (real kube-apiservers); tables in bin/bench/lab.txt.
 	@mkdir -p $(BENCH_DIR)
 	@rm -f $(BENCH_DIR)/lab.txt
-	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/lab.txt $(GO) test -count=1 -timeout 60m -run '^TestBench' -v .
+	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/lab.txt $(GO) test -count=1 -timeout 80m -run '^TestBench' -v .
 	@cat $(BENCH_DIR)/lab.txt

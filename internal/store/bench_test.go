@@ -67,3 +67,29 @@ func BenchmarkReconcile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSyncOwnerUnchanged is one EndpointSlice's sync when its records
+// are already there, beside n others: it reads only the mirror's index, so
+// it should not grow with n.
+func BenchmarkSyncOwnerUnchanged(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			_, cli := etcdtest.Start(b)
+			ctx := context.Background()
+			desired := benchRecords(n)
+			s := store.New(cli, zone)
+			if _, err := s.Reconcile(ctx, desired); err != nil {
+				b.Fatal(err)
+			}
+			owner := "EndpointSlice xcc-dns/c0-gateway-ipv4"
+			mine := s.OwnedBy(owner)
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := s.SyncOwner(ctx, owner, mine)
+				if err != nil || res.Puts+res.Deletes != 0 {
+					b.Fatalf("%+v, %v", res, err)
+				}
+			}
+		})
+	}
+}

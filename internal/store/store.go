@@ -38,13 +38,13 @@ type Store struct {
 	mu sync.Mutex
 	// owned mirrors the owned records in etcd as of the last Reconcile and
 	// every write since, so a per-owner sync needs no read.
-	owned  skydnsrecord.Set
+	owned  *mirror
 	loaded bool
 }
 
 // New returns a store for the records of zone (for example "xcc.test").
 func New(kv KV, zone string) *Store {
-	return &Store{kv: kv, prefix: skydnsrecord.Key(zone) + "/", owned: skydnsrecord.Set{}}
+	return &Store{kv: kv, prefix: skydnsrecord.Key(zone) + "/", owned: newMirror(nil)}
 }
 
 // Result tells what a sync or reconcile wrote.
@@ -87,7 +87,7 @@ func (s *Store) Reconcile(ctx context.Context, desired skydnsrecord.Set) (Result
 	if err != nil {
 		return Result{}, err
 	}
-	s.owned, s.loaded = current, true
+	s.owned, s.loaded = newMirror(current), true
 	return s.apply(ctx, skydnsrecord.Diff(desired, current))
 }
 
@@ -112,7 +112,7 @@ func (s *Store) SyncOwner(ctx context.Context, owner string, desired skydnsrecor
 func (s *Store) Owned() skydnsrecord.Set {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(s.owned)
+	return maps.Clone(s.owned.records)
 }
 
 // OwnedBy returns the owned records of owner.
@@ -123,28 +123,14 @@ func (s *Store) OwnedBy(owner string) skydnsrecord.Set {
 }
 
 // ownedBy is OwnedBy with s.mu held.
-func (s *Store) ownedBy(owner string) skydnsrecord.Set {
-	out := skydnsrecord.Set{}
-	for key, r := range s.owned {
-		if r.Owner == owner {
-			out[key] = r
-		}
-	}
-	return out
-}
+func (s *Store) ownedBy(owner string) skydnsrecord.Set { return s.owned.owner(owner) }
 
 // OwnedUnder returns the owned records whose keys lie directly in the key
 // directory dir (one level, not deeper).
 func (s *Store) OwnedUnder(dir string) skydnsrecord.Set {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := skydnsrecord.Set{}
-	for key, r := range s.owned {
-		if skydnsrecord.ParentKey(key) == dir {
-			out[key] = r
-		}
-	}
-	return out
+	return s.owned.under(dir)
 }
 
 // apply writes plan in transactions of at most MaxOpsPerTxn operations and
@@ -170,7 +156,7 @@ func (s *Store) apply(ctx context.Context, plan skydnsrecord.Plan) (Result, erro
 	}
 	for _, key := range plan.Deletes {
 		ops = append(ops, clientv3.OpDelete(key))
-		pending = append(pending, func() { delete(s.owned, key); res.Deletes++ })
+		pending = append(pending, func() { s.owned.delete(key); res.Deletes++ })
 		if len(ops) == MaxOpsPerTxn {
 			if err := flush(); err != nil {
 				return res, err
@@ -183,7 +169,7 @@ func (s *Store) apply(ctx context.Context, plan skydnsrecord.Plan) (Result, erro
 			return res, err
 		}
 		ops = append(ops, clientv3.OpPut(put.Key, string(value)))
-		pending = append(pending, func() { s.owned[put.Key] = put.Record; res.Puts++ })
+		pending = append(pending, func() { s.owned.put(put.Key, put.Record); res.Puts++ })
 		if len(ops) == MaxOpsPerTxn {
 			if err := flush(); err != nil {
 				return res, err

@@ -1,0 +1,72 @@
+package store
+
+import "github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+
+// mirror holds the owned records in etcd, indexed by owner and by key
+// directory (the name), so that syncing one EndpointSlice reads only its
+// own records and those of its names. Scanning every record instead made
+// filling a store with n slices cost n².
+type mirror struct {
+	records skydnsrecord.Set
+	byOwner map[string]map[string]struct{} // owner -> keys
+	byDir   map[string]map[string]struct{} // key directory -> keys
+}
+
+func newMirror(set skydnsrecord.Set) *mirror {
+	m := &mirror{
+		records: make(skydnsrecord.Set, len(set)),
+		byOwner: map[string]map[string]struct{}{},
+		byDir:   map[string]map[string]struct{}{},
+	}
+	for k, r := range set {
+		m.put(k, r)
+	}
+	return m
+}
+
+func (m *mirror) put(key string, r skydnsrecord.Record) {
+	if old, ok := m.records[key]; ok && old.Owner != r.Owner {
+		unindex(m.byOwner, old.Owner, key)
+	}
+	m.records[key] = r
+	index(m.byOwner, r.Owner, key)
+	index(m.byDir, skydnsrecord.ParentKey(key), key)
+}
+
+func (m *mirror) delete(key string) {
+	old, ok := m.records[key]
+	if !ok {
+		return
+	}
+	delete(m.records, key)
+	unindex(m.byOwner, old.Owner, key)
+	unindex(m.byDir, skydnsrecord.ParentKey(key), key)
+}
+
+// owner returns a copy of the records of owner.
+func (m *mirror) owner(owner string) skydnsrecord.Set { return m.pick(m.byOwner[owner]) }
+
+// under returns a copy of the records directly in the key directory dir.
+func (m *mirror) under(dir string) skydnsrecord.Set { return m.pick(m.byDir[dir]) }
+
+func (m *mirror) pick(keys map[string]struct{}) skydnsrecord.Set {
+	out := make(skydnsrecord.Set, len(keys))
+	for k := range keys {
+		out[k] = m.records[k]
+	}
+	return out
+}
+
+func index(idx map[string]map[string]struct{}, by, key string) {
+	if idx[by] == nil {
+		idx[by] = map[string]struct{}{}
+	}
+	idx[by][key] = struct{}{}
+}
+
+func unindex(idx map[string]map[string]struct{}, by, key string) {
+	delete(idx[by], key)
+	if len(idx[by]) == 0 {
+		delete(idx, by)
+	}
+}
