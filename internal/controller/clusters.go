@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -46,6 +47,10 @@ func NewClientFromKubeconfig(kubeconfig []byte) (kubernetes.Interface, error) {
 	cfg.Timeout = workloadRequestTimeout
 	cfg.QPS, cfg.Burst = workloadQPS, workloadBurst
 	cfg.UserAgent = "xcc-syncer-controller"
+	// Protobuf: a target's full list of slices decodes several times
+	// faster than as JSON, and every resource the controller uses is built in.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	// API server warnings (FQDN EndpointSlices are deprecated) are logged
 	// once per process, not once per write.
 	cfg.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
@@ -155,18 +160,21 @@ func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret,
 	return access{w: w}
 }
 
-// hasSliceNamespace reports whether the cluster has opted in; synced is
-// false while the Namespace informer has not listed (cluster unreachable).
-func (w *workload) hasSliceNamespace(name string) (has, synced bool) {
+// sliceNamespace reports whether the cluster has opted in, and the UID of
+// its slice namespace (a namespace deleted and made again is another one);
+// synced is false while the Namespace informer has not listed (cluster
+// unreachable).
+func (w *workload) sliceNamespace(name string) (uid types.UID, has, synced bool) {
 	if !w.nsInformer.HasSynced() {
-		return false, false
+		return "", false, false
 	}
 	obj, exists, _ := w.nsInformer.GetStore().GetByKey(name)
-	if ns, ok := obj.(*corev1.Namespace); exists && ok && ns.DeletionTimestamp != nil {
+	ns, ok := obj.(*corev1.Namespace)
+	if !exists || !ok || ns.DeletionTimestamp != nil {
 		// Being deleted (the workload chart is uninstalled): writes would be refused.
-		return false, true
+		return "", false, true
 	}
-	return exists, true
+	return ns.UID, true, true
 }
 
 // service returns the gateway Service of w for user, starting a

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,6 +89,11 @@ type Controller struct {
 	synced    []cache.InformerSynced
 	workloads *workloads
 
+	publishedMu sync.Mutex
+	// published remembers, per GatewayDNS key, what was written to each
+	// target cluster (apply.go).
+	published map[string]*published
+
 	pendingMu sync.Mutex
 	// pending holds, per GatewayDNS key, the time of the oldest gateway
 	// Service event not yet written out (for ServiceToSlices).
@@ -114,9 +118,10 @@ func New(cfg Config) *Controller {
 		cfg: cfg,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: controllerName}),
-		dynInf:  dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, cfg.Resync),
-		kubeInf: informers.NewSharedInformerFactory(cfg.Kube, 0),
-		pending: map[string]time.Time{},
+		dynInf:    dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, cfg.Resync),
+		kubeInf:   informers.NewSharedInformerFactory(cfg.Kube, 0),
+		pending:   map[string]time.Time{},
+		published: map[string]*published{},
 	}
 	c.gdns = c.dynInf.ForResource(v1alpha1.GatewayDNSResource).Informer()
 	c.clusters = c.dynInf.ForResource(cfg.ClusterResource).Informer()
@@ -504,86 +509,6 @@ func (c *Controller) owners(namespace string, clusterObjs []any) (map[string]str
 	return out, nil
 }
 
-// apply writes the plan of every target cluster. A target that fails is
-// recorded and skipped; the others are still written.
-func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desiredState, targets []target) (map[string]error, int) {
-	logger := klog.FromContext(ctx)
-	ref := gd.Namespace + "/" + gd.Name
-	errs := map[string]error{}
-	written := 0
-	for _, t := range targets {
-		has, synced := t.w.hasSliceNamespace(c.cfg.SliceNamespace)
-		if !synced {
-			// Not listed yet: the Namespace informer enqueues us once it has.
-			logger.V(2).Info("Target cluster not listed yet; skipped", "cluster", t.name)
-			continue
-		}
-		if !has {
-			continue
-		}
-		n, err := c.applyTo(ctx, t, ref, gd.Name, d)
-		written += n
-		if err != nil {
-			errs[t.name] = err
-			c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "WriteFailed", "EndpointSlices in cluster %s: %v", t.name, err)
-		}
-	}
-	return errs, written
-}
-
-func (c *Controller) applyTo(ctx context.Context, t target, ref, name string, d desiredState) (int, error) {
-	logger := klog.FromContext(ctx)
-	api := t.w.client.DiscoveryV1().EndpointSlices(c.cfg.SliceNamespace)
-	list, err := api.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
-		LabelManagedBy: ManagedByValue}).String()})
-	if err != nil {
-		return 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.name, c.cfg.SliceNamespace, err)
-	}
-	existing := make([]*discoveryv1.EndpointSlice, 0, len(list.Items))
-	for i := range list.Items {
-		existing = append(existing, &list.Items[i])
-	}
-	p := computePlan(ref, d.Slices, existing, d.Keep)
-	p.Delete = append(p.Delete, c.orphans(ref, existing)...)
-	if p.empty() {
-		return 0, nil
-	}
-	n := 0
-	var errs []error
-	for _, s := range p.Create {
-		s = s.DeepCopy()
-		s.Namespace = c.cfg.SliceNamespace
-		if _, err := api.Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("create %s: %w", s.Name, err))
-			continue
-		}
-		n++
-		c.cfg.Metrics.SlicesWritten.WithLabelValues("create").Inc()
-		logger.Info("Created EndpointSlice", "cluster", t.name, "slice", s.Name, "hostname", s.Annotations[AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
-	}
-	for _, s := range p.Update {
-		s.Namespace = c.cfg.SliceNamespace
-		if _, err := api.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("update %s: %w", s.Name, err))
-			continue
-		}
-		n++
-		c.cfg.Metrics.SlicesWritten.WithLabelValues("update").Inc()
-		logger.Info("Updated EndpointSlice", "cluster", t.name, "slice", s.Name, "hostname", s.Annotations[AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
-	}
-	for _, s := range p.Delete {
-		err := api.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete %s: %w", s.Name, err))
-			continue
-		}
-		n++
-		c.cfg.Metrics.SlicesWritten.WithLabelValues("delete").Inc()
-		logger.Info("Deleted EndpointSlice", "cluster", t.name, "slice", s.Name, "hostname", s.Annotations[AnnotationHostname])
-	}
-	return n, errors.Join(errs...)
-}
-
 // cleanup deletes every slice the GatewayDNS namespace/name wrote, in every
 // cluster of its namespace that has a usable kubeconfig, and releases its
 // informers. Clusters without a kubeconfig cannot be reached and are skipped.
@@ -593,6 +518,7 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 	c.pendingMu.Lock()
 	delete(c.pending, key)
 	c.pendingMu.Unlock()
+	c.forget(key)
 	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
 		return fmt.Errorf("list clusters in %q: %w", namespace, err)
@@ -611,7 +537,7 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 		if acc.w == nil {
 			continue
 		}
-		if _, err := c.applyTo(ctx, target{name: m.GetName(), w: acc.w}, key, name, desiredState{}); err != nil {
+		if _, _, err := c.writeFull(ctx, target{name: m.GetName(), w: acc.w}, key, desiredState{}); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", m.GetName(), err))
 		}
 	}
@@ -619,26 +545,6 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 		return fmt.Errorf("remove EndpointSlices of %s: %w", key, err)
 	}
 	return nil
-}
-
-// orphans are slices written for a GatewayDNS of the same namespace that no
-// longer exists: it was deleted while this cluster could not be reached, so
-// its cleanup skipped this cluster. The first sync that reaches the cluster
-// again removes them. Slices of other namespaces are left to their own.
-func (c *Controller) orphans(ref string, existing []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
-	namespace, _, _ := strings.Cut(ref, "/")
-	var out []*discoveryv1.EndpointSlice
-	for _, s := range existing {
-		other := s.Annotations[AnnotationGatewayRef]
-		otherNS, _, ok := strings.Cut(other, "/")
-		if s.Labels[LabelManagedBy] != ManagedByValue || !ok || other == ref || otherNS != namespace {
-			continue
-		}
-		if _, exists, err := c.gdns.GetIndexer().GetByKey(other); err == nil && !exists {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // recordTransitions emits one Event per cluster whose reason changed, a

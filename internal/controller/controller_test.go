@@ -18,6 +18,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
@@ -461,5 +462,95 @@ func TestControllerSharesServiceInformers(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("workload cluster still watched after both GatewayDNS went")
+	}
+}
+
+// sliceLists counts the times the controller listed a workload cluster's
+// EndpointSlices: with its label selector (the tests list without one).
+func sliceLists(c *fake.Clientset) int {
+	n := 0
+	for _, a := range c.Actions() {
+		l, ok := a.(k8stesting.ListAction)
+		if ok && l.GetResource().Resource == "endpointslices" && !l.GetListRestrictions().Labels.Empty() {
+			n++
+		}
+	}
+	return n
+}
+
+// After the first sync lists every target, a change is written to each
+// target from the difference alone; a target whose write failed is listed
+// in full again.
+func TestControllerWritesChangesWithoutListing(t *testing.T) {
+	a, b := fakeWorkload(true, "10.0.0.1"), fakeWorkload(true, "10.0.0.2")
+	e := newTestEnv(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testGatewayDNS("gw"))},
+		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b})
+	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a", "cluster-b")
+	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
+	listsA, listsB := sliceLists(a), sliceLists(b)
+	if listsA == 0 || listsB == 0 {
+		t.Fatalf("first sync did not list the targets: %d %d", listsA, listsB)
+	}
+
+	setLB := func(addr string) {
+		t.Helper()
+		if _, err := a.CoreV1().Services("projectcontour").UpdateStatus(e.ctx, lbService(ips(addr)...), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLB("10.0.0.9")
+	e.eventually([]string{gwA + " IPv4 10.0.0.9", gwB + " IPv4 10.0.0.2"}, "cluster-a", "cluster-b")
+	if sliceLists(a) != listsA || sliceLists(b) != listsB {
+		t.Errorf("a load-balancer change listed the targets: %d -> %d, %d -> %d", listsA, sliceLists(a), listsB, sliceLists(b))
+	}
+
+	failed := make(chan struct{})
+	b.PrependReactor("update", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
+		select {
+		case <-failed:
+			return false, nil, nil
+		default:
+			close(failed)
+			return true, nil, errors.New("injected: API server unavailable")
+		}
+	})
+	setLB("10.0.0.10")
+	e.eventually([]string{gwA + " IPv4 10.0.0.10", gwB + " IPv4 10.0.0.2"}, "cluster-a", "cluster-b")
+	if sliceLists(b) == listsB {
+		t.Errorf("a target whose write failed was not listed again")
+	}
+	if sliceLists(a) != listsA {
+		t.Errorf("a target in step was listed again: %d -> %d", listsA, sliceLists(a))
+	}
+}
+
+// A cluster whose state is unknown keeps its slices in the other targets;
+// once it is no longer selected they go, though no target was listed.
+func TestControllerReleasesKeptSlices(t *testing.T) {
+	b := fakeWorkload(true, "10.0.0.2")
+	e := newTestEnv(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testGatewayDNS("gw"))},
+		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
+	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
+	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
+
+	if err := e.mgmt.CoreV1().Secrets("dev-team").Delete(e.ctx, "cluster-a-kubeconfig", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
+		return strings.Contains(reasonsOf(s), "cluster-a="+ReasonKubeconfigMissing)
+	})
+	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
+	lists := sliceLists(b)
+
+	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Update(e.ctx, capiCluster("cluster-a", nil, ""), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually([]string{gwB + " IPv4 10.0.0.2"}, "cluster-b")
+	if sliceLists(b) != lists {
+		t.Errorf("cluster-b was listed again: %d -> %d", lists, sliceLists(b))
 	}
 }

@@ -17,8 +17,6 @@ type plan struct {
 	Delete []*discoveryv1.EndpointSlice
 }
 
-func (p plan) empty() bool { return len(p.Create)+len(p.Update)+len(p.Delete) == 0 }
-
 // ownedBy reports whether the controller wrote s for the GatewayDNS ref
 // ("<ns>/<name>"). Slices without both marks are never changed or deleted.
 func ownedBy(s *discoveryv1.EndpointSlice, ref string) bool {
@@ -118,4 +116,73 @@ func mergeForUpdate(existing, desired *discoveryv1.EndpointSlice) *discoveryv1.E
 	u.Labels, u.Annotations = labels, ann
 	u.ResourceVersion, u.UID = existing.ResourceVersion, existing.UID
 	return u
+}
+
+// desiredSet is one generation of a GatewayDNS's desired slices, by name,
+// with the source clusters whose gateway slices were kept as they were.
+type desiredSet struct {
+	Slices map[string]*discoveryv1.EndpointSlice
+	Keep   map[string]bool
+}
+
+func newDesiredSet(d desiredState) desiredSet {
+	s := desiredSet{Slices: make(map[string]*discoveryv1.EndpointSlice, len(d.Slices)), Keep: maps.Clone(d.Keep)}
+	for _, sl := range d.Slices {
+		s.Slices[sl.Name] = sl
+	}
+	return s
+}
+
+// delta brings a target cluster that holds one generation of a GatewayDNS's
+// slices to the next without listing it. Targets are out of step with the
+// controller only when a write failed or someone else changed their
+// slices; both are caught by a full list (computePlan), which a failed
+// write forces and the resync period repeats.
+type delta struct {
+	// Create are names new in the next generation; Update changed content.
+	Create, Update []*discoveryv1.EndpointSlice
+	// Delete are names gone whose source cluster is not kept.
+	Delete []string
+	// Hold maps names gone because their source cluster is now kept (its
+	// state is unknown) to that cluster: they stay, and the target
+	// remembers them so it can drop them once the cluster is released.
+	Hold map[string]string
+	// Release are source clusters kept before and not now.
+	Release map[string]bool
+}
+
+func (d delta) empty() bool {
+	return len(d.Create)+len(d.Update)+len(d.Delete)+len(d.Hold)+len(d.Release) == 0
+}
+
+// computeDelta diffs two generations of desired slices; it is pure.
+func computeDelta(from, to desiredSet) delta {
+	d := delta{Hold: map[string]string{}, Release: map[string]bool{}}
+	for _, name := range slices.Sorted(maps.Keys(to.Slices)) {
+		s := to.Slices[name]
+		old, ok := from.Slices[name]
+		switch {
+		case !ok:
+			d.Create = append(d.Create, s)
+		case !sameSlice(old, s):
+			d.Update = append(d.Update, s)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(from.Slices)) {
+		if _, ok := to.Slices[name]; ok {
+			continue
+		}
+		s := from.Slices[name]
+		if source := s.Labels[LabelSourceCluster]; s.Labels[LabelRecord] == recordGateway && to.Keep[source] {
+			d.Hold[name] = source
+			continue
+		}
+		d.Delete = append(d.Delete, name)
+	}
+	for source := range from.Keep {
+		if !to.Keep[source] {
+			d.Release[source] = true
+		}
+	}
+	return d
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -80,5 +81,65 @@ func TestMergeForUpdateKeepsOthersMarks(t *testing.T) {
 	}
 	if sameSlice(existing, d.Slices[0]) {
 		t.Errorf("stale ttl annotation not seen as a diff")
+	}
+}
+
+func TestComputeDelta(t *testing.T) {
+	gd := testGatewayDNS("gw")
+	set := func(keep []string, clusters ...clusterInput) desiredSet {
+		d := computeDesired(gd, "xcc.test", clusters)
+		for _, k := range keep {
+			d.Keep[k] = true
+		}
+		return newDesiredSet(d)
+	}
+	unreachable := func(name string) clusterInput { return clusterInput{Name: name, Selected: true} }
+	ab := set(nil, good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2"))
+	nameA := sliceName("dev-team", "gw", "cluster-a", recordGateway, "ipv4")
+	nameB := sliceName("dev-team", "gw", "cluster-b", recordGateway, "ipv4")
+	nameA6 := sliceName("dev-team", "gw", "cluster-a", recordGateway, "ipv6")
+
+	tests := []struct {
+		name                   string
+		from, to               desiredSet
+		create, update, delete []string
+		hold                   map[string]string
+		release                []string
+	}{
+		{name: "first generation creates everything", to: ab, create: []string{nameA, nameB}},
+		{name: "same set is empty", from: ab, to: ab},
+		{name: "address change is an update", from: ab, to: set(nil, good("cluster-a", "10.0.0.9"), good("cluster-b", "10.0.0.2")), update: []string{nameA}},
+		{name: "family change creates one and deletes the other", from: ab, to: set(nil, good("cluster-a", "2001:db8::1"), good("cluster-b", "10.0.0.2")),
+			create: []string{nameA6}, delete: []string{nameA}},
+		{name: "source gone is deleted", from: ab, to: set(nil, good("cluster-b", "10.0.0.2")), delete: []string{nameA}},
+		{name: "source kept is held, not deleted", from: ab, to: set([]string{"cluster-a"}, unreachable("cluster-a"), good("cluster-b", "10.0.0.2")),
+			hold: map[string]string{nameA: "cluster-a"}},
+		{name: "source back from kept is released and created", from: set([]string{"cluster-a"}, unreachable("cluster-a"), good("cluster-b", "10.0.0.2")), to: ab,
+			create: []string{nameA}, release: []string{"cluster-a"}},
+		{name: "source released without slices", from: set([]string{"cluster-a"}, unreachable("cluster-a"), good("cluster-b", "10.0.0.2")), to: set(nil, good("cluster-b", "10.0.0.2")),
+			release: []string{"cluster-a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := computeDelta(tt.from, tt.to)
+			if got := names(d.Create); !slices.Equal(got, tt.create) {
+				t.Errorf("create %v, want %v", got, tt.create)
+			}
+			if got := names(d.Update); !slices.Equal(got, tt.update) {
+				t.Errorf("update %v, want %v", got, tt.update)
+			}
+			if !slices.Equal(d.Delete, tt.delete) {
+				t.Errorf("delete %v, want %v", d.Delete, tt.delete)
+			}
+			if len(d.Hold)+len(tt.hold) > 0 && !maps.Equal(d.Hold, tt.hold) {
+				t.Errorf("hold %v, want %v", d.Hold, tt.hold)
+			}
+			if got := slices.Sorted(maps.Keys(d.Release)); !slices.Equal(got, tt.release) {
+				t.Errorf("release %v, want %v", got, tt.release)
+			}
+			if d.empty() != (len(tt.create)+len(tt.update)+len(tt.delete)+len(tt.hold)+len(tt.release) == 0) {
+				t.Errorf("empty() = %v", d.empty())
+			}
+		})
 	}
 }

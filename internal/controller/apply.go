@@ -1,0 +1,361 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+)
+
+// targetWorkers is how many target clusters one sync writes to at once.
+// Each target is its own API server, so a sync waits on the slowest few
+// instead of on the sum of all.
+const targetWorkers = 8
+
+// published remembers what the controller wrote for one GatewayDNS: the
+// last two generations of its desired slices, the delta between them, and
+// how far each target cluster has come. A target one generation behind is
+// brought up to date with the delta alone. Listing every target's slices on
+// every sync cost targets x slices, and every target holds a slice per
+// selected cluster: at 1,000 Clusters a sync took minutes.
+type published struct {
+	gen   uint64
+	cur   desiredSet
+	delta delta // from generation gen-1 to gen
+	// targets by workload key ("<cluster-ns>/<cluster>").
+	targets map[string]targetState
+}
+
+// targetState is what one target cluster holds of a GatewayDNS's slices.
+type targetState struct {
+	// gen is the generation the target holds.
+	gen uint64
+	// client and nsUID are the connection and slice namespace the state
+	// was reached with; a new kubeconfig or a namespace made again starts over.
+	client kubernetes.Interface
+	nsUID  types.UID
+	// listed is when the target's slices were last listed; after half the
+	// resync period the next sync lists them again, which repairs slices
+	// someone else changed or deleted.
+	listed time.Time
+	// held are slices of kept source clusters the target still holds
+	// (name -> source cluster); they are not in any generation.
+	held map[string]string
+}
+
+// advance records the desired state of a sync and returns its generation.
+func (p *published) advance(d desiredState) {
+	next := newDesiredSet(d)
+	dl := computeDelta(p.cur, next)
+	if p.gen > 0 && dl.empty() && maps.Equal(p.cur.Keep, next.Keep) {
+		p.cur = next
+		return
+	}
+	p.gen++
+	p.cur, p.delta = next, dl
+}
+
+// publishedFor returns the record of a GatewayDNS, making it on first use.
+func (c *Controller) publishedFor(key string) *published {
+	c.publishedMu.Lock()
+	defer c.publishedMu.Unlock()
+	p := c.published[key]
+	if p == nil {
+		p = &published{targets: map[string]targetState{}}
+		c.published[key] = p
+	}
+	return p
+}
+
+// forget drops the record of a GatewayDNS that is gone.
+func (c *Controller) forget(key string) {
+	c.publishedMu.Lock()
+	defer c.publishedMu.Unlock()
+	delete(c.published, key)
+}
+
+// apply brings every target cluster to the desired slices, up to
+// targetWorkers at a time. A target that fails is recorded and skipped (and
+// listed in full on the next sync); the others are still written.
+func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desiredState, targets []target) (map[string]error, int) {
+	logger := klog.FromContext(ctx)
+	ref := gd.Namespace + "/" + gd.Name
+	p := c.publishedFor(ref)
+	p.advance(d)
+
+	type result struct {
+		key     string
+		state   *targetState // nil: forget the target
+		written int
+		err     error
+	}
+	results := make([]result, len(targets))
+	sem := make(chan struct{}, targetWorkers)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		uid, has, synced := t.w.sliceNamespace(c.cfg.SliceNamespace)
+		old, known := p.targets[t.w.key]
+		results[i] = result{key: t.w.key}
+		switch {
+		case !synced:
+			// Not listed yet: the Namespace informer enqueues us once it has.
+			logger.V(2).Info("Target cluster not listed yet; skipped", "cluster", t.name)
+			if known {
+				results[i].state = &old
+			}
+			continue
+		case !has:
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r := &results[i]
+			fresh := known && old.client == t.w.client && old.nsUID == uid && time.Since(old.listed) < c.cfg.Resync/2
+			switch {
+			case fresh && old.gen == p.gen:
+				r.state = &old
+			case fresh && old.gen+1 == p.gen:
+				held, n, err := c.writeDelta(ctx, t, ref, p.delta, p.cur, old.held)
+				r.written, r.err = n, err
+				if err == nil {
+					st := old
+					st.gen, st.held = p.gen, held
+					r.state = &st
+				}
+			default:
+				held, n, err := c.writeFull(ctx, t, ref, d)
+				r.written, r.err = n, err
+				if err == nil {
+					r.state = &targetState{gen: p.gen, client: t.w.client, nsUID: uid, listed: time.Now(), held: held}
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	errs := map[string]error{}
+	written := 0
+	states := make(map[string]targetState, len(targets))
+	for i, r := range results {
+		written += r.written
+		if r.err != nil {
+			errs[targets[i].name] = r.err
+			c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "WriteFailed", "EndpointSlices in cluster %s: %v", targets[i].name, r.err)
+		}
+		if r.state != nil {
+			states[r.key] = *r.state
+		}
+	}
+	p.targets = states
+	return errs, written
+}
+
+// slices returns the slice client of a target's slice namespace.
+func (c *Controller) slices(t target) discoveryclient.EndpointSliceInterface {
+	return t.w.client.DiscoveryV1().EndpointSlices(c.cfg.SliceNamespace)
+}
+
+// writeFull lists the target's slices and writes the difference to d
+// (computePlan), removing orphans of deleted GatewayDNS of the namespace
+// too. It returns the slices of kept source clusters the target holds.
+func (c *Controller) writeFull(ctx context.Context, t target, ref string, d desiredState) (map[string]string, int, error) {
+	list, err := c.slices(t).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
+		LabelManagedBy: ManagedByValue}).String()})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.name, c.cfg.SliceNamespace, err)
+	}
+	existing := make([]*discoveryv1.EndpointSlice, 0, len(list.Items))
+	held := map[string]string{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		existing = append(existing, s)
+		if source := s.Labels[LabelSourceCluster]; ownedBy(s, ref) && s.Labels[LabelRecord] == recordGateway && d.Keep[source] {
+			held[s.Name] = source
+		}
+	}
+	p := computePlan(ref, d.Slices, existing, d.Keep)
+	p.Delete = append(p.Delete, c.orphans(ref, existing)...)
+	n := 0
+	var errs []error
+	for _, s := range p.Create {
+		if err := c.create(ctx, t, s); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	for _, s := range p.Update {
+		if err := c.update(ctx, t, s); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	for _, s := range p.Delete {
+		if err := c.delete(ctx, t, s); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return held, n, errors.Join(errs...)
+}
+
+// writeDelta brings a target that holds the previous generation to the
+// current one (to) without listing it: creates and updates from dl, deletes
+// of gone names, and of the held slices of source clusters released. Each
+// change reads the one slice it touches first, so a slice that is not the
+// controller's is never changed. It returns the slices the target now holds.
+func (c *Controller) writeDelta(ctx context.Context, t target, ref string, dl delta, to desiredSet, held map[string]string) (map[string]string, int, error) {
+	next := maps.Clone(held)
+	if next == nil {
+		next = map[string]string{}
+	}
+	maps.Copy(next, dl.Hold)
+	var gone []string
+	for name, source := range held {
+		if !dl.Release[source] {
+			continue
+		}
+		delete(next, name)
+		if _, wanted := to.Slices[name]; !wanted {
+			gone = append(gone, name)
+		}
+	}
+	n := 0
+	var errs []error
+	put := func(s *discoveryv1.EndpointSlice, isNew bool) {
+		changed, err := c.put(ctx, t, ref, s, isNew)
+		if err != nil {
+			errs = append(errs, err)
+		} else if changed {
+			n++
+		}
+	}
+	for _, s := range dl.Create {
+		put(s, true)
+	}
+	for _, s := range dl.Update {
+		put(s, false)
+	}
+	for _, name := range append(gone, dl.Delete...) {
+		s, err := c.slices(t).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("get %s: %w", name, err))
+			continue
+		case !ownedBy(s, ref):
+			continue
+		}
+		if err := c.delete(ctx, t, s); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	if len(next) == 0 {
+		next = nil
+	}
+	return next, n, errors.Join(errs...)
+}
+
+// put makes the target's slice equal s. A slice new to this generation is
+// created, and read only if it exists already (a kept cluster's, or one an
+// earlier controller wrote); a changed one is read and updated. A slice of
+// that name that is not the controller's is an error, never overwritten.
+func (c *Controller) put(ctx context.Context, t target, ref string, s *discoveryv1.EndpointSlice, isNew bool) (bool, error) {
+	if isNew {
+		err := c.create(ctx, t, s)
+		if !apierrors.IsAlreadyExists(err) {
+			return err == nil, err
+		}
+	}
+	existing, err := c.slices(t).Get(ctx, s.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, c.create(ctx, t, s)
+	}
+	if err != nil {
+		return false, fmt.Errorf("get %s: %w", s.Name, err)
+	}
+	if !ownedBy(existing, ref) {
+		return false, fmt.Errorf("slice %s exists and was not written for %s: left alone", s.Name, ref)
+	}
+	if sameSlice(existing, s) {
+		return false, nil
+	}
+	return true, c.update(ctx, t, mergeForUpdate(existing, s))
+}
+
+func (c *Controller) create(ctx context.Context, t target, s *discoveryv1.EndpointSlice) error {
+	s = s.DeepCopy()
+	s.Namespace = c.cfg.SliceNamespace
+	if _, err := c.slices(t).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create %s: %w", s.Name, err)
+	}
+	c.cfg.Metrics.SlicesWritten.WithLabelValues("create").Inc()
+	klog.FromContext(ctx).Info("Created EndpointSlice", "cluster", t.name, "slice", s.Name,
+		"hostname", s.Annotations[AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
+	return nil
+}
+
+// update writes s, which carries the resourceVersion of the slice it replaces.
+func (c *Controller) update(ctx context.Context, t target, s *discoveryv1.EndpointSlice) error {
+	s.Namespace = c.cfg.SliceNamespace
+	if _, err := c.slices(t).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update %s: %w", s.Name, err)
+	}
+	c.cfg.Metrics.SlicesWritten.WithLabelValues("update").Inc()
+	klog.FromContext(ctx).Info("Updated EndpointSlice", "cluster", t.name, "slice", s.Name,
+		"hostname", s.Annotations[AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
+	return nil
+}
+
+// delete removes s if it is still the object that was read (same UID).
+func (c *Controller) delete(ctx context.Context, t target, s *discoveryv1.EndpointSlice) error {
+	err := c.slices(t).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s: %w", s.Name, err)
+	}
+	c.cfg.Metrics.SlicesWritten.WithLabelValues("delete").Inc()
+	klog.FromContext(ctx).Info("Deleted EndpointSlice", "cluster", t.name, "slice", s.Name,
+		"hostname", s.Annotations[AnnotationHostname])
+	return nil
+}
+
+// orphans are slices written for a GatewayDNS of the same namespace that no
+// longer exists: it was deleted while this cluster could not be reached, so
+// its cleanup skipped this cluster. The first full list of the cluster
+// again removes them. Slices of other namespaces are left to their own.
+func (c *Controller) orphans(ref string, existing []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+	namespace, _, _ := strings.Cut(ref, "/")
+	var out []*discoveryv1.EndpointSlice
+	for _, s := range existing {
+		other := s.Annotations[AnnotationGatewayRef]
+		otherNS, _, ok := strings.Cut(other, "/")
+		if s.Labels[LabelManagedBy] != ManagedByValue || !ok || other == ref || otherNS != namespace {
+			continue
+		}
+		if _, exists, err := c.gdns.GetIndexer().GetByKey(other); err == nil && !exists {
+			out = append(out, s)
+		}
+	}
+	return out
+}
