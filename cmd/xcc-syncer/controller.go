@@ -25,6 +25,7 @@ func runController(ctx context.Context, args []string) error {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", controller.DefaultLeaderElectionID, "name of the leader election Lease")
 	fs.DurationVar(&o.Resync, "resync-period", controller.DefaultResync, "how often every GatewayDNS is synced again, repairing drift in workload clusters")
 	fs.IntVar(&o.Workers, "workers", controller.DefaultWorkers, "GatewayDNS synced concurrently")
+	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-address")
 	klog.InitFlags(fs)
 	_ = fs.Parse(args)
 	return controller.Run(ctx, o)

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	"k8s.io/klog/v2"
 
@@ -47,7 +46,7 @@ type targetState struct {
 	gen uint64
 	// client and nsUID are the connection and slice namespace the state
 	// was reached with; a new kubeconfig or a namespace made again starts over.
-	client kubernetes.Interface
+	client WorkloadClient
 	nsUID  types.UID
 	// listed is when the target's slices were last listed; after half the
 	// resync period the next sync lists them again, which repairs slices
@@ -122,8 +121,8 @@ func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desir
 		case !has:
 			continue
 		}
+		sem <- struct{}{}
 		wg.Go(func() {
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			r := &results[i]
 			fresh := known && old.client == t.w.client && old.nsUID == uid && time.Since(old.listed) < c.cfg.Resync/2
@@ -175,7 +174,9 @@ func (c *Controller) slices(t target) discoveryclient.EndpointSliceInterface {
 // (computePlan), removing orphans of deleted GatewayDNS of the namespace
 // too. It returns the slices of kept source clusters the target holds.
 func (c *Controller) writeFull(ctx context.Context, t target, ref string, d desiredState) (map[string]string, int, error) {
-	list, err := c.slices(t).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
+	lctx, cancel := context.WithTimeout(ctx, workloadRequestTimeout)
+	defer cancel()
+	list, err := c.slices(t).List(lctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
 		LabelManagedBy: ManagedByValue}).String()})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.name, c.cfg.SliceNamespace, err)
@@ -194,11 +195,15 @@ func (c *Controller) writeFull(ctx context.Context, t target, ref string, d desi
 	n := 0
 	var errs []error
 	for _, s := range p.Create {
-		if err := c.create(ctx, t, s); err != nil {
+		// put, not create: the slice may have been made since the list.
+		changed, err := c.put(ctx, t, ref, s, true)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		n++
+		if changed {
+			n++
+		}
 	}
 	for _, s := range p.Update {
 		if err := c.update(ctx, t, s); err != nil {
@@ -255,7 +260,7 @@ func (c *Controller) writeDelta(ctx context.Context, t target, ref string, dl de
 		put(s, false)
 	}
 	for _, name := range append(gone, dl.Delete...) {
-		s, err := c.slices(t).Get(ctx, name, metav1.GetOptions{})
+		s, err := c.get(ctx, t, name)
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
@@ -288,7 +293,7 @@ func (c *Controller) put(ctx context.Context, t target, ref string, s *discovery
 			return err == nil, err
 		}
 	}
-	existing, err := c.slices(t).Get(ctx, s.Name, metav1.GetOptions{})
+	existing, err := c.get(ctx, t, s.Name)
 	if apierrors.IsNotFound(err) {
 		return true, c.create(ctx, t, s)
 	}
@@ -304,7 +309,17 @@ func (c *Controller) put(ctx context.Context, t target, ref string, s *discovery
 	return true, c.update(ctx, t, mergeForUpdate(existing, s))
 }
 
+// get, create, update and delete are the calls to a target's slices, each
+// bounded by workloadRequestTimeout.
+func (c *Controller) get(ctx context.Context, t target, name string) (*discoveryv1.EndpointSlice, error) {
+	ctx, cancel := context.WithTimeout(ctx, workloadRequestTimeout)
+	defer cancel()
+	return c.slices(t).Get(ctx, name, metav1.GetOptions{})
+}
+
 func (c *Controller) create(ctx context.Context, t target, s *discoveryv1.EndpointSlice) error {
+	ctx, cancel := context.WithTimeout(ctx, workloadRequestTimeout)
+	defer cancel()
 	s = s.DeepCopy()
 	s.Namespace = c.cfg.SliceNamespace
 	if _, err := c.slices(t).Create(ctx, s, metav1.CreateOptions{}); err != nil {
@@ -318,6 +333,8 @@ func (c *Controller) create(ctx context.Context, t target, s *discoveryv1.Endpoi
 
 // update writes s, which carries the resourceVersion of the slice it replaces.
 func (c *Controller) update(ctx context.Context, t target, s *discoveryv1.EndpointSlice) error {
+	ctx, cancel := context.WithTimeout(ctx, workloadRequestTimeout)
+	defer cancel()
 	s.Namespace = c.cfg.SliceNamespace
 	if _, err := c.slices(t).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update %s: %w", s.Name, err)
@@ -330,6 +347,8 @@ func (c *Controller) update(ctx context.Context, t target, s *discoveryv1.Endpoi
 
 // delete removes s if it is still the object that was read (same UID).
 func (c *Controller) delete(ctx context.Context, t target, s *discoveryv1.EndpointSlice) error {
+	ctx, cancel := context.WithTimeout(ctx, workloadRequestTimeout)
+	defer cancel()
 	err := c.slices(t).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete %s: %w", s.Name, err)

@@ -15,7 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -27,24 +28,52 @@ import (
 const (
 	KubeconfigSecretKey    = "value"
 	kubeconfigSecretSuffix = "-kubeconfig"
-	// workloadRequestTimeout bounds every call to a workload cluster, so an
-	// unreachable cluster costs a worker seconds, not minutes.
+	// workloadRequestTimeout bounds every read and write in a workload
+	// cluster, so an unreachable cluster costs a worker seconds, not
+	// minutes. It is a context deadline per call, not rest.Config.Timeout:
+	// that one also ends every watch after it, and the informers would
+	// watch again every 10 s.
 	workloadRequestTimeout = 10 * time.Second
-	workloadQPS            = 20
-	workloadBurst          = 40
+	// workloadQPS and workloadBurst limit the requests to one workload
+	// cluster. Filling a cluster that opts in takes a write per slice,
+	// two slices per selected cluster: 2,000 at 1,000 Clusters, 40 s at 50/s.
+	workloadQPS   = 50
+	workloadBurst = 100
 )
+
+// WorkloadClient is what the controller uses in a workload cluster: its
+// Namespaces and Services (read) and EndpointSlices (written). A
+// *fake.Clientset is one; production builds only these two typed clients,
+// not a whole clientset per cluster (34 KiB each).
+type WorkloadClient interface {
+	CoreV1() typedcorev1.CoreV1Interface
+	DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface
+}
 
 // ClientFactory builds a client for a workload cluster from its kubeconfig.
 // Tests hand out fake clientsets; production parses the kubeconfig.
-type ClientFactory func(kubeconfig []byte) (kubernetes.Interface, error)
+type ClientFactory func(kubeconfig []byte) (WorkloadClient, error)
+
+// workloadClient is the production WorkloadClient; both typed clients
+// share one HTTP client.
+type workloadClient struct {
+	core      *typedcorev1.CoreV1Client
+	discovery *typeddiscoveryv1.DiscoveryV1Client
+}
+
+func (c *workloadClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
+func (c *workloadClient) DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface {
+	return c.discovery
+}
+
+var _ WorkloadClient = (*workloadClient)(nil)
 
 // NewClientFromKubeconfig is the production ClientFactory.
-func NewClientFromKubeconfig(kubeconfig []byte) (kubernetes.Interface, error) {
+func NewClientFromKubeconfig(kubeconfig []byte) (WorkloadClient, error) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("parse kubeconfig: %w", err)
 	}
-	cfg.Timeout = workloadRequestTimeout
 	cfg.QPS, cfg.Burst = workloadQPS, workloadBurst
 	cfg.UserAgent = "xcc-syncer-controller"
 	// Protobuf: a target's full list of slices decodes several times
@@ -54,11 +83,19 @@ func NewClientFromKubeconfig(kubeconfig []byte) (kubernetes.Interface, error) {
 	// API server warnings (FQDN EndpointSlices are deprecated) are logged
 	// once per process, not once per write.
 	cfg.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
-	cs, err := kubernetes.NewForConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client from kubeconfig: %w", err)
 	}
-	return cs, nil
+	core, err := typedcorev1.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("client from kubeconfig: %w", err)
+	}
+	discovery, err := typeddiscoveryv1.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("client from kubeconfig: %w", err)
+	}
+	return &workloadClient{core: core, discovery: discovery}, nil
 }
 
 // workloads keeps one client per workload cluster, one Namespace informer
@@ -70,7 +107,6 @@ type workloads struct {
 	ctx            context.Context // parent of every informer; set by start
 	newClient      ClientFactory
 	sliceNamespace string
-	resync         time.Duration
 	// onNamespace is called when the slice namespace of a cluster in
 	// clusterNamespace appears, goes, or first lists.
 	onNamespace func(clusterNamespace string)
@@ -83,16 +119,16 @@ type workloads struct {
 type workload struct {
 	key        string
 	configHash string
-	client     kubernetes.Interface
+	client     WorkloadClient
 	cancel     context.CancelFunc
 	ctx        context.Context
-	nsInformer cache.SharedIndexInformer
+	nsInformer *objectWatch
 	services   map[string]*serviceWatch // by "<ns>/<name>"
 	users      map[string]bool
 }
 
 type serviceWatch struct {
-	informer cache.SharedIndexInformer
+	informer *objectWatch
 	cancel   context.CancelFunc
 	users    map[string]bool
 }
@@ -135,25 +171,15 @@ func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret,
 	ctx, cancel := context.WithCancel(m.ctx)
 	w := &workload{key: key, configHash: hash, client: client, cancel: cancel, ctx: ctx,
 		services: map[string]*serviceWatch{}, users: map[string]bool{user: true}}
-	w.nsInformer = newSingleObjectInformer(client, m.sliceNamespace, &corev1.Namespace{}, m.resync,
+	notify := func() { m.onNamespace(clusterNamespace) }
+	w.nsInformer = watchObject(client, m.sliceNamespace, &corev1.Namespace{}, notify,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return client.CoreV1().Namespaces().List(ctx, o)
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return client.CoreV1().Namespaces().Watch(ctx, o)
 		})
-	notify := func() { m.onNamespace(clusterNamespace) }
-	_, _ = w.nsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(any, any) { notify() },
-		DeleteFunc: func(any) { notify() },
-	})
-	go w.nsInformer.RunWithContext(ctx)
-	go func() {
-		if cache.WaitForCacheSync(ctx.Done(), w.nsInformer.HasSynced) {
-			notify()
-		}
-	}()
+	w.nsInformer.run(ctx, notify)
 	m.clusters[key] = w
 	klog.FromContext(m.ctx).Info("Watching workload cluster", "cluster", key)
 	m.gauge(len(m.clusters))
@@ -168,7 +194,7 @@ func (w *workload) sliceNamespace(name string) (uid types.UID, has, synced bool)
 	if !w.nsInformer.HasSynced() {
 		return "", false, false
 	}
-	obj, exists, _ := w.nsInformer.GetStore().GetByKey(name)
+	obj, exists, _ := w.nsInformer.store.GetByKey(name)
 	ns, ok := obj.(*corev1.Namespace)
 	if !exists || !ok || ns.DeletionTimestamp != nil {
 		// Being deleted (the workload chart is uninstalled): writes would be refused.
@@ -186,26 +212,16 @@ func (m *workloads) service(w *workload, namespace, name, user string) (svc *cor
 	if sw == nil {
 		ctx, cancel := context.WithCancel(w.ctx)
 		client := w.client
-		inf := newSingleObjectInformer(client, name, &corev1.Service{}, m.resync,
+		sw = &serviceWatch{cancel: cancel, users: map[string]bool{}}
+		notify := func() { m.onService(m.usersOf(sw)) }
+		sw.informer = watchObject(client, name, &corev1.Service{}, notify,
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return client.CoreV1().Services(namespace).List(ctx, o)
 			},
 			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				return client.CoreV1().Services(namespace).Watch(ctx, o)
 			})
-		sw = &serviceWatch{informer: inf, cancel: cancel, users: map[string]bool{}}
-		notify := func() { m.onService(m.usersOf(sw)) }
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { notify() },
-			UpdateFunc: func(any, any) { notify() },
-			DeleteFunc: func(any) { notify() },
-		})
-		go inf.RunWithContext(ctx)
-		go func() {
-			if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-				notify()
-			}
-		}()
+		sw.informer.run(ctx, notify)
 		w.services[ref] = sw
 		klog.FromContext(m.ctx).V(2).Info("Watching gateway Service", "cluster", w.key, "service", ref)
 	}
@@ -215,7 +231,7 @@ func (m *workloads) service(w *workload, namespace, name, user string) (svc *cor
 	if !sw.informer.HasSynced() {
 		return nil, false
 	}
-	obj, exists, _ := sw.informer.GetStore().GetByKey(ref)
+	obj, exists, _ := sw.informer.store.GetByKey(ref)
 	if !exists {
 		return nil, true
 	}
@@ -267,12 +283,20 @@ func (m *workloads) stopLocked(w *workload) {
 	klog.FromContext(m.ctx).Info("Stopped watching workload cluster", "cluster", w.key)
 }
 
-// newSingleObjectInformer watches one object by name (field selector
+// objectWatch is an informer on one object by name (field selector
 // metadata.name), so a workload cluster's API server sends only the events
-// of the gateway Service or the slice Namespace.
-func newSingleObjectInformer(client kubernetes.Interface, name string, obj runtime.Object, resync time.Duration,
+// of the gateway Service or the slice Namespace. It is a plain informer,
+// not a SharedIndexInformer: the controller runs two per workload cluster,
+// and the shared kind costs three goroutines and an event buffer more each.
+// It does not resync: the GatewayDNS informer resyncs every GatewayDNS.
+type objectWatch struct {
+	store cache.Store
+	ctl   cache.Controller
+}
+
+func watchObject(client WorkloadClient, name string, obj runtime.Object, onChange func(),
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.SharedIndexInformer {
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *objectWatch {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -284,7 +308,30 @@ func newSingleObjectInformer(client kubernetes.Interface, name string, obj runti
 			return watchFn(ctx, o)
 		},
 	}
-	// The wrapper carries over whether the client can stream a watch list
-	// (fake clientsets cannot), as the generated informers do.
-	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), obj, resync, cache.Indexers{})
+	store, ctl := cache.NewInformerWithOptions(cache.InformerOptions{
+		// The wrapper carries over whether the client can stream a watch
+		// list (fake clientsets cannot), as the generated informers do.
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
+		ObjectType:    obj,
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { onChange() },
+			UpdateFunc: func(any, any) { onChange() },
+			DeleteFunc: func(any) { onChange() },
+		},
+	})
+	return &objectWatch{store: store, ctl: ctl}
 }
+
+// run starts the informer until ctx ends and calls onSynced once it has
+// listed, so a cluster that answers late is synced at once.
+func (o *objectWatch) run(ctx context.Context, onSynced func()) {
+	go o.ctl.RunWithContext(ctx)
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), o.ctl.HasSynced) {
+			onSynced()
+		}
+	}()
+}
+
+// HasSynced reports whether the informer has listed.
+func (o *objectWatch) HasSynced() bool { return o.ctl.HasSynced() }

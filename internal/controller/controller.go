@@ -166,7 +166,6 @@ func New(cfg Config) *Controller {
 	c.workloads = &workloads{
 		newClient:      cfg.NewClient,
 		sliceNamespace: cfg.SliceNamespace,
-		resync:         cfg.Resync,
 		onNamespace:    c.enqueueAllIn,
 		onService:      c.serviceChanged,
 		clusters:       map[string]*workload{},

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -129,7 +128,7 @@ func newTestEnv(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Objec
 		events: record.NewFakeRecorder(1000)}
 	e.ctrl = New(Config{
 		Kube: e.mgmt, Dynamic: dyn, ClusterResource: clusterGVR,
-		NewClient: func(raw []byte) (kubernetes.Interface, error) {
+		NewClient: func(raw []byte) (WorkloadClient, error) {
 			if c, ok := workloads[string(raw)]; ok {
 				return c, nil
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -59,6 +60,8 @@ type Options struct {
 	LeaderElectionID        string
 	Resync                  time.Duration
 	Workers                 int
+	// Profiling serves Go's /debug/pprof/ on HTTPAddress too.
+	Profiling bool
 }
 
 // DefaultLeaderElectionNamespaceFromPod is the pod's namespace when running
@@ -113,7 +116,7 @@ func Run(ctx context.Context, o Options) error {
 
 	var ready, leading atomic.Bool
 	var elector *leaderelection.LeaderElector
-	srvErr, err := serveHTTP(ctx, o.HTTPAddress, reg, func() error {
+	srvErr, err := serveHTTP(ctx, o.HTTPAddress, o.Profiling, reg, func() error {
 		if elector != nil && !leading.Load() {
 			return nil // a standby is ready to take over
 		}
@@ -228,8 +231,9 @@ func discoverClusterResource(d discovery.DiscoveryInterface) (schema.GroupVersio
 		clusterAPIVersions, errors.Join(errs...))
 }
 
-// serveHTTP serves /healthz, /readyz and /metrics until ctx ends.
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, readyz func() error) (<-chan error, error) {
+// serveHTTP serves /healthz, /readyz and /metrics (and /debug/pprof/ when
+// profiling) until ctx ends.
+func serveHTTP(ctx context.Context, addr string, profiling bool, reg *prometheus.Registry, readyz func() error) (<-chan error, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -240,6 +244,10 @@ func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
