@@ -136,10 +136,16 @@ func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desir
 					st := old
 					st.gen, st.held = p.gen, held
 					r.state = &st
+					return
 				}
+				if !errors.Is(err, errOutOfStep) {
+					return
+				}
+				logger.V(2).Info("Target holds slices it was not known to; listing it", "cluster", t.name)
+				fallthrough
 			default:
 				held, n, err := c.writeFull(ctx, t, ref, d)
-				r.written, r.err = n, err
+				r.written, r.err = r.written+n, err
 				if err == nil {
 					r.state = &targetState{gen: p.gen, client: t.w.client, nsUID: uid, listed: time.Now(), held: held}
 				}
@@ -222,6 +228,10 @@ func (c *Controller) writeFull(ctx context.Context, t target, ref string, d desi
 	return held, n, errors.Join(errs...)
 }
 
+// errOutOfStep is returned by writeDelta when the target holds a slice the
+// controller did not know of; the caller lists the target instead.
+var errOutOfStep = errors.New("target holds slices not known to the controller")
+
 // writeDelta brings a target that holds the previous generation to the
 // current one (to) without listing it: creates and updates from dl, deletes
 // of gone names, and of the held slices of source clusters released. Each
@@ -254,7 +264,21 @@ func (c *Controller) writeDelta(ctx context.Context, t target, ref string, dl de
 		}
 	}
 	for _, s := range dl.Create {
-		put(s, true)
+		if _, isHeld := held[s.Name]; isHeld {
+			put(s, false)
+			continue
+		}
+		// A new name that exists already means the target is not what
+		// this record says (another writer, or a twin target on the same
+		// API server): one list is then cheaper than reading every slice.
+		if err := c.create(ctx, t, s); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil, n, errOutOfStep
+			}
+			errs = append(errs, err)
+			continue
+		}
+		n++
 	}
 	for _, s := range dl.Update {
 		put(s, false)

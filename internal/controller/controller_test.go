@@ -523,6 +523,31 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 	if sliceLists(a) != listsA {
 		t.Errorf("a target in step was listed again: %d -> %d", listsA, sliceLists(a))
 	}
+
+	// A slice that a new cluster's gateway will need is in cluster-b
+	// already, with an old address (as a second writer would leave it):
+	// cluster-b is listed and the slice corrected; cluster-a is not listed.
+	stale := computeDesired(testGatewayDNS("gw"), "xcc.test", []clusterInput{good("cluster-c", "10.0.0.99")}).Slices[0]
+	stale.Namespace = DefaultSliceNamespace
+	if _, err := b.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(e.ctx, stale, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	listsA, listsB = sliceLists(a), sliceLists(b)
+	e.workloads["cluster-c"] = fakeWorkload(false, "10.0.0.3")
+	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, kubeconfigSecret("cluster-c", "cluster-c"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, capiCluster("cluster-c", contour, ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
+	e.eventually([]string{gwA + " IPv4 10.0.0.10", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3"}, "cluster-a", "cluster-b")
+	if sliceLists(b) == listsB {
+		t.Errorf("cluster-b held a slice it was not known to and was not listed")
+	}
+	if sliceLists(a) != listsA {
+		t.Errorf("cluster-a was listed again: %d -> %d", listsA, sliceLists(a))
+	}
 }
 
 // A cluster whose state is unknown keeps its slices in the other targets;
