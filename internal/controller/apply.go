@@ -38,6 +38,8 @@ type published struct {
 	delta delta // from generation gen-1 to gen
 	// targets by workload key ("<cluster-ns>/<cluster>").
 	targets map[string]targetState
+	// reasons are the status reasons of the last sync, by cluster (recordTransitions).
+	reasons map[string]string
 }
 
 // targetState is what one target cluster holds of a GatewayDNS's slices.

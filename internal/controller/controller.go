@@ -361,7 +361,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	c.workloads.release(key, inputs.uses)
 
 	status := buildStatus(gd, desired, writeErrs)
-	c.recordTransitions(gd, status)
+	c.recordTransitions(gd, c.publishedFor(key), desired.Clusters)
 	if err := c.updateStatus(ctx, gd, status); err != nil {
 		return err
 	}
@@ -548,14 +548,24 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 
 // recordTransitions emits one Event per cluster whose reason changed, a
 // Warning when it stopped being Published, so `kubectl describe` shows the
-// history that status alone overwrites.
-func (c *Controller) recordTransitions(gd *v1alpha1.GatewayDNS, st v1alpha1.GatewayDNSStatus) {
-	before := map[string]string{}
-	for _, cs := range gd.Status.Clusters {
-		before[cs.Name] = cs.Reason
+// history that status alone overwrites. The reasons are remembered in p,
+// as status lists at most maxStatusClusters of them; on the first sync
+// since start they come from the stored status, and a cluster it left out
+// gets no Event then.
+func (c *Controller) recordTransitions(gd *v1alpha1.GatewayDNS, p *published, clusters []v1alpha1.ClusterStatus) {
+	before, complete := p.reasons, true
+	if before == nil {
+		before = map[string]string{}
+		for _, cs := range gd.Status.Clusters {
+			before[cs.Name] = cs.Reason
+		}
+		complete = gd.Status.OmittedClusters == 0
 	}
-	for _, cs := range st.Clusters {
-		if before[cs.Name] == cs.Reason {
+	now := make(map[string]string, len(clusters))
+	for _, cs := range clusters {
+		now[cs.Name] = cs.Reason
+		old, had := before[cs.Name]
+		if old == cs.Reason || (!had && !complete) {
 			continue
 		}
 		if cs.Ready {
@@ -564,6 +574,7 @@ func (c *Controller) recordTransitions(gd *v1alpha1.GatewayDNS, st v1alpha1.Gate
 		}
 		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, cs.Reason, "cluster %s: %s", cs.Name, cs.Message)
 	}
+	p.reasons = now
 }
 
 func hasFinalizer(gd *v1alpha1.GatewayDNS) bool {

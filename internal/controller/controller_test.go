@@ -578,3 +578,42 @@ func TestControllerReleasesKeptSlices(t *testing.T) {
 		t.Errorf("cluster-b was listed again: %d -> %d", lists, sliceLists(b))
 	}
 }
+
+// Status lists at most maxStatusClusters clusters; the Events of those it
+// leaves out come from what the controller remembers.
+func TestRecordTransitionsBeyondTheStatusList(t *testing.T) {
+	events := record.NewFakeRecorder(100)
+	c := &Controller{cfg: Config{Recorder: events}}
+	cs := func(name, reason string) v1alpha1.ClusterStatus {
+		return v1alpha1.ClusterStatus{Name: name, Reason: reason, Ready: reason == ReasonPublished}
+	}
+	gd := testGatewayDNS("gw")
+	// The stored status lists cluster-a only and left one cluster out.
+	gd.Status.Clusters = []v1alpha1.ClusterStatus{cs("cluster-a", ReasonPublished)}
+	gd.Status.OmittedClusters = 1
+	p := &published{}
+	count := func() int {
+		n := 0
+		for {
+			select {
+			case <-events.Events:
+				n++
+			default:
+				return n
+			}
+		}
+	}
+
+	c.recordTransitions(gd, p, []v1alpha1.ClusterStatus{cs("cluster-a", ReasonServiceNotFound), cs("cluster-b", ReasonPublished)})
+	if n := count(); n != 1 {
+		t.Errorf("first sync since start: %d events, want 1 (cluster-a changed; cluster-b unknown)", n)
+	}
+	c.recordTransitions(gd, p, []v1alpha1.ClusterStatus{cs("cluster-a", ReasonServiceNotFound), cs("cluster-b", ReasonPublished)})
+	if n := count(); n != 0 {
+		t.Errorf("nothing changed: %d events", n)
+	}
+	c.recordTransitions(gd, p, []v1alpha1.ClusterStatus{cs("cluster-a", ReasonServiceNotFound), cs("cluster-b", ReasonNoLoadBalancerIngress)})
+	if n := count(); n != 1 {
+		t.Errorf("cluster-b changed: %d events, want 1", n)
+	}
+}

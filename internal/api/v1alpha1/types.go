@@ -102,9 +102,14 @@ type GatewayDNSStatus struct {
 	// ReadyClusters counts the selected Clusters whose gateway name is published.
 	// +optional
 	ReadyClusters int32 `json:"readyClusters"`
-	// Clusters has one entry per selected Cluster, sorted by name.
+	// Clusters has one entry per selected Cluster, sorted by name, at most
+	// 1000: those not Ready first, then Ready ones by name. The whole
+	// GatewayDNS is one etcd value (1.5 MiB at most by default).
 	// +optional
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
+	// OmittedClusters counts the selected Clusters left out of Clusters.
+	// +optional
+	OmittedClusters int32 `json:"omittedClusters,omitempty"`
 }
 
 // GatewayDNS publishes the gateway Service of every selected workload
