@@ -59,7 +59,8 @@ type targetState struct {
 	held map[string]string
 }
 
-// advance records the desired state of a sync and returns its generation.
+// advance records the desired state of a sync; the generation moves on
+// when it differs from the last one.
 func (p *published) advance(d desiredState) {
 	next := newDesiredSet(d)
 	dl := computeDelta(p.cur, next)
@@ -100,7 +101,6 @@ func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desir
 	p.advance(d)
 
 	type result struct {
-		key     string
 		state   *targetState // nil: forget the target
 		written int
 		err     error
@@ -111,7 +111,6 @@ func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desir
 	for i, t := range targets {
 		uid, has, synced := t.w.sliceNamespace(c.cfg.SliceNamespace)
 		old, known := p.targets[t.w.key]
-		results[i] = result{key: t.w.key}
 		switch {
 		case !synced:
 			// Not listed yet: the Namespace informer enqueues us once it has.
@@ -166,7 +165,7 @@ func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desir
 			c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "WriteFailed", "EndpointSlices in cluster %s: %v", targets[i].name, r.err)
 		}
 		if r.state != nil {
-			states[r.key] = *r.state
+			states[targets[i].w.key] = *r.state
 		}
 	}
 	p.targets = states
@@ -308,10 +307,10 @@ func (c *Controller) writeDelta(ctx context.Context, t target, ref string, dl de
 	return next, n, errors.Join(errs...)
 }
 
-// put makes the target's slice equal s. A slice new to this generation is
-// created, and read only if it exists already (a kept cluster's, or one an
-// earlier controller wrote); a changed one is read and updated. A slice of
-// that name that is not the controller's is an error, never overwritten.
+// put makes the target's slice equal s. With isNew it is created, and read
+// only if it exists already (made since the target was listed); otherwise
+// it is read first, then updated or created. A slice of that name that is
+// not the controller's is an error, never overwritten.
 func (c *Controller) put(ctx context.Context, t target, ref string, s *discoveryv1.EndpointSlice, isNew bool) (bool, error) {
 	if isNew {
 		err := c.create(ctx, t, s)
