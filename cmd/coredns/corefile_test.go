@@ -95,6 +95,13 @@ type world struct {
 // Corefile.
 func startWorld(t *testing.T, slices []*discoveryv1.EndpointSlice) *world {
 	t.Helper()
+	return startWorldOrdered(t, coredns.Directives, slices)
+}
+
+// startWorldOrdered is startWorld with CoreDNS's plugins in the order of
+// directives.
+func startWorldOrdered(t *testing.T, directives []string, slices []*discoveryv1.EndpointSlice) *world {
+	t.Helper()
 	srv, cli := etcdtest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -139,7 +146,7 @@ func startWorld(t *testing.T, slices []*discoveryv1.EndpointSlice) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := coredns.Start(string(corefile))
+	d, err := coredns.StartOrdered(directives, string(corefile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +236,19 @@ func normalise(zoneLines []string) []string {
 	return out
 }
 
+// TestCorefileAnswers asks the shipped Corefile, in this build's plugin
+// order and in the upstream CoreDNS image's, and expects the same answers.
 func TestCorefileAnswers(t *testing.T) {
-	w := startWorld(t, testSlices())
+	for _, order := range []struct {
+		name       string
+		directives []string
+	}{{"build", coredns.Directives}, {"upstream", coredns.Upstream}} {
+		t.Run(order.name, func(t *testing.T) { testCorefileAnswers(t, order.directives) })
+	}
+}
+
+func testCorefileAnswers(t *testing.T, directives []string) {
+	w := startWorldOrdered(t, directives, testSlices())
 	const (
 		a   = "gateway.cluster-a.dev-team.clusters.xcc.test."
 		api = "api.cluster-a.dev-team.clusters.xcc.test."

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
 )
 
 // startMu serialises starts: caddy keeps process-wide state while it loads
@@ -22,9 +23,16 @@ type Server struct {
 // plugin list of this package and starts it. Use port 0 in the Corefile to
 // get free ports; UDP and TCP then differ.
 func Start(corefile string) (*Server, error) {
-	Use()
+	return StartOrdered(Directives, corefile)
+}
+
+// StartOrdered is Start with the plugins run in the order of directives
+// (Directives or Upstream), so a test can check that both orders answer
+// alike. Every later Start uses its own order.
+func StartOrdered(directives []string, corefile string) (*Server, error) {
 	startMu.Lock()
 	defer startMu.Unlock()
+	dnsserver.Directives = directives
 	caddy.Quiet = true
 	inst, err := caddy.Start(caddy.CaddyfileInput{Contents: []byte(corefile), Filepath: "Corefile", ServerTypeName: "dns"})
 	if err != nil {
