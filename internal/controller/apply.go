@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -94,66 +95,85 @@ func (c *Controller) forget(key string) {
 // apply brings every target cluster to the desired slices, up to
 // targetWorkers at a time. A target that fails is recorded and skipped (and
 // listed in full on the next sync); the others are still written.
+//
+// Targets that are one place (twins: Clusters whose kubeconfigs reach the
+// same slice namespace of the same API server) are written once, by the
+// first of them; the others take its state. Written one by one they would
+// each create the same slices, find them made by the twin, and list the
+// namespace again: with many twins, most of a sync. When the first twin
+// fails, the others are written on their own, as any target.
 func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desiredState, targets []target) (map[string]error, int) {
 	logger := klog.FromContext(ctx)
 	ref := gd.Namespace + "/" + gd.Name
 	p := c.publishedFor(ref)
 	p.advance(d)
 
-	type result struct {
-		state   *targetState // nil: forget the target
-		written int
-		err     error
-	}
-	results := make([]result, len(targets))
-	sem := make(chan struct{}, targetWorkers)
-	var wg sync.WaitGroup
+	results := make([]targetResult, len(targets))
+	uids := make([]types.UID, len(targets))
+	first := map[string]int{} // place -> index of the target that writes it
+	twinOf := map[int]int{}   // index of a twin -> index of the target that writes for it
+	var writers []int
 	for i, t := range targets {
 		uid, has, synced := t.w.sliceNamespace(c.cfg.SliceNamespace)
-		old, known := p.targets[t.w.key]
 		switch {
 		case !synced:
 			// Not listed yet: the Namespace informer enqueues us once it has.
 			logger.V(2).Info("Target cluster not listed yet; skipped", "cluster", t.name)
-			if known {
+			if old, known := p.targets[t.w.key]; known {
 				results[i].state = &old
 			}
 			continue
 		case !has:
 			continue
 		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			r := &results[i]
-			fresh := known && old.client == t.w.client && old.nsUID == uid && time.Since(old.listed) < c.cfg.Resync/2
-			switch {
-			case fresh && old.gen == p.gen:
-				r.state = &old
-			case fresh && old.gen+1 == p.gen:
-				held, n, err := c.writeDelta(ctx, t, ref, p.delta, p.cur, old.held)
-				r.written, r.err = n, err
-				if err == nil {
-					st := old
-					st.gen, st.held = p.gen, held
-					r.state = &st
-					return
-				}
-				if !errors.Is(err, errOutOfStep) {
-					return
-				}
-				logger.V(2).Info("Target holds slices it was not known to; listing it", "cluster", t.name)
-				fallthrough
-			default:
-				held, n, err := c.writeFull(ctx, t, ref, d)
-				r.written, r.err = r.written+n, err
-				if err == nil {
-					r.state = &targetState{gen: p.gen, client: t.w.client, nsUID: uid, listed: time.Now(), held: held}
+		uids[i] = uid
+		place := t.w.place(uid)
+		j, seen := first[place]
+		switch {
+		case place == "":
+			writers = append(writers, i)
+		case !seen:
+			first[place] = i
+			writers = append(writers, i)
+		case !p.inStep(targets[j], uid) && p.inStep(t, uid):
+			// The twin that holds the current state writes the place:
+			// the other would list it again.
+			first[place] = i
+			writers[slices.Index(writers, j)] = i
+			for k, w := range twinOf {
+				if w == j {
+					twinOf[k] = i
 				}
 			}
-		})
+			twinOf[j] = i
+		default:
+			twinOf[i] = j
+		}
 	}
-	wg.Wait()
+	write := func(indexes []int) {
+		sem := make(chan struct{}, targetWorkers)
+		var wg sync.WaitGroup
+		for _, i := range indexes {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				results[i] = c.writeTarget(ctx, p, targets[i], uids[i], ref, d)
+			})
+		}
+		wg.Wait()
+	}
+	write(writers)
+	var alone []int
+	for i, j := range twinOf {
+		if w := results[j]; w.err == nil && w.state != nil {
+			st := *w.state
+			st.client = targets[i].w.client
+			results[i].state = &st
+			continue
+		}
+		alone = append(alone, i)
+	}
+	write(alone)
 
 	errs := map[string]error{}
 	written := 0
@@ -170,6 +190,53 @@ func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desir
 	}
 	p.targets = states
 	return errs, written
+}
+
+// targetResult is what writing one target came to.
+type targetResult struct {
+	state   *targetState // nil: forget the target
+	written int
+	err     error
+}
+
+// inStep reports whether the controller knows what t holds: it reached t
+// with its present client and slice namespace.
+func (p *published) inStep(t target, uid types.UID) bool {
+	old, known := p.targets[t.w.key]
+	return known && old.client == t.w.client && old.nsUID == uid
+}
+
+// writeTarget brings one target, whose slice namespace has UID uid, to the
+// current generation of p: nothing when it holds it, the delta when it holds
+// the one before and was listed recently, otherwise a full list and write.
+func (c *Controller) writeTarget(ctx context.Context, p *published, t target, uid types.UID, ref string, d desiredState) targetResult {
+	old := p.targets[t.w.key]
+	fresh := p.inStep(t, uid) && time.Since(old.listed) < c.cfg.Resync/2
+	var r targetResult
+	switch {
+	case fresh && old.gen == p.gen:
+		r.state = &old
+		return r
+	case fresh && old.gen+1 == p.gen:
+		held, n, err := c.writeDelta(ctx, t, ref, p.delta, p.cur, old.held)
+		r.written, r.err = n, err
+		if err == nil {
+			st := old
+			st.gen, st.held = p.gen, held
+			r.state = &st
+			return r
+		}
+		if !errors.Is(err, errOutOfStep) {
+			return r
+		}
+		klog.FromContext(ctx).V(2).Info("Target holds slices it was not known to; listing it", "cluster", t.name)
+	}
+	held, n, err := c.writeFull(ctx, t, ref, d)
+	r.written, r.err = r.written+n, err
+	if err == nil {
+		r.state = &targetState{gen: p.gen, client: t.w.client, nsUID: uid, listed: time.Now(), held: held}
+	}
+	return r
 }
 
 // slices returns the slice client of a target's slice namespace.

@@ -119,6 +119,8 @@ type workloads struct {
 type workload struct {
 	key        string
 	configHash string
+	// server is the API server URL of the kubeconfig ("" if it has none).
+	server     string
 	client     WorkloadClient
 	cancel     context.CancelFunc
 	ctx        context.Context
@@ -169,7 +171,7 @@ func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret,
 		return access{reason: ReasonKubeconfigInvalid, message: fmt.Sprintf("Secret %s/%s: %v", secret.Namespace, secret.Name, err)}
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
-	w := &workload{key: key, configHash: hash, client: client, cancel: cancel, ctx: ctx,
+	w := &workload{key: key, configHash: hash, server: kubeconfigServer(raw), client: client, cancel: cancel, ctx: ctx,
 		services: map[string]*serviceWatch{}, users: map[string]bool{user: true}}
 	notify := func() { m.onNamespace(clusterNamespace) }
 	w.nsInformer = watchObject(client, m.sliceNamespace, &corev1.Namespace{}, notify,
@@ -184,6 +186,27 @@ func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret,
 	klog.FromContext(m.ctx).Info("Watching workload cluster", "cluster", key)
 	m.gauge(len(m.clusters))
 	return access{w: w}
+}
+
+// kubeconfigServer returns the API server URL of a kubeconfig's current
+// context, or "" when it has none.
+func kubeconfigServer(kubeconfig []byte) string {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return ""
+	}
+	return cfg.Host
+}
+
+// place names where a target's slices live: its API server and the UID of
+// its slice namespace. Two Clusters whose kubeconfigs reach the same
+// namespace of the same API server are one place, and hold the same
+// slices. "" when the namespace has no UID (never in a real API server).
+func (w *workload) place(nsUID types.UID) string {
+	if nsUID == "" {
+		return ""
+	}
+	return w.server + " " + string(nsUID)
 }
 
 // sliceNamespace reports whether the cluster has opted in, and the UID of

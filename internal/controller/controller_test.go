@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -99,6 +101,13 @@ func fakeWorkload(optIn bool, addrs ...string) *fake.Clientset {
 
 func newTestEnv(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Object, workloads map[string]*fake.Clientset) *testEnv {
 	t.Helper()
+	return newTestEnvClients(t, mgmtObjs, dynObjs, workloads, nil)
+}
+
+// newTestEnvClients is newTestEnv where the kubeconfigs in clients get
+// those clients instead of a fake of workloads.
+func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Object, workloads map[string]*fake.Clientset, clients map[string]WorkloadClient) *testEnv {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
@@ -129,6 +138,9 @@ func newTestEnv(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Objec
 	e.ctrl = New(Config{
 		Kube: e.mgmt, Dynamic: dyn, ClusterResource: clusterGVR,
 		NewClient: func(raw []byte) (WorkloadClient, error) {
+			if c, ok := clients[string(raw)]; ok {
+				return c, nil
+			}
 			if c, ok := workloads[string(raw)]; ok {
 				return c, nil
 			}
@@ -616,4 +628,115 @@ func TestRecordTransitionsBeyondTheStatusList(t *testing.T) {
 	if n := count(); n != 1 {
 		t.Errorf("cluster-b changed: %d events, want 1", n)
 	}
+}
+
+// sliceActions counts the calls of one verb on a workload cluster's
+// EndpointSlices.
+func sliceActions(c *fake.Clientset, verb string) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == verb && a.GetResource().Resource == "endpointslices" {
+			n++
+		}
+	}
+	return n
+}
+
+// withNamespaceUID is a workload cluster fake whose slice namespace has a
+// UID, as in a real API server, with the gateway Service at addrs.
+func withNamespaceUID(uid types.UID, addrs ...string) *fake.Clientset {
+	return fake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace, UID: uid}},
+		lbService(ips(addrs...)...))
+}
+
+// Two Clusters whose kubeconfigs reach one workload cluster are one place:
+// it is listed and written once per sync, not once per Cluster.
+func TestControllerWritesTwinTargetsOnce(t *testing.T) {
+	b := withNamespaceUID("ns-b", "10.0.0.2")
+	e := newTestEnv(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b"), kubeconfigSecret("cluster-c", "cluster-b")},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", contour, ""), gatewayDNSObject(t, testGatewayDNS("gw"))},
+		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
+	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
+	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2"}, "cluster-b")
+	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 3 })
+	if n := sliceLists(b); n != 1 {
+		t.Errorf("cluster-b listed %d times, want once for both of its Clusters", n)
+	}
+	if n := sliceActions(b, "create"); n != 3 {
+		t.Errorf("%d creates in cluster-b, want 3 (one per slice)", n)
+	}
+
+	before := len(b.Actions())
+	if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, lbService(ips("10.0.0.9")...), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually([]string{gwA + " IPv4 10.0.0.9", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2"}, "cluster-b")
+	var calls []string
+	for _, a := range b.Actions()[before:] {
+		if a.GetResource().Resource == "endpointslices" && a.GetVerb() != "list" {
+			calls = append(calls, a.GetVerb())
+		}
+	}
+	if !slices.Equal(calls, []string{"get", "update"}) {
+		t.Errorf("a change made %q in cluster-b, want one get and one update", calls)
+	}
+}
+
+// refusedWrites is a workload client whose EndpointSlice creates and
+// updates are refused (as with credentials that may only read).
+type refusedWrites struct{ *fake.Clientset }
+
+func (r refusedWrites) DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface {
+	return refusedDiscovery{r.Clientset.DiscoveryV1()}
+}
+
+type refusedDiscovery struct {
+	typeddiscoveryv1.DiscoveryV1Interface
+}
+
+func (d refusedDiscovery) EndpointSlices(namespace string) typeddiscoveryv1.EndpointSliceInterface {
+	return refusedSlices{d.DiscoveryV1Interface.EndpointSlices(namespace)}
+}
+
+type refusedSlices struct {
+	typeddiscoveryv1.EndpointSliceInterface
+}
+
+var errRefused = errors.New("injected: forbidden")
+
+func (refusedSlices) Create(context.Context, *discoveryv1.EndpointSlice, metav1.CreateOptions) (*discoveryv1.EndpointSlice, error) {
+	return nil, errRefused
+}
+
+func (refusedSlices) Update(context.Context, *discoveryv1.EndpointSlice, metav1.UpdateOptions) (*discoveryv1.EndpointSlice, error) {
+	return nil, errRefused
+}
+
+// When the twin that writes a place fails, the other writes it on its own.
+func TestControllerTwinWritesWhenTheFirstFails(t *testing.T) {
+	// cluster-b and, later, cluster-c reach one workload cluster; only
+	// cluster-c's kubeconfig may write there.
+	shared := withNamespaceUID("ns-shared", "10.0.0.2")
+	e := newTestEnvClients(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "reader")},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testGatewayDNS("gw"))},
+		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "shared": shared},
+		map[string]WorkloadClient{"reader": refusedWrites{shared}})
+	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a")
+	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
+	if got := e.slices("shared"); len(got) != 0 {
+		t.Fatalf("slices written with refused writes: %q", got)
+	}
+
+	// cluster-c sorts after cluster-b, so cluster-b is tried first.
+	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, kubeconfigSecret("cluster-c", "shared"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, capiCluster("cluster-c", contour, ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
+	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2"}, "shared")
 }
