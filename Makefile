@@ -150,7 +150,7 @@ BENCH_COUNT       ?= 6
 BENCH_NAMES       ?= 10,1000,10000
 BENCH_SECONDS     ?= 8
 BENCH_CLIENTS     ?= 4
-BENCH_ROUNDS      ?= 3
+BENCH_ROUNDS      ?= 5
 
 $(BENCHSTAT):
 	@echo ">> building benchstat $(BENCHSTAT_VERSION) into bin/"

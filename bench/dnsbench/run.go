@@ -45,6 +45,9 @@ type row struct {
 	names  int
 	config config
 	result
+	// vsC is the median over the rounds of this server's q/s over c's in
+	// the same round; low and high are the lowest and highest of them.
+	vsC, low, high float64
 }
 
 func run(ctx context.Context, o options, w io.Writer) error {
@@ -100,8 +103,10 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		}
 		last := i == len(o.sizes)-1
 		// Rounds go a, b, c, a, b, c, ... so a slow spell of a shared
-		// machine falls on every server alike; each server's median round
-		// is reported.
+		// machine falls on every server alike. Each server's median round
+		// is reported, and its ratio to c is the median of its ratios to
+		// c in the same round: a shared machine's speed drifts more from
+		// round to round than from one server to the next.
 		runs := map[string][]result{}
 		for round := range o.rounds {
 			for _, c := range cfgs {
@@ -116,7 +121,9 @@ func run(ctx context.Context, o options, w io.Writer) error {
 			}
 		}
 		for _, c := range cfgs {
-			rows = append(rows, row{names: n, config: c, result: median(runs[c.id])})
+			r := row{names: n, config: c, result: median(runs[c.id])}
+			r.vsC, r.low, r.high = pairedRatio(runs[c.id], runs["c"])
+			rows = append(rows, r)
 		}
 		if last {
 			if cost, err = measureCost(ctx, o, dir, cfgs[1], d, etcd.Endpoints()[0], zoneFile); err != nil {
@@ -304,6 +311,17 @@ func median(runs []result) result {
 	return sorted[len(sorted)/2]
 }
 
+// pairedRatio returns the median, lowest and highest of x's q/s over
+// base's, round by round.
+func pairedRatio(x, base []result) (med, low, high float64) {
+	ratios := make([]float64, len(x))
+	for i := range x {
+		ratios[i] = x[i].qps / base[i].qps
+	}
+	slices.Sort(ratios)
+	return ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1]
+}
+
 // selfCPU is the CPU time this process has used: almost all of it the
 // embedded etcd's, which is what the etcd plugin's reads cost.
 func selfCPU() time.Duration {
@@ -317,20 +335,15 @@ func selfCPU() time.Duration {
 // table lays out the rows with the ratio of each server to the baseline c
 // at the same size.
 func table(rows []row) string {
-	base := map[int]float64{}
-	for _, r := range rows {
-		if r.config.id == "c" {
-			base[r.names] = r.qps
-		}
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%7s  %-6s  %9s  %8s  %8s  %8s  %9s  %7s  %6s  %8s  %6s\n", "names", "server", "q/s", "avg ms", "p99 ms", "NXDOMAIN", "cache hit", "CoreDNS", "etcd", "peak MiB", "vs c")
+	fmt.Fprintf(&b, "%7s  %-6s  %9s  %8s  %8s  %8s  %9s  %7s  %6s  %8s  %6s  %11s\n", "names", "server", "q/s", "avg ms", "p99 ms", "NXDOMAIN", "cache hit", "CoreDNS", "etcd", "peak MiB", "vs c", "rounds")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%7d  %-6s  %9.0f  %8.3f  %8.3f  %7.1f%%  %8.1f%%  %7.1f  %6.1f  %8.1f  %6.2f\n",
-			r.names, r.config.id, r.qps, ms(r.avg), ms(r.p99), r.share("NXDOMAIN")*100, r.cacheHit*100, r.corednsCPU, r.etcdCPU, float64(r.peakRSS)/(1<<20), r.qps/base[r.names])
+		fmt.Fprintf(&b, "%7d  %-6s  %9.0f  %8.3f  %8.3f  %7.1f%%  %8.1f%%  %7.1f  %6.1f  %8.1f  %6.2f  %5.2f-%4.2f\n",
+			r.names, r.config.id, r.qps, ms(r.avg), ms(r.p99), r.share("NXDOMAIN")*100, r.cacheHit*100, r.corednsCPU, r.etcdCPU, float64(r.peakRSS)/(1<<20), r.vsC, r.low, r.high)
 	}
 	b.WriteString("a: shipped Corefile; b: shipped Corefile without cache; c: file + the same cache, one wildcard record per gateway\n")
-	b.WriteString("median of the rounds by q/s; CoreDNS, etcd: their CPU µs per answered query; peak MiB: CoreDNS's; vs c: q/s over c's\n")
+	b.WriteString("q/s to peak MiB: the median round by q/s; CoreDNS, etcd: their CPU µs per answered query; peak MiB: CoreDNS's;\n")
+	b.WriteString("vs c: median over the rounds of q/s over c's q/s in the same round; rounds: the lowest and highest of those ratios\n")
 	return b.String()
 }
 
