@@ -151,6 +151,10 @@ BENCH_NAMES       ?= 10,1000,10000
 BENCH_SECONDS     ?= 8
 BENCH_CLIENTS     ?= 4
 BENCH_ROUNDS      ?= 5
+# bench-lab: Cluster counts of the scale steps (e.g. 100,1000,10000) and the
+# go test timeout (10,000 Clusters need about two hours).
+BENCH_SCALE       ?= 100,1000
+BENCH_LAB_TIMEOUT ?= 80m
 
 $(BENCHSTAT):
 	@echo ">> building benchstat $(BENCHSTAT_VERSION) into bin/"
@@ -191,5 +195,5 @@ bench-dns: coredns dnsperf ## DNS throughput of the shipped Corefile, without ca
 bench-lab: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Propagation and scale in the local lab (real kube-apiservers); tables in bin/bench/lab.txt.
 	@mkdir -p $(BENCH_DIR)
 	@rm -f $(BENCH_DIR)/lab.txt
-	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/lab.txt $(GO) test -count=1 -timeout 80m -run '^TestBench' -v .
+	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/lab.txt XCC_BENCH_SCALE=$(BENCH_SCALE) $(GO) test -count=1 -timeout $(BENCH_LAB_TIMEOUT) -run '^TestBench' -v .
 	@cat $(BENCH_DIR)/lab.txt
