@@ -133,7 +133,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		return fmt.Errorf("first reconcile: %w", err)
 	}
 	s.ready.Store(true)
-	logger.Info("Serving records", "records", len(s.store.Owned()))
+	logger.Info("Serving records", "records", s.store.Len())
 
 	for i := 0; i < s.workers; i++ {
 		go wait.UntilWithContext(ctx, s.runWorker, time.Second)
@@ -248,7 +248,7 @@ func (s *Syncer) sliceRecords(ctx context.Context, slice *discoveryv1.EndpointSl
 }
 
 func (s *Syncer) observe(ctx context.Context, res store.Result, what, key string) {
-	s.metrics.Records.Set(float64(len(s.store.Owned())))
+	s.metrics.Records.Set(float64(s.store.Len()))
 	if res.Puts+res.Deletes > 0 {
 		s.metrics.Writes.Add(float64(res.Puts + res.Deletes))
 		klog.FromContext(ctx).V(2).Info("Wrote records", what, key, "puts", res.Puts, "deletes", res.Deletes, "revision", res.Revision)

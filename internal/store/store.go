@@ -115,6 +115,14 @@ func (s *Store) Owned() skydnsrecord.Set {
 	return maps.Clone(s.owned.records)
 }
 
+// Len returns how many records the store owns. Unlike len(Owned()) it
+// copies nothing: serve reports it after every slice's sync.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.owned.records)
+}
+
 // OwnedBy returns the owned records of owner.
 func (s *Store) OwnedBy(owner string) skydnsrecord.Set {
 	s.mu.Lock()

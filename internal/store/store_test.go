@@ -173,6 +173,9 @@ func TestSyncOwnerTouchesOnlyThatOwner(t *testing.T) {
 	if res, err := s.SyncOwner(ctx, "EndpointSlice xcc-dns/a", nil); err != nil || res.Deletes != 1 {
 		t.Fatalf("sync a to nothing: %+v, %v; want 1 delete", res, err)
 	}
+	if n := s.Len(); n != len(b) || n != len(s.Owned()) {
+		t.Fatalf("Len %d, want %d (b's records)", n, len(b))
+	}
 }
 
 func TestLargeReconcileSplitsTransactions(t *testing.T) {
