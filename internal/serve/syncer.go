@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,16 @@ type Syncer struct {
 	metrics         *Metrics
 	reconcilePeriod time.Duration
 	workers         int
+
+	// reconcileMu keeps slice syncs (readers) out of a full reconcile
+	// (writer). The reconcile deletes every owned record its snapshot of
+	// the slices does not account for; a slice that arrives after the
+	// snapshot and is synced before the reconcile writes would otherwise
+	// lose its records until the next reconcile.
+	reconcileMu sync.RWMutex
+	// afterList, when set, runs between a reconcile's snapshot and its
+	// write (tests only).
+	afterList func()
 
 	ready atomic.Bool
 }
@@ -175,6 +186,8 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("key %q: %w", key, err)
 	}
+	s.reconcileMu.RLock()
+	defer s.reconcileMu.RUnlock()
 	owner := Owner(namespace, name)
 	// The names whose records change: the ones the slice had and has.
 	dirs := map[string]bool{}
@@ -215,6 +228,8 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 // reconcileAll rebuilds the desired records of every slice in the cache and
 // makes etcd equal to them.
 func (s *Syncer) reconcileAll(ctx context.Context) error {
+	s.reconcileMu.Lock()
+	defer s.reconcileMu.Unlock()
 	start := time.Now()
 	slices, err := s.lister.List(everything)
 	if err != nil {
@@ -225,6 +240,9 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 		for k, r := range s.sliceRecords(ctx, slice) {
 			desired[k] = r
 		}
+	}
+	if s.afterList != nil {
+		s.afterList()
 	}
 	res, err := s.store.Reconcile(ctx, WithNameRecords(desired))
 	s.metrics.ReconcileDuration.Observe(time.Since(start).Seconds())
