@@ -32,7 +32,7 @@ func TestSliceSyncedDuringReconcileKeepsItsRecords(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	s, factory := New(Config{
-		Client: fake.NewClientset(ipv4Slice("gw-a", "*.gateway.cluster-a.dev-team.clusters.xcc.test", "192.0.2.10")),
+		Client:    fake.NewClientset(ipv4Slice("gw-a", "*.gateway.cluster-a.dev-team.clusters.xcc.test", "192.0.2.10")),
 		Namespace: DefaultNamespace, Domain: skydnsrecord.DefaultDomain,
 		Store: store.New(cli, skydnsrecord.DefaultDomain), Metrics: NewMetrics(prometheus.NewRegistry()),
 	})
