@@ -150,7 +150,7 @@ BENCH_COUNT       ?= 6
 BENCH_NAMES       ?= 10,1000,10000
 BENCH_SECONDS     ?= 8
 BENCH_CLIENTS     ?= 4
-BENCH_ROUNDS      ?= 5
+BENCH_ROUNDS      ?= 7
 # bench-lab: Cluster counts of the scale steps (e.g. 100,1000,10000) and the
 # go test timeout (10,000 Clusters need about two hours).
 BENCH_SCALE       ?= 100,1000

@@ -31,7 +31,7 @@ const (
 	defaultNames    = "10,1000,10000"
 	defaultSeconds  = 10
 	defaultClients  = 4
-	defaultRounds   = 5
+	defaultRounds   = 7
 	defaultNXShare  = 0.1
 	defaultCoreDNS  = "bin/coredns"
 	defaultCorefile = "cmd/coredns/Corefile"
