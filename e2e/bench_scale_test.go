@@ -18,7 +18,7 @@ import (
 const (
 	// scaleSizesEnv overrides defaultScaleSizes, e.g. "100,1000,10000".
 	scaleSizesEnv     = "XCC_BENCH_SCALE"
-	defaultScaleSizes = "100,1000"
+	defaultScaleSizes = "100,1000,10000"
 	// scaleTimeout bounds the wait for one size to converge.
 	scaleTimeout = 40 * time.Minute
 	// scalePrefix names the Clusters the benchmark adds.
