@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,9 +109,9 @@ func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desir
 
 	results := make([]targetResult, len(targets))
 	uids := make([]types.UID, len(targets))
-	first := map[string]int{} // place -> index of the target that writes it
-	twinOf := map[int]int{}   // index of a twin -> index of the target that writes for it
 	var writers []int
+	twins := map[string][]int{} // place -> indexes of the targets there, in order
+	var places []string
 	for i, t := range targets {
 		uid, has, synced := t.w.sliceNamespace(c.cfg.SliceNamespace)
 		switch {
@@ -128,26 +127,32 @@ func (c *Controller) apply(ctx context.Context, gd *v1alpha1.GatewayDNS, d desir
 		}
 		uids[i] = uid
 		place := t.w.place(uid)
-		j, seen := first[place]
-		switch {
-		case place == "":
+		if place == "" {
 			writers = append(writers, i)
-		case !seen:
-			first[place] = i
-			writers = append(writers, i)
-		case !p.inStep(targets[j], uid) && p.inStep(t, uid):
-			// The twin that holds the current state writes the place:
-			// the other would list it again.
-			first[place] = i
-			writers[slices.Index(writers, j)] = i
-			for k, w := range twinOf {
-				if w == j {
-					twinOf[k] = i
-				}
+			continue
+		}
+		if _, seen := twins[place]; !seen {
+			places = append(places, place)
+		}
+		twins[place] = append(twins[place], i)
+	}
+	// Each place is written by its first twin in step (the others would
+	// list it again), else by its first; the rest take the writer's state.
+	twinOf := map[int]int{} // index of a twin -> index of the target that writes for it
+	for _, place := range places {
+		group := twins[place]
+		w := group[0]
+		for _, i := range group {
+			if p.inStep(targets[i], uids[i]) {
+				w = i
+				break
 			}
-			twinOf[j] = i
-		default:
-			twinOf[i] = j
+		}
+		writers = append(writers, w)
+		for _, i := range group {
+			if i != w {
+				twinOf[i] = w
+			}
 		}
 	}
 	write := func(indexes []int) {
