@@ -96,8 +96,8 @@ func (c *Controller) forget(key string) {
 // listed in full on the next sync); the others are still written.
 //
 // Targets that are one place (twins: Clusters whose kubeconfigs reach the
-// same slice namespace of the same API server) are written once, by the
-// first of them; the others take its state. Written one by one they would
+// same slice namespace of the same API server) are written once, by one of
+// them; the others take its state. Written one by one they would
 // each create the same slices, find them made by the twin, and list the
 // namespace again: with many twins, most of a sync. When the first twin
 // fails, the others are written on their own, as any target.
