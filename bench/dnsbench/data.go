@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/serve"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
@@ -71,7 +72,7 @@ func (d dataset) records() (skydnsrecord.Set, error) {
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace:   serve.DefaultNamespace,
 				Name:        fmt.Sprintf("c%d-gateway-ipv4", i),
-				Annotations: map[string]string{serve.HostnameAnnotation: "*." + gatewayName(i)},
+				Annotations: map[string]string{contract.AnnotationHostname: "*." + gatewayName(i), contract.AnnotationGatewayRef: "dev-team/gw"},
 			},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{d.address[i]}}},

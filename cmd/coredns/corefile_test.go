@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/coredns"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/serve"
@@ -42,8 +43,8 @@ func slice(name, hostname string, at discoveryv1.AddressType, ttl string, addrs 
 			Name:      name,
 			Namespace: sliceNamespace,
 			Annotations: map[string]string{
-				serve.HostnameAnnotation:   hostname,
-				serve.GatewayDNSAnnotation: "dev-team/dev-team-gateway-dns",
+				contract.AnnotationHostname:   hostname,
+				contract.AnnotationGatewayRef: "dev-team/dev-team-gateway-dns",
 			},
 		},
 		AddressType: at,
@@ -52,7 +53,7 @@ func slice(name, hostname string, at discoveryv1.AddressType, ttl string, addrs 
 		Endpoints: []discoveryv1.Endpoint{{Addresses: addrs}},
 	}
 	if ttl != "" {
-		s.Annotations[serve.TTLAnnotation] = ttl
+		s.Annotations[contract.AnnotationTTL] = ttl
 	}
 	return s
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
 // targetWorkers is how many target clusters one sync writes to at once.
@@ -256,7 +257,7 @@ func (c *Controller) writeFull(ctx context.Context, t target, ref string, d desi
 	lctx, cancel := context.WithTimeout(ctx, workloadRequestTimeout)
 	defer cancel()
 	list, err := c.slices(t).List(lctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
-		LabelManagedBy: ManagedByValue}).String()})
+		contract.LabelManagedBy: contract.ManagedByValue}).String()})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.name, c.cfg.SliceNamespace, err)
 	}
@@ -265,7 +266,7 @@ func (c *Controller) writeFull(ctx context.Context, t target, ref string, d desi
 	for i := range list.Items {
 		s := &list.Items[i]
 		existing = append(existing, s)
-		if source := s.Labels[LabelSourceCluster]; ownedBy(s, ref) && s.Labels[LabelRecord] == recordGateway && d.Keep[source] {
+		if source := s.Labels[contract.LabelSourceCluster]; ownedBy(s, ref) && s.Labels[contract.LabelRecord] == string(contract.KindGateway) && d.Keep[source] {
 			held[s.Name] = source
 		}
 	}
@@ -424,7 +425,7 @@ func (c *Controller) create(ctx context.Context, t target, s *discoveryv1.Endpoi
 	}
 	c.cfg.Metrics.SlicesWritten.WithLabelValues("create").Inc()
 	klog.FromContext(ctx).Info("Created EndpointSlice", "cluster", t.name, "slice", s.Name,
-		"hostname", s.Annotations[AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
+		"hostname", s.Annotations[contract.AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
 	return nil
 }
 
@@ -438,7 +439,7 @@ func (c *Controller) update(ctx context.Context, t target, s *discoveryv1.Endpoi
 	}
 	c.cfg.Metrics.SlicesWritten.WithLabelValues("update").Inc()
 	klog.FromContext(ctx).Info("Updated EndpointSlice", "cluster", t.name, "slice", s.Name,
-		"hostname", s.Annotations[AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
+		"hostname", s.Annotations[contract.AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
 	return nil
 }
 
@@ -452,7 +453,7 @@ func (c *Controller) delete(ctx context.Context, t target, s *discoveryv1.Endpoi
 	}
 	c.cfg.Metrics.SlicesWritten.WithLabelValues("delete").Inc()
 	klog.FromContext(ctx).Info("Deleted EndpointSlice", "cluster", t.name, "slice", s.Name,
-		"hostname", s.Annotations[AnnotationHostname])
+		"hostname", s.Annotations[contract.AnnotationHostname])
 	return nil
 }
 
@@ -464,9 +465,9 @@ func (c *Controller) orphans(ref string, existing []*discoveryv1.EndpointSlice) 
 	namespace, _, _ := strings.Cut(ref, "/")
 	var out []*discoveryv1.EndpointSlice
 	for _, s := range existing {
-		other := s.Annotations[AnnotationGatewayRef]
+		other := s.Annotations[contract.AnnotationGatewayRef]
 		otherNS, _, ok := strings.Cut(other, "/")
-		if s.Labels[LabelManagedBy] != ManagedByValue || !ok || other == ref || otherNS != namespace {
+		if s.Labels[contract.LabelManagedBy] != contract.ManagedByValue || !ok || other == ref || otherNS != namespace {
 			continue
 		}
 		if _, exists, err := c.gdns.GetIndexer().GetByKey(other); err == nil && !exists {

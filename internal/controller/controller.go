@@ -40,6 +40,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
 // Defaults of the controller role.
@@ -420,7 +421,7 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "InvalidSelector", "spec.clusterSelector: %v", selErr)
 		selector = labels.Nothing()
 	}
-	svcNS, svcName, refOK := splitServiceRef(gd.Spec.Service)
+	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
 
 	sort.Slice(clusterObjs, func(i, j int) bool { return metaOf(clusterObjs[i]).GetName() < metaOf(clusterObjs[j]).GetName() })
 	for _, o := range clusterObjs {
@@ -437,7 +438,7 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 		if owner := owners[in.Name]; owner != "" && owner != key {
 			in.OwnedBy = owner
 		}
-		if !isDNSLabel(in.Name) {
+		if contract.ValidateLabel(in.Name) != nil {
 			g.clusters = append(g.clusters, in)
 			continue
 		}
@@ -456,7 +457,7 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 		}
 		refs := map[string]bool{}
 		g.uses[acc.w.key] = refs
-		if in.Selected && in.OwnedBy == "" && refOK {
+		if in.Selected && in.OwnedBy == "" && refErr == nil {
 			in.Service, in.ServiceSynced = c.workloads.service(acc.w, svcNS, svcName, key)
 			refs[gd.Spec.Service] = true
 		}
@@ -525,7 +526,7 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 	var errs []error
 	for _, o := range clusterObjs {
 		m := metaOf(o)
-		if m == nil || !isDNSLabel(m.GetName()) {
+		if m == nil || contract.ValidateLabel(m.GetName()) != nil {
 			continue
 		}
 		secret, err := c.secrets.Secrets(namespace).Get(m.GetName() + kubeconfigSecretSuffix)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
 var clusterGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
@@ -294,7 +295,7 @@ func TestControllerEndToEnd(t *testing.T) {
 
 	t.Run("a slice written by someone else survives", func(t *testing.T) {
 		hand := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "hand", Namespace: DefaultSliceNamespace,
-			Annotations: map[string]string{AnnotationHostname: "hand.xcc.test"}},
+			Annotations: map[string]string{contract.AnnotationHostname: "hand.xcc.test"}},
 			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}}}
 		if _, err := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(e.ctx, hand, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -343,7 +344,7 @@ func TestControllerConflictOlderWins(t *testing.T) {
 		t.Errorf("newer Ready condition %+v, want False", c)
 	}
 	list, _ := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
-	if len(list.Items) != 1 || list.Items[0].Annotations[AnnotationGatewayRef] != "dev-team/older" {
+	if len(list.Items) != 1 || list.Items[0].Annotations[contract.AnnotationGatewayRef] != "dev-team/older" {
 		t.Errorf("want one slice by dev-team/older, got %d: %+v", len(list.Items), list.Items)
 	}
 	// The first status may predate the Service informer's list: wait for Ready.
@@ -361,7 +362,7 @@ func TestControllerConflictOlderWins(t *testing.T) {
 	}
 	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		list, _ := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
-		return len(list.Items) == 1 && list.Items[0].Annotations[AnnotationGatewayRef] == "dev-team/newer", nil
+		return len(list.Items) == 1 && list.Items[0].Annotations[contract.AnnotationGatewayRef] == "dev-team/newer", nil
 	})
 	if err != nil {
 		t.Errorf("newer did not take over: %v", e.slices("cluster-a"))
@@ -407,8 +408,8 @@ func TestControllerRemovesOrphansOfItsNamespaceOnly(t *testing.T) {
 	orphan := func(ref string) *discoveryv1.EndpointSlice {
 		return &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(ref, "/", "-"), Namespace: DefaultSliceNamespace,
-				Labels:      map[string]string{LabelManagedBy: ManagedByValue, LabelServiceName: "gone"},
-				Annotations: map[string]string{AnnotationGatewayRef: ref, AnnotationHostname: "h-" + ref}},
+				Labels:      map[string]string{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelServiceName: "gone"},
+				Annotations: map[string]string{contract.AnnotationGatewayRef: ref, contract.AnnotationHostname: "h-" + ref}},
 			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}},
 		}
 	}
@@ -458,7 +459,7 @@ func TestControllerSharesServiceInformers(t *testing.T) {
 	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		list, _ := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
 		c, s, u := watch()
-		return len(list.Items) == 1 && list.Items[0].Annotations[AnnotationGatewayRef] == "dev-team/two" && c == 1 && s == 1 && u == 1, nil
+		return len(list.Items) == 1 && list.Items[0].Annotations[contract.AnnotationGatewayRef] == "dev-team/two" && c == 1 && s == 1 && u == 1, nil
 	})
 	if err != nil {
 		c, s, u := watch()

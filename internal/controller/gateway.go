@@ -2,18 +2,15 @@ package controller
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
 // Reasons in status.clusters[].reason. README.md says what an operator does about each.
@@ -30,6 +27,8 @@ const (
 	ReasonServiceNotLoadBalancer    = "ServiceNotLoadBalancer"
 	ReasonNoLoadBalancerIngress     = "NoLoadBalancerIngress"
 	ReasonNoValidAddresses          = "NoValidAddresses"
+	ReasonTooManyAddresses          = "TooManyAddresses"
+	ReasonInvalidNamespaceName      = "InvalidNamespaceName"
 )
 
 // clusterInput is what the informers know about one Cluster in the namespace
@@ -74,16 +73,30 @@ func computeDesired(gd *v1alpha1.GatewayDNS, domain string, clusters []clusterIn
 	out := desiredState{Keep: map[string]bool{}, ConflictOwners: map[string]string{}}
 	sorted := slices.Clone(clusters)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	svcNS, svcName, refOK := splitServiceRef(gd.Spec.Service)
+	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
+	nsErr := contract.ValidateLabel(gd.Namespace)
+	var ttl int32
+	if gd.Spec.TTL != nil {
+		ttl = *gd.Spec.TTL
+	}
+	source := func(cluster string, kind contract.Kind, hostname string) contract.Source {
+		return contract.Source{Namespace: gd.Namespace, GatewayDNS: gd.Name, Cluster: cluster, Kind: kind, Hostname: hostname, TTL: ttl}
+	}
 
 	for _, c := range sorted {
 		if !c.Selected {
 			continue
 		}
 		st := v1alpha1.ClusterStatus{Name: c.Name}
-		if !isDNSLabel(c.Name) {
+		if nsErr != nil {
+			st.Reason = ReasonInvalidNamespaceName
+			st.Message = fmt.Sprintf("namespace %q cannot be a label of a published name: %v; no names published", gd.Namespace, nsErr)
+			out.Clusters = append(out.Clusters, st)
+			continue
+		}
+		if err := contract.ValidateLabel(c.Name); err != nil {
 			st.Reason = ReasonInvalidClusterName
-			st.Message = fmt.Sprintf("cluster name %q is not a DNS label (lowercase letters, digits, '-', at most 63): refused, no names published", c.Name)
+			st.Message = fmt.Sprintf("cluster name %q cannot be a label of a published name (lowercase letters, digits, '-', at most 63, not %q): refused, no names published", c.Name, "any")
 			out.Clusters = append(out.Clusters, st)
 			continue
 		}
@@ -96,18 +109,18 @@ func computeDesired(gd *v1alpha1.GatewayDNS, domain string, clusters []clusterIn
 		}
 		var notes []string
 		if c.APIHost != "" {
-			api := classify([]string{c.APIHost}, nil)
-			st.APIAddresses = api.all()
-			out.Slices = append(out.Slices, api.slices(gd, c.Name, recordAPI, apiHostname(c.Name, gd.Namespace, domain))...)
-			if len(api.refused) > 0 {
-				notes = append(notes, "api host refused: "+strings.Join(api.refused, ", "))
+			api := contract.Classify([]string{c.APIHost}, nil)
+			st.APIAddresses = api.All()
+			out.Slices = append(out.Slices, contract.Build(source(c.Name, contract.KindAPI, contract.APIHostname(c.Name, gd.Namespace, domain)), api)...)
+			if len(api.Refused) > 0 {
+				notes = append(notes, "api host refused: "+strings.Join(api.Refused, ", "))
 			}
 		}
 
 		switch {
-		case !refOK:
+		case refErr != nil:
 			st.Reason = ReasonInvalidServiceRef
-			st.Message = fmt.Sprintf("spec.service %q is not namespace/name of DNS labels", gd.Spec.Service)
+			st.Message = fmt.Sprintf("spec.service: %v", refErr)
 		case gd.Spec.ResolutionType != "" && gd.Spec.ResolutionType != v1alpha1.ResolutionTypeLoadBalancer:
 			st.Reason = ReasonUnsupportedResolutionType
 			st.Message = fmt.Sprintf("resolutionType %q is not supported (only %q)", gd.Spec.ResolutionType, v1alpha1.ResolutionTypeLoadBalancer)
@@ -137,17 +150,24 @@ func computeDesired(gd *v1alpha1.GatewayDNS, domain string, clusters []clusterIn
 					hosts = append(hosts, in.Hostname)
 				}
 			}
-			gw := classify(ips, hosts)
-			st.Addresses = gw.all()
-			if len(gw.refused) > 0 {
-				notes = append(notes, "refused: "+strings.Join(gw.refused, ", "))
+			gw := contract.Classify(ips, hosts)
+			st.Addresses = gw.All()
+			if len(gw.Refused) > 0 {
+				notes = append(notes, "refused: "+strings.Join(gw.Refused, ", "))
 			}
 			if len(st.Addresses) == 0 {
 				st.Reason = ReasonNoValidAddresses
 				break
 			}
+			if n := max(len(gw.IPv4), len(gw.IPv6), len(gw.FQDN)); n > contract.MaxAddressesPerSlice {
+				// serve would refuse the slice whole; the last ones stay.
+				st.Reason, st.Addresses = ReasonTooManyAddresses, nil
+				st.Message = fmt.Sprintf("Service %s/%s has %d addresses of one family, more than %d; last published addresses kept", svcNS, svcName, n, contract.MaxAddressesPerSlice)
+				out.Keep[c.Name] = true
+				break
+			}
 			st.Reason, st.Ready = ReasonPublished, true
-			out.Slices = append(out.Slices, gw.slices(gd, c.Name, recordGateway, gatewayHostname(c.Name, gd.Namespace, domain))...)
+			out.Slices = append(out.Slices, contract.Build(source(c.Name, contract.KindGateway, contract.GatewayHostname(c.Name, gd.Namespace, domain)), gw)...)
 		}
 		if len(notes) > 0 {
 			st.Message = strings.TrimPrefix(st.Message+"; "+strings.Join(notes, "; "), "; ")
@@ -155,136 +175,5 @@ func computeDesired(gd *v1alpha1.GatewayDNS, domain string, clusters []clusterIn
 		out.Clusters = append(out.Clusters, st)
 	}
 	sort.Slice(out.Slices, func(i, j int) bool { return out.Slices[i].Name < out.Slices[j].Name })
-	return out
-}
-
-// addressSet holds addresses sorted and split by EndpointSlice address type.
-type addressSet struct {
-	v4, v6, fqdn []string
-	refused      []string
-}
-
-func (a addressSet) all() []string {
-	return slices.Concat(a.v4, a.v6, a.fqdn)
-}
-
-// classify sorts IPs and hostnames into families and refuses what must
-// never be published: loopback, link-local, unspecified, multicast, zoned
-// and unparsable addresses, and hostnames that are not DNS names. An
-// IPv4-mapped IPv6 address counts as IPv4; an IPv6 address never lands in an
-// IPv4 slice (the API server would refuse the whole slice).
-func classify(ips, hostnames []string) addressSet {
-	var a addressSet
-	seen := map[string]bool{}
-	for _, s := range ips {
-		addr, err := netip.ParseAddr(strings.TrimSpace(s))
-		if err != nil {
-			if isDNSName(strings.ToLower(s)) && !looksNumeric(s) {
-				hostnames = append(hostnames, s)
-				continue
-			}
-			a.refused = append(a.refused, fmt.Sprintf("%q (unparsable)", s))
-			continue
-		}
-		addr = addr.Unmap()
-		if why := unusable(addr); why != "" {
-			a.refused = append(a.refused, fmt.Sprintf("%s (%s)", s, why))
-			continue
-		}
-		key := addr.String()
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		if addr.Is4() {
-			a.v4 = append(a.v4, key)
-		} else {
-			a.v6 = append(a.v6, key)
-		}
-	}
-	for _, h := range hostnames {
-		n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
-		switch {
-		case !isDNSName(n) || looksNumeric(n):
-			a.refused = append(a.refused, fmt.Sprintf("%q (not a DNS name)", h))
-			continue
-		case n == "localhost" || strings.HasSuffix(n, ".localhost"):
-			a.refused = append(a.refused, fmt.Sprintf("%q (loopback)", h))
-			continue
-		case !strings.Contains(n, "."):
-			// The API server refuses single-label FQDN endpoints, which would
-			// fail the whole slice.
-			a.refused = append(a.refused, fmt.Sprintf("%q (single label, not a fully qualified name)", h))
-			continue
-		}
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
-		a.fqdn = append(a.fqdn, n)
-	}
-	sort.Strings(a.v4)
-	sort.Strings(a.v6)
-	sort.Strings(a.fqdn)
-	return a
-}
-
-// looksNumeric is true for strings of digits and dots only, which are
-// malformed IPv4 addresses rather than hostnames (e.g. "10.0.0.300").
-func looksNumeric(s string) bool {
-	return strings.Trim(s, "0123456789.") == ""
-}
-
-func unusable(a netip.Addr) string {
-	switch {
-	case a.Zone() != "":
-		return "zoned"
-	case a.IsUnspecified():
-		return "unspecified"
-	case a.IsLoopback():
-		return "loopback"
-	case a.IsLinkLocalUnicast():
-		return "link-local"
-	case a.IsMulticast(), a.IsLinkLocalMulticast(), a.IsInterfaceLocalMulticast():
-		return "multicast"
-	}
-	return ""
-}
-
-// slices builds one EndpointSlice per non-empty address family.
-func (a addressSet) slices(gd *v1alpha1.GatewayDNS, cluster, record, hostname string) []*discoveryv1.EndpointSlice {
-	var out []*discoveryv1.EndpointSlice
-	for _, f := range []struct {
-		t     discoveryv1.AddressType
-		addrs []string
-	}{{discoveryv1.AddressTypeIPv4, a.v4}, {discoveryv1.AddressTypeIPv6, a.v6}, {discoveryv1.AddressTypeFQDN, a.fqdn}} {
-		if len(f.addrs) == 0 {
-			continue
-		}
-		s := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: sliceName(gd.Namespace, gd.Name, cluster, record, strings.ToLower(string(f.t))),
-				Labels: map[string]string{
-					LabelManagedBy:     ManagedByValue,
-					LabelServiceName:   gd.Name,
-					LabelSourceCluster: cluster,
-					LabelRecord:        record,
-				},
-				Annotations: map[string]string{
-					AnnotationHostname:   hostname,
-					AnnotationGatewayRef: gd.Namespace + "/" + gd.Name,
-				},
-			},
-			AddressType: f.t,
-			Endpoints: []discoveryv1.Endpoint{{
-				Addresses:  slices.Clone(f.addrs),
-				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-			}},
-		}
-		if gd.Spec.TTL != nil {
-			s.Annotations[AnnotationTTL] = strconv.Itoa(int(*gd.Spec.TTL))
-		}
-		out = append(out, s)
-	}
 	return out
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
 func testGatewayDNS(name string) *v1alpha1.GatewayDNS {
@@ -46,7 +48,7 @@ func good(name string, addrs ...string) clusterInput {
 
 // sliceView is a slice reduced to what a test compares: hostname, type, addresses.
 func sliceView(s *discoveryv1.EndpointSlice) string {
-	return s.Annotations[AnnotationHostname] + " " + string(s.AddressType) + " " + strings.Join(s.Endpoints[0].Addresses, ",")
+	return s.Annotations[contract.AnnotationHostname] + " " + string(s.AddressType) + " " + strings.Join(s.Endpoints[0].Addresses, ",")
 }
 
 func TestComputeDesired(t *testing.T) {
@@ -246,14 +248,14 @@ func TestComputeDesired(t *testing.T) {
 // checkSliceInvariants asserts the contract every written slice meets.
 func checkSliceInvariants(t *testing.T, s *discoveryv1.EndpointSlice) {
 	t.Helper()
-	if len(s.Name) > 63 || !isDNSName(s.Name) {
+	if len(s.Name) > 63 || skydnsrecord.ValidateName(s.Name) != nil {
 		t.Errorf("slice name %q: not a DNS name of at most 63", s.Name)
 	}
-	if s.Labels[LabelManagedBy] != ManagedByValue || s.Labels[LabelServiceName] != "gw" {
+	if s.Labels[contract.LabelManagedBy] != contract.ManagedByValue || s.Labels[contract.LabelServiceName] != "gw" {
 		t.Errorf("slice %s labels %v", s.Name, s.Labels)
 	}
-	if s.Annotations[AnnotationGatewayRef] != "dev-team/gw" {
-		t.Errorf("slice %s ref %q", s.Name, s.Annotations[AnnotationGatewayRef])
+	if s.Annotations[contract.AnnotationGatewayRef] != "dev-team/gw" {
+		t.Errorf("slice %s ref %q", s.Name, s.Annotations[contract.AnnotationGatewayRef])
 	}
 	if len(s.Ports) != 0 || len(s.Endpoints) != 1 {
 		t.Errorf("slice %s: want one endpoint and no ports", s.Name)
@@ -269,49 +271,12 @@ func checkSliceInvariants(t *testing.T, s *discoveryv1.EndpointSlice) {
 func TestTTLAnnotation(t *testing.T) {
 	gd := testGatewayDNS("gw")
 	d := computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1")})
-	if _, ok := d.Slices[0].Annotations[AnnotationTTL]; ok {
+	if _, ok := d.Slices[0].Annotations[contract.AnnotationTTL]; ok {
 		t.Errorf("ttl annotation set without spec.ttl")
 	}
 	gd.Spec.TTL = ptr.To(int32(60))
 	d = computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1")})
-	if got := d.Slices[0].Annotations[AnnotationTTL]; got != "60" {
+	if got := d.Slices[0].Annotations[contract.AnnotationTTL]; got != "60" {
 		t.Errorf("ttl annotation %q, want 60", got)
-	}
-}
-
-func TestSliceName(t *testing.T) {
-	long := strings.Repeat("a", 60)
-	names := map[string]bool{}
-	for _, in := range [][5]string{
-		{"dev-team", "gw", "cluster-a", "gateway", "ipv4"},
-		{"dev-team", "gw", "cluster-a", "gateway", "ipv6"},
-		{"dev-team", "gw", "cluster-a", "api", "ipv4"},
-		{"dev-team", "gw-cluster", "a", "gateway", "ipv4"}, // same readable prefix as gw + cluster-a
-		{"dev-team", long, long, "gateway", "ipv4"},
-		{"dev-team", long, long + "b", "gateway", "ipv4"},
-		{"dev-team", "my.gw", "cluster-a", "gateway", "fqdn"},
-	} {
-		n := sliceName(in[0], in[1], in[2], in[3], in[4])
-		if len(n) > 63 || !isDNSName(n) {
-			t.Errorf("sliceName%v = %q: invalid", in, n)
-		}
-		if n != sliceName(in[0], in[1], in[2], in[3], in[4]) {
-			t.Errorf("sliceName%v not deterministic", in)
-		}
-		if names[n] {
-			t.Errorf("sliceName%v = %q collides", in, n)
-		}
-		names[n] = true
-	}
-}
-
-func TestIsDNSLabel(t *testing.T) {
-	for s, want := range map[string]bool{
-		"cluster-a": true, "a": true, "0a": true, strings.Repeat("a", 63): true,
-		"": false, "a.b": false, "-a": false, "a-": false, "A": false, "a_b": false, strings.Repeat("a", 64): false,
-	} {
-		if got := isDNSLabel(s); got != want {
-			t.Errorf("isDNSLabel(%q) = %v, want %v", s, got, want)
-		}
 	}
 }

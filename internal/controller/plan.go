@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
@@ -20,7 +21,7 @@ type plan struct {
 // ownedBy reports whether the controller wrote s for the GatewayDNS ref
 // ("<ns>/<name>"). Slices without both marks are never changed or deleted.
 func ownedBy(s *discoveryv1.EndpointSlice, ref string) bool {
-	return s.Labels[LabelManagedBy] == ManagedByValue && s.Annotations[AnnotationGatewayRef] == ref
+	return s.Labels[contract.LabelManagedBy] == contract.ManagedByValue && s.Annotations[contract.AnnotationGatewayRef] == ref
 }
 
 // computePlan diffs desired against existing; it is pure. Existing slices
@@ -36,7 +37,7 @@ func computePlan(ref string, desired, existing []*discoveryv1.EndpointSlice, kee
 		}
 	}
 	kept := func(s *discoveryv1.EndpointSlice) bool {
-		return s.Labels[LabelRecord] == recordGateway && keep[s.Labels[LabelSourceCluster]]
+		return s.Labels[contract.LabelRecord] == string(contract.KindGateway) && keep[s.Labels[contract.LabelSourceCluster]]
 	}
 	want := map[string]bool{}
 	for _, d := range desired {
@@ -76,8 +77,8 @@ func sameSlice(existing, desired *discoveryv1.EndpointSlice) bool {
 		}
 	}
 	// An annotation we set before (ttl) and no longer want must go.
-	if _, had := existing.Annotations[AnnotationTTL]; had {
-		if _, want := desired.Annotations[AnnotationTTL]; !want {
+	if _, had := existing.Annotations[contract.AnnotationTTL]; had {
+		if _, want := desired.Annotations[contract.AnnotationTTL]; !want {
 			return false
 		}
 	}
@@ -109,8 +110,8 @@ func mergeForUpdate(existing, desired *discoveryv1.EndpointSlice) *discoveryv1.E
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	if _, want := desired.Annotations[AnnotationTTL]; !want {
-		delete(ann, AnnotationTTL)
+	if _, want := desired.Annotations[contract.AnnotationTTL]; !want {
+		delete(ann, contract.AnnotationTTL)
 	}
 	maps.Copy(ann, desired.Annotations)
 	u.Labels, u.Annotations = labels, ann
@@ -173,7 +174,7 @@ func computeDelta(from, to desiredSet) delta {
 			continue
 		}
 		s := from.Slices[name]
-		if source := s.Labels[LabelSourceCluster]; s.Labels[LabelRecord] == recordGateway && to.Keep[source] {
+		if source := s.Labels[contract.LabelSourceCluster]; s.Labels[contract.LabelRecord] == string(contract.KindGateway) && to.Keep[source] {
 			d.Hold[name] = source
 			continue
 		}

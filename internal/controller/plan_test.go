@@ -8,6 +8,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
 func names(ss []*discoveryv1.EndpointSlice) []string {
@@ -28,10 +29,10 @@ func TestComputePlan(t *testing.T) {
 
 	foreign := desiredAB.Slices[0].DeepCopy()
 	foreign.Name = "hand-written"
-	foreign.Labels = map[string]string{LabelServiceName: "gw"} // not managed by us
+	foreign.Labels = map[string]string{contract.LabelServiceName: "gw"} // not managed by us
 	otherGD := desiredAB.Slices[1].DeepCopy()
 	otherGD.Name = "other-gatewaydns"
-	otherGD.Annotations[AnnotationGatewayRef] = "dev-team/other"
+	otherGD.Annotations[contract.AnnotationGatewayRef] = "dev-team/other"
 
 	withExtra := desiredAB.Slices[0].DeepCopy()
 	withExtra.Labels["team"] = "x"
@@ -72,13 +73,13 @@ func TestMergeForUpdateKeepsOthersMarks(t *testing.T) {
 	d := computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1")})
 	existing := d.Slices[0].DeepCopy()
 	existing.Labels["team"] = "x"
-	existing.Annotations[AnnotationTTL] = "60"
+	existing.Annotations[contract.AnnotationTTL] = "60"
 	existing.ResourceVersion = "7"
 	u := mergeForUpdate(existing, d.Slices[0])
 	if u.Labels["team"] != "x" || u.ResourceVersion != "7" {
 		t.Errorf("merge lost labels or resourceVersion: %v %q", u.Labels, u.ResourceVersion)
 	}
-	if _, ok := u.Annotations[AnnotationTTL]; ok {
+	if _, ok := u.Annotations[contract.AnnotationTTL]; ok {
 		t.Errorf("ttl annotation no longer wanted but kept")
 	}
 	if sameSlice(existing, d.Slices[0]) {
@@ -97,9 +98,9 @@ func TestComputeDelta(t *testing.T) {
 	}
 	unreachable := func(name string) clusterInput { return clusterInput{Name: name, Selected: true} }
 	ab := set(nil, good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2"))
-	nameA := sliceName("dev-team", "gw", "cluster-a", recordGateway, "ipv4")
-	nameB := sliceName("dev-team", "gw", "cluster-b", recordGateway, "ipv4")
-	nameA6 := sliceName("dev-team", "gw", "cluster-a", recordGateway, "ipv6")
+	nameA := contract.SliceName("dev-team", "gw", "cluster-a", contract.KindGateway, "ipv4")
+	nameB := contract.SliceName("dev-team", "gw", "cluster-b", contract.KindGateway, "ipv4")
+	nameA6 := contract.SliceName("dev-team", "gw", "cluster-a", contract.KindGateway, "ipv6")
 
 	tests := []struct {
 		name                   string

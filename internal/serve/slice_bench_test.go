@@ -7,6 +7,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
@@ -17,7 +18,7 @@ func BenchmarkSliceRecords(b *testing.B) {
 		slice := &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "gw-a-ipv4", Namespace: DefaultNamespace,
-				Annotations: map[string]string{HostnameAnnotation: "*.gateway.cluster-a.dev-team.clusters.xcc.test"},
+				Annotations: map[string]string{contract.AnnotationHostname: "*.gateway.cluster-a.dev-team.clusters.xcc.test", contract.AnnotationGatewayRef: "dev-team/gw"},
 			},
 			AddressType: discoveryv1.AddressTypeIPv4,
 		}

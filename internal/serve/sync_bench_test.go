@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
@@ -34,7 +35,7 @@ func BenchmarkSyncSlice(b *testing.B) {
 				objs[i] = &discoveryv1.EndpointSlice{
 					ObjectMeta: metav1.ObjectMeta{
 						Name: fmt.Sprintf("gw-c%d-gateway-ipv4", i), Namespace: DefaultNamespace,
-						Annotations: map[string]string{HostnameAnnotation: fmt.Sprintf("*.gateway.c%d.dev-team.clusters.xcc.test", i)},
+						Annotations: map[string]string{contract.AnnotationHostname: fmt.Sprintf("*.gateway.c%d.dev-team.clusters.xcc.test", i), contract.AnnotationGatewayRef: "dev-team/gw"},
 					},
 					AddressType: discoveryv1.AddressTypeIPv4,
 					Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)}}},

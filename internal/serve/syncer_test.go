@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
@@ -19,7 +20,7 @@ import (
 
 func ipv4Slice(name, hostname, addr string) *discoveryv1.EndpointSlice {
 	return &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: DefaultNamespace, Annotations: map[string]string{HostnameAnnotation: hostname}},
+		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: DefaultNamespace, Annotations: map[string]string{contract.AnnotationHostname: hostname, contract.AnnotationGatewayRef: "dev-team/gw"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr}}},
 	}

@@ -7,19 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 )
 
 const (
 	// DefaultTTL is the record TTL in seconds when the source sets none.
 	// It is always written: the etcd plugin's own default is 300 s.
 	DefaultTTL uint32 = 30
-	// MinTTL and MaxTTL bound a TTL a source may ask for.
-	MinTTL uint32 = 1
-	MaxTTL uint32 = 86400
 
-	// leafPrefix starts every leaf the syncer writes: a letter, so a leaf is
-	// also a valid DNS label.
-	leafPrefix = "x"
+	// leafPrefix starts every leaf the syncer writes. '_' is in no label a
+	// published name may have (ValidateLabel), so no hostname's key can
+	// equal a leaf key: a name one label below another is never stored over
+	// that name's records.
+	leafPrefix = "_"
 	// leafHashBytes is how much of the SHA-256 goes into a leaf: 8 bytes,
 	// 16 hex digits, make a collision between two records of one name
 	// practically impossible.
@@ -114,14 +114,24 @@ func ParseAddress(s string) (netip.Addr, error) {
 	return ip, nil
 }
 
-// ParseTarget reads a load balancer hostname, the target of a CNAME.
+// ParseTarget reads a load balancer hostname, the target of a CNAME. It
+// refuses names that cannot be a gateway another cluster reaches: a
+// loopback name (localhost and below it), a single label (the API server
+// refuses it in an FQDN EndpointSlice, and a resolver would complete it with
+// the asking pod's search path), and anything that is an address.
 func ParseTarget(s string) (string, error) {
 	name := CanonicalName(s)
 	if err := ValidateName(name); err != nil {
 		return "", fmt.Errorf("target %q: %w", s, err)
 	}
-	if _, err := netip.ParseAddr(name); err == nil {
+	if _, err := netip.ParseAddr(name); err == nil || strings.Trim(name, "0123456789.") == "" {
 		return "", fmt.Errorf("target %q: %w: an address, not a hostname", s, ErrInvalidName)
+	}
+	switch {
+	case name == "localhost" || strings.HasSuffix(name, ".localhost"):
+		return "", fmt.Errorf("target %q: %w: loopback name", s, ErrInvalidName)
+	case !strings.Contains(name, "."):
+		return "", fmt.Errorf("target %q: %w: a single label, not a fully qualified name", s, ErrInvalidName)
 	}
 	return name, nil
 }

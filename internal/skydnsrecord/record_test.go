@@ -13,9 +13,6 @@ func TestLeafDeterministic(t *testing.T) {
 	if b := Leaf("EndpointSlice xcc-dns/gw-a-ipv4", "192.0.2.1"); a != b {
 		t.Fatalf("Leaf differs for the same input: %q, %q", a, b)
 	}
-	if err := ValidateLabel(a); err != nil {
-		t.Errorf("Leaf %q is not a valid label: %v", a, err)
-	}
 	if len(a) != 1+2*leafHashBytes || !strings.HasPrefix(a, leafPrefix) {
 		t.Errorf("Leaf %q: want %q and %d hex digits", a, leafPrefix, 2*leafHashBytes)
 	}
@@ -99,6 +96,12 @@ func TestParseTarget(t *testing.T) {
 		{"-a.example.com", ""},
 		{"2001:db8::1", ""},
 		{strings.Repeat("a", 64) + ".example.com", ""},
+		{"localhost", ""},
+		{"LocalHost.", ""},
+		{"db.localhost", ""},
+		{"gateway", ""},
+		{"10.0.0.300", ""},
+		{"localhost.example.com", "localhost.example.com"},
 	}
 	for _, tt := range tests {
 		got, err := ParseTarget(tt.in)
@@ -218,5 +221,18 @@ func TestSetKeys(t *testing.T) {
 	s := Set{"/b": {}, "/a": {}, "/c": {}}
 	if got := s.Keys(); !slices.Equal(got, []string{"/a", "/b", "/c"}) {
 		t.Errorf("Keys = %q", got)
+	}
+}
+
+// A hostname one label below a name can never be stored at the key of one
+// of that name's records, whatever its first label: leaves are not labels.
+func TestLeafIsNeverANameKey(t *testing.T) {
+	leaf := Leaf("EndpointSlice xcc-dns/victim", "192.0.2.1")
+	victim := RecordKey("gateway.b.dev-team.clusters.xcc.test", "EndpointSlice xcc-dns/victim", "192.0.2.1")
+	if err := ValidateLabel(leaf); err == nil {
+		t.Fatalf("leaf %q is a valid label", leaf)
+	}
+	if _, _, err := ParseHostname(leaf+".gateway.b.dev-team.clusters.xcc.test", "xcc.test"); err == nil {
+		t.Errorf("hostname with the leaf %q as its first label accepted: its key would be %q", leaf, victim)
 	}
 }

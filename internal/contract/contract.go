@@ -1,0 +1,48 @@
+// Package contract is the EndpointSlice contract between the two roles of
+// xcc-dns: the labels and annotations, the names a slice may publish, how
+// the controller builds a slice and how serve reads one back, and the one
+// set of rules both apply to hostnames, addresses and TTLs.
+//
+// The controller and serve both use it, so status never says Published for
+// anything serve would refuse, and a rule changed in one place holds on both
+// sides. It is pure: no I/O.
+package contract
+
+// Label and annotation keys of the slices. The connectivity.tanzu.vmware.com
+// annotations are what the original cross-cluster-connectivity controller
+// wrote, so slices from it are read unchanged.
+const (
+	AnnotationHostname   = "connectivity.tanzu.vmware.com/dns-hostname"
+	AnnotationGatewayRef = "connectivity.tanzu.vmware.com/gateway-dns-ref"
+	AnnotationTTL        = "xcc-dns.io/ttl"
+
+	LabelManagedBy     = "endpointslice.kubernetes.io/managed-by"
+	ManagedByValue     = "xcc-dns-controller"
+	LabelServiceName   = "kubernetes.io/service-name"
+	LabelSourceCluster = "xcc-dns.io/source-cluster"
+	LabelRecord        = "xcc-dns.io/record"
+)
+
+// Kind is the kind of name a slice publishes; each kind states which
+// subtree of the zone it lies in and so which namespace owns it.
+type Kind string
+
+const (
+	// KindGateway is *.gateway.<cluster>.<ns>.clusters.<zone>: the
+	// gateway load balancer of a cluster, owned by namespace <ns>.
+	KindGateway Kind = "gateway"
+	// KindAPI is api.<cluster>.<ns>.clusters.<zone>: the control plane
+	// endpoint of a cluster, owned by namespace <ns>.
+	KindAPI Kind = "api"
+)
+
+// Bounds of what one slice may carry.
+const (
+	// MaxAddressesPerEndpoint is the API server's limit on the addresses
+	// of one endpoint; Build splits longer lists over several endpoints.
+	MaxAddressesPerEndpoint = 100
+	// MaxAddressesPerSlice bounds the records one slice publishes, on both
+	// sides: the controller refuses more with a status reason, serve
+	// refuses the whole slice. Ten endpoints of the API server's maximum.
+	MaxAddressesPerSlice = 10 * MaxAddressesPerEndpoint
+)
