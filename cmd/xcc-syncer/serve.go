@@ -24,6 +24,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Domain, "domain", skydnsrecord.DefaultDomain, "DNS zone the records live in")
 	fs.StringVar(&o.HTTPAddress, "http-address", serve.DefaultHTTPAddress, "address of /healthz, /readyz and /metrics")
 	fs.DurationVar(&o.ReconcilePeriod, "reconcile-period", serve.DefaultReconcilePeriod, "how often every record is read back from etcd and repaired")
+	fs.IntVar(&o.MaxRecords, "max-records", serve.DefaultMaxRecords, "most records all EndpointSlices together may publish; a slice that would exceed it is refused")
 	fs.StringVar(&endpoints, "etcd-endpoints", "", "comma-separated client URLs of an existing etcd; set, no etcd is embedded")
 	fs.StringVar(&o.Etcd.Name, "etcd-name", etcdserver.DefaultName, "member name of the embedded etcd")
 	fs.StringVar(&o.Etcd.DataDir, "etcd-data-dir", "/var/lib/xcc-dns/etcd", "data directory of the embedded etcd (on a volume, so records survive restarts)")

@@ -13,6 +13,8 @@ type Metrics struct {
 	Writes            prometheus.Counter
 	SyncErrors        prometheus.Counter
 	RefusedInputs     prometheus.Counter
+	RefusedSlices     prometheus.Counter
+	HandRecordsKept   prometheus.Counter
 	ReconcileDuration prometheus.Histogram
 }
 
@@ -31,11 +33,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		RefusedInputs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "xcc_serve_refused_inputs_total", Help: "Hostnames, addresses or TTLs in EndpointSlices that were refused.",
 		}),
+		RefusedSlices: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "xcc_serve_refused_slices_total", Help: "EndpointSlices refused because their records would exceed --max-records.",
+		}),
+		HandRecordsKept: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "xcc_serve_hand_records_kept_total", Help: "Writes skipped because the key holds a record the syncer did not write.",
+		}),
 		ReconcileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "xcc_serve_reconcile_duration_seconds", Help: "Time of a full reconcile of every record.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
 	}
-	reg.MustRegister(m.Records, m.Writes, m.SyncErrors, m.RefusedInputs, m.ReconcileDuration)
+	reg.MustRegister(m.Records, m.Writes, m.SyncErrors, m.RefusedInputs, m.RefusedSlices, m.HandRecordsKept, m.ReconcileDuration)
 	return m
 }

@@ -39,6 +39,8 @@ type Options struct {
 	EtcdEndpoints   []string // set: use this etcd, start none
 	Etcd            etcdserver.Config
 	ReconcilePeriod time.Duration
+	// MaxRecords bounds the records all slices together may publish.
+	MaxRecords int
 	// HTTPReady, if set, is told the address the HTTP server bound (for
 	// HTTPAddress with port 0).
 	HTTPReady func(net.Addr)
@@ -82,6 +84,7 @@ func Run(ctx context.Context, o Options) error {
 		Store:           store.New(cli, o.Domain),
 		Metrics:         NewMetrics(reg),
 		ReconcilePeriod: o.ReconcilePeriod,
+		MaxRecords:      o.MaxRecords,
 	})
 
 	ctx, cancel := context.WithCancel(ctx)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,7 @@ type Syncer struct {
 	metrics         *Metrics
 	reconcilePeriod time.Duration
 	workers         int
+	budget          *budget
 
 	// reconcileMu keeps slice syncs (readers) out of a full reconcile
 	// (writer). The reconcile deletes every owned record its snapshot of
@@ -74,6 +76,8 @@ type Config struct {
 	Metrics         *Metrics
 	ReconcilePeriod time.Duration
 	Workers         int
+	// MaxRecords bounds the records of all slices together; 0: DefaultMaxRecords.
+	MaxRecords int
 }
 
 // New wires a Syncer to an informer on the EndpointSlices of cfg.Namespace.
@@ -84,6 +88,9 @@ func New(cfg Config) (*Syncer, informers.SharedInformerFactory) {
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = DefaultWorkers
+	}
+	if cfg.MaxRecords == 0 {
+		cfg.MaxRecords = DefaultMaxRecords
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, informerResync, informers.WithNamespace(cfg.Namespace))
 	inf := factory.Discovery().V1().EndpointSlices()
@@ -96,6 +103,7 @@ func New(cfg Config) (*Syncer, informers.SharedInformerFactory) {
 		metrics:         cfg.Metrics,
 		reconcilePeriod: cfg.ReconcilePeriod,
 		workers:         cfg.Workers,
+		budget:          newBudget(cfg.MaxRecords),
 	}
 	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.enqueue,
@@ -203,6 +211,10 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 	default:
 		desired = s.sliceRecords(ctx, slice)
 	}
+	if !s.budget.admit(owner, len(desired)) {
+		s.refuseOverBudget(ctx, slice, len(desired))
+		desired = nil
+	}
 	for k := range desired {
 		dirs[skydnsrecord.ParentKey(k)] = true
 	}
@@ -235,9 +247,24 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list EndpointSlices: %w", err)
 	}
+	// Oldest first: when the records do not all fit, the slices served
+	// longest keep their place.
+	sort.Slice(slices, func(i, j int) bool {
+		a, b := slices[i], slices[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	s.budget.reset()
 	desired := skydnsrecord.Set{}
 	for _, slice := range slices {
-		for k, r := range s.sliceRecords(ctx, slice) {
+		records := s.sliceRecords(ctx, slice)
+		if !s.budget.admit(Owner(slice.Namespace, slice.Name), len(records)) {
+			s.refuseOverBudget(ctx, slice, len(records))
+			continue
+		}
+		for k, r := range records {
 			desired[k] = r
 		}
 	}
@@ -265,7 +292,18 @@ func (s *Syncer) sliceRecords(ctx context.Context, slice *discoveryv1.EndpointSl
 	return records
 }
 
+// refuseOverBudget reports a slice whose records do not fit in the budget.
+func (s *Syncer) refuseOverBudget(ctx context.Context, slice *discoveryv1.EndpointSlice, n int) {
+	s.metrics.RefusedSlices.Inc()
+	klog.FromContext(ctx).Error(nil, "Refused an EndpointSlice: its records would exceed the records all slices may publish",
+		"slice", klog.KObj(slice), "records", n, "maxRecords", s.budget.max)
+}
+
 func (s *Syncer) observe(ctx context.Context, res store.Result, what, key string) {
+	if len(res.Skipped) > 0 {
+		s.metrics.HandRecordsKept.Add(float64(len(res.Skipped)))
+		klog.FromContext(ctx).Info("Left records not written by the syncer as they are", what, key, "keys", res.Skipped)
+	}
 	s.metrics.Records.Set(float64(s.store.Len()))
 	if res.Puts+res.Deletes > 0 {
 		s.metrics.Writes.Add(float64(res.Puts + res.Deletes))

@@ -2,13 +2,16 @@ package serve
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
@@ -73,5 +76,94 @@ func TestSliceSyncedDuringReconcileKeepsItsRecords(t *testing.T) {
 	}
 	if resp.Count != 1 {
 		t.Fatalf("%d records of the slice synced during the reconcile, want 1", resp.Count)
+	}
+}
+
+// startSyncer runs a syncer on a real etcd over the given slices and
+// returns it after its first reconcile.
+func startSyncer(t *testing.T, maxRecords int, slices ...*discoveryv1.EndpointSlice) (*Syncer, *clientv3.Client) {
+	t.Helper()
+	_, cli := etcdtest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	objs := make([]runtime.Object, len(slices))
+	for i, s := range slices {
+		objs[i] = s
+	}
+	s, factory := New(Config{
+		Client:    fake.NewClientset(objs...),
+		Namespace: DefaultNamespace, Domain: skydnsrecord.DefaultDomain,
+		Store: store.New(cli, skydnsrecord.DefaultDomain), Metrics: NewMetrics(prometheus.NewRegistry()),
+		MaxRecords: maxRecords,
+	})
+	factory.Start(ctx.Done())
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced) {
+		t.Fatal("EndpointSlice cache did not sync")
+	}
+	if err := s.reconcileAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s, cli
+}
+
+func countUnder(t *testing.T, cli *clientv3.Client, name string) int64 {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), skydnsrecord.Key(name)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Count
+}
+
+// When the records do not all fit, the slices served longest keep theirs
+// and the newer one is refused whole, at a reconcile and at its own sync.
+func TestRecordBudgetKeepsOlderSlices(t *testing.T) {
+	older := ipv4Slice("gw-old", "*.gateway.cluster-a.dev-team.clusters.xcc.test", "192.0.2.10")
+	older.Endpoints[0].Addresses = append(older.Endpoints[0].Addresses, "192.0.2.11")
+	older.CreationTimestamp = metav1.NewTime(time.Unix(1000, 0))
+	newer := ipv4Slice("gw-new", "*.gateway.cluster-b.dev-team.clusters.xcc.test", "192.0.2.20")
+	newer.Endpoints[0].Addresses = append(newer.Endpoints[0].Addresses, "192.0.2.21")
+	newer.CreationTimestamp = metav1.NewTime(time.Unix(2000, 0))
+	s, cli := startSyncer(t, 3, newer, older)
+	if got := countUnder(t, cli, "gateway.cluster-a.dev-team.clusters.xcc.test"); got != 2 {
+		t.Errorf("older slice: %d records, want 2", got)
+	}
+	if got := countUnder(t, cli, "gateway.cluster-b.dev-team.clusters.xcc.test"); got != 0 {
+		t.Errorf("newer slice over the budget: %d records, want 0", got)
+	}
+	if err := s.syncHandler(context.Background(), DefaultNamespace+"/gw-new"); err != nil {
+		t.Fatal(err)
+	}
+	if got := countUnder(t, cli, "gateway.cluster-b.dev-team.clusters.xcc.test"); got != 0 {
+		t.Errorf("newer slice synced over the budget: %d records, want 0", got)
+	}
+	var m dto.Metric
+	if err := s.metrics.RefusedSlices.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.GetCounter().GetValue(); got != 2 {
+		t.Errorf("refused slices metric %v, want 2", got)
+	}
+}
+
+// A slice whose hostname is a sub-name of another cluster's gateway, or a
+// name of another namespace, publishes nothing; the other slices are
+// served.
+func TestHostileSlicesPublishNothing(t *testing.T) {
+	victim := ipv4Slice("victim", "*.gateway.cluster-b.dev-team.clusters.xcc.test", "192.0.2.20")
+	subName := ipv4Slice("sub", "evil.gateway.cluster-b.dev-team.clusters.xcc.test", "203.0.113.66")
+	otherNS := ipv4Slice("other", "*.gateway.cluster-c.other-team.clusters.xcc.test", "203.0.113.67")
+	_, cli := startSyncer(t, 0, victim, subName, otherNS)
+	resp, err := cli.Get(context.Background(), skydnsrecord.Prefix+"/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if strings.Contains(string(kv.Value), "203.0.113.") {
+			t.Errorf("hostile record %s = %s", kv.Key, kv.Value)
+		}
+	}
+	if got := countUnder(t, cli, "gateway.cluster-b.dev-team.clusters.xcc.test"); got != 1 {
+		t.Errorf("victim: %d records, want 1", got)
 	}
 }

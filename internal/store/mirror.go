@@ -8,23 +8,29 @@ import "github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 // filling a store with n slices cost n².
 type mirror struct {
 	records skydnsrecord.Set
+	// revs holds each record's etcd mod revision: a write to the key is
+	// guarded by it, so a key someone else changed since is never
+	// overwritten or deleted blindly.
+	revs    map[string]int64
 	byOwner map[string]map[string]struct{} // owner -> keys
 	byDir   map[string]map[string]struct{} // key directory -> keys
 }
 
-func newMirror(set skydnsrecord.Set) *mirror {
+func newMirror(set skydnsrecord.Set, revs map[string]int64) *mirror {
 	m := &mirror{
 		records: make(skydnsrecord.Set, len(set)),
+		revs:    make(map[string]int64, len(set)),
 		byOwner: map[string]map[string]struct{}{},
 		byDir:   map[string]map[string]struct{}{},
 	}
 	for k, r := range set {
-		m.put(k, r)
+		m.put(k, r, revs[k])
 	}
 	return m
 }
 
-func (m *mirror) put(key string, r skydnsrecord.Record) {
+func (m *mirror) put(key string, r skydnsrecord.Record, rev int64) {
+	m.revs[key] = rev
 	if old, ok := m.records[key]; ok && old.Owner != r.Owner {
 		unindex(m.byOwner, old.Owner, key)
 	}
@@ -39,6 +45,7 @@ func (m *mirror) delete(key string) {
 		return
 	}
 	delete(m.records, key)
+	delete(m.revs, key)
 	unindex(m.byOwner, old.Owner, key)
 	unindex(m.byDir, skydnsrecord.ParentKey(key), key)
 }

@@ -16,8 +16,8 @@ func TestMirrorIndexes(t *testing.T) {
 		dirA + "/x1": rec("s1", "192.0.2.1"),
 		dirA + "/x2": rec("s2", "192.0.2.2"),
 		dirB + "/x3": rec("s1", "192.0.2.3"),
-	})
-	m.put(dirA+"/x2", rec("s1", "192.0.2.2")) // owner changes: s2 has none left
+	}, nil)
+	m.put(dirA+"/x2", rec("s1", "192.0.2.2"), 0) // owner changes: s2 has none left
 	m.delete(dirB + "/x3")
 	m.delete(dirB + "/nosuch")
 

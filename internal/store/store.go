@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -44,12 +45,15 @@ type Store struct {
 
 // New returns a store for the records of zone (for example "xcc.test").
 func New(kv KV, zone string) *Store {
-	return &Store{kv: kv, prefix: skydnsrecord.Key(zone) + "/", owned: newMirror(nil)}
+	return &Store{kv: kv, prefix: skydnsrecord.Key(zone) + "/", owned: newMirror(nil, nil)}
 }
 
 // Result tells what a sync or reconcile wrote.
 type Result struct {
 	Puts, Deletes int
+	// Skipped lists the keys a plan wanted to write that hold a record the
+	// syncer did not write (put by hand): they are left as they are.
+	Skipped []string
 	// Revision is the etcd revision after the last write; 0 if nothing was
 	// written.
 	Revision int64
@@ -58,37 +62,60 @@ type Result struct {
 // Current reads every record under the zone and returns the owned ones.
 // Values that are not record JSON are not ours: they are skipped.
 func (s *Store) Current(ctx context.Context) (skydnsrecord.Set, error) {
+	owned, _, _, err := s.read(ctx)
+	return owned, err
+}
+
+// read returns the owned records under the zone with their mod revisions,
+// and the keys that hold anything else.
+func (s *Store) read(ctx context.Context) (owned skydnsrecord.Set, revs map[string]int64, foreign map[string]bool, err error) {
 	resp, err := s.kv.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
-		return nil, fmt.Errorf("etcd get prefix %q: %w", s.prefix, err)
+		return nil, nil, nil, fmt.Errorf("etcd get prefix %q: %w", s.prefix, err)
 	}
-	owned := make(skydnsrecord.Set, len(resp.Kvs))
+	owned = make(skydnsrecord.Set, len(resp.Kvs))
+	revs = make(map[string]int64, len(resp.Kvs))
+	foreign = map[string]bool{}
 	for _, kv := range resp.Kvs {
 		r, err := skydnsrecord.Unmarshal(kv.Value)
 		if err != nil || !r.Owned() {
+			foreign[string(kv.Key)] = true
 			continue
 		}
 		owned[string(kv.Key)] = r
+		revs[string(kv.Key)] = kv.ModRevision
 	}
-	return owned, nil
+	return owned, revs, foreign, nil
 }
 
 // Reconcile reads what is in etcd and makes the owned records equal
 // desired, repairing drift both ways: a missing or changed record is put
-// back, an owned record that is not desired is deleted. Every desired
-// record must carry an Owner.
+// back, an owned record that is not desired is deleted. A desired key that
+// holds a record put by hand is skipped. Every desired record must carry an
+// Owner.
 func (s *Store) Reconcile(ctx context.Context, desired skydnsrecord.Set) (Result, error) {
 	if err := checkOwned(desired); err != nil {
 		return Result{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	current, err := s.Current(ctx)
+	current, revs, foreign, err := s.read(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	s.owned, s.loaded = newMirror(current), true
-	return s.apply(ctx, skydnsrecord.Diff(desired, current))
+	s.owned, s.loaded = newMirror(current, revs), true
+	plan := skydnsrecord.Diff(desired, current)
+	var skipped []string
+	plan.Puts = slices.DeleteFunc(plan.Puts, func(p skydnsrecord.Put) bool {
+		if foreign[p.Key] {
+			skipped = append(skipped, p.Key)
+			return true
+		}
+		return false
+	})
+	res, err := s.apply(ctx, plan)
+	res.Skipped = append(skipped, res.Skipped...)
+	return res, err
 }
 
 // SyncOwner makes the records of owner equal desired, which must all carry
@@ -141,50 +168,134 @@ func (s *Store) OwnedUnder(dir string) skydnsrecord.Set {
 	return s.owned.under(dir)
 }
 
+// maxGuardRetries bounds how often a batch is re-read and retried after
+// someone else changed one of its keys.
+const maxGuardRetries = 3
+
+// write is one planned operation on a key: a put of record, or a delete.
+type write struct {
+	key    string
+	record *skydnsrecord.Record // nil: delete
+}
+
 // apply writes plan in transactions of at most MaxOpsPerTxn operations and
-// updates the mirror after each one that landed. s.mu must be held.
+// updates the mirror after each one that landed. Every operation is
+// guarded: a put of a new key only if the key does not exist, a put or
+// delete of an owned key only if it is unchanged since the syncer last saw
+// it. So a record put by hand, at any key and at any time, is never
+// overwritten or deleted. s.mu must be held.
 func (s *Store) apply(ctx context.Context, plan skydnsrecord.Plan) (Result, error) {
 	var res Result
-	ops := make([]clientv3.Op, 0, min(MaxOpsPerTxn, len(plan.Puts)+len(plan.Deletes)))
-	var pending []func()
+	batch := make([]write, 0, min(MaxOpsPerTxn, len(plan.Puts)+len(plan.Deletes)))
 	flush := func() error {
-		if len(ops) == 0 {
-			return nil
-		}
-		resp, err := s.kv.Txn(ctx).Then(ops...).Commit()
-		if err != nil {
-			return fmt.Errorf("etcd txn of %d operations: %w", len(ops), err)
-		}
-		for _, f := range pending {
-			f()
-		}
-		res.Revision = resp.Header.Revision
-		ops, pending = ops[:0], pending[:0]
-		return nil
+		err := s.commit(ctx, batch, &res)
+		batch = batch[:0]
+		return err
 	}
 	for _, key := range plan.Deletes {
-		ops = append(ops, clientv3.OpDelete(key))
-		pending = append(pending, func() { s.owned.delete(key); res.Deletes++ })
-		if len(ops) == MaxOpsPerTxn {
+		batch = append(batch, write{key: key})
+		if len(batch) == MaxOpsPerTxn {
 			if err := flush(); err != nil {
 				return res, err
 			}
 		}
 	}
 	for _, put := range plan.Puts {
-		value, err := put.Record.Marshal()
-		if err != nil {
-			return res, err
-		}
-		ops = append(ops, clientv3.OpPut(put.Key, string(value)))
-		pending = append(pending, func() { s.owned.put(put.Key, put.Record); res.Puts++ })
-		if len(ops) == MaxOpsPerTxn {
+		batch = append(batch, write{key: put.Key, record: &put.Record})
+		if len(batch) == MaxOpsPerTxn {
 			if err := flush(); err != nil {
 				return res, err
 			}
 		}
 	}
 	return res, flush()
+}
+
+// commit writes one batch in one guarded transaction. When a guard fails,
+// it reads the batch's keys again, drops what is no longer the syncer's to
+// write, and tries again.
+func (s *Store) commit(ctx context.Context, batch []write, res *Result) error {
+	for attempt := 0; len(batch) > 0; attempt++ {
+		if attempt > maxGuardRetries {
+			return fmt.Errorf("etcd txn of %d operations: keys kept changing under it", len(batch))
+		}
+		cmps := make([]clientv3.Cmp, 0, len(batch))
+		ops := make([]clientv3.Op, 0, len(batch))
+		for _, w := range batch {
+			if rev, ok := s.owned.revs[w.key]; ok {
+				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(w.key), "=", rev))
+			} else {
+				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(w.key), "=", 0))
+			}
+			if w.record == nil {
+				ops = append(ops, clientv3.OpDelete(w.key))
+				continue
+			}
+			value, err := w.record.Marshal()
+			if err != nil {
+				return err
+			}
+			ops = append(ops, clientv3.OpPut(w.key, string(value)))
+		}
+		resp, err := s.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return fmt.Errorf("etcd txn of %d operations: %w", len(ops), err)
+		}
+		if resp.Succeeded {
+			for _, w := range batch {
+				if w.record == nil {
+					s.owned.delete(w.key)
+					res.Deletes++
+				} else {
+					s.owned.put(w.key, *w.record, resp.Header.Revision)
+					res.Puts++
+				}
+			}
+			res.Revision = resp.Header.Revision
+			return nil
+		}
+		if batch, err = s.refresh(ctx, batch, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refresh reads the keys of a batch whose guard failed, brings the mirror
+// up to date with them, and returns the writes still to do: none to a key
+// that holds a record the syncer did not write (counted in res.Skipped),
+// none that etcd already reflects.
+func (s *Store) refresh(ctx context.Context, batch []write, res *Result) ([]write, error) {
+	gets := make([]clientv3.Op, len(batch))
+	for i, w := range batch {
+		gets[i] = clientv3.OpGet(w.key)
+	}
+	resp, err := s.kv.Txn(ctx).Then(gets...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("etcd read of %d guarded keys: %w", len(gets), err)
+	}
+	var again []write
+	for i, w := range batch {
+		kvs := resp.Responses[i].GetResponseRange().GetKvs()
+		if len(kvs) == 0 {
+			s.owned.delete(w.key)
+			if w.record != nil {
+				again = append(again, w)
+			}
+			continue
+		}
+		r, err := skydnsrecord.Unmarshal(kvs[0].Value)
+		if err != nil || !r.Owned() {
+			s.owned.delete(w.key)
+			res.Skipped = append(res.Skipped, w.key)
+			continue
+		}
+		s.owned.put(w.key, r, kvs[0].ModRevision)
+		if w.record == nil || r != *w.record {
+			again = append(again, w)
+		}
+	}
+	return again, nil
 }
 
 func checkOwned(set skydnsrecord.Set) error {

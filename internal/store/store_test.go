@@ -211,3 +211,95 @@ func TestRecordsWithoutOwnerAreRefused(t *testing.T) {
 		t.Fatal("reconcile of a record without owner: want an error")
 	}
 }
+
+// A record put by hand is never overwritten or deleted, whatever key it is
+// at and whenever it arrives: before the first reconcile, at a key the
+// syncer wrote since, or at a key the syncer is about to write.
+func TestHandRecordsAtAnyKeyAreNeverWritten(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	ctx := context.Background()
+	s := store.New(cli, zone)
+	const owner = "EndpointSlice xcc-dns/a"
+	const name = "gateway.cluster-a.dev-team.clusters.xcc.test"
+	hand := `{"host":"198.51.100.7","ttl":60}`
+	put := func(key string) {
+		t.Helper()
+		if _, err := cli.Put(ctx, key, hand); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(key string) {
+		t.Helper()
+		if v, ok := get(t, cli, key); !ok || v != hand {
+			t.Errorf("hand record at %q = %q, %v; want it untouched", key, v, ok)
+		}
+	}
+
+	// Before the first reconcile, at a key the desired set holds.
+	before := set([3]string{name, owner, "192.0.2.1"})
+	beforeKey := before.Keys()[0]
+	put(beforeKey)
+	res, err := s.Reconcile(ctx, before)
+	if err != nil || res.Puts != 0 || len(res.Skipped) != 1 {
+		t.Fatalf("reconcile over a hand record: %+v, %v; want it skipped", res, err)
+	}
+	check(beforeKey)
+
+	// At a key the syncer wrote, replaced by hand since: neither an update
+	// nor a delete of that key touches it.
+	k2, _ := record(name, owner, "192.0.2.2")
+	if _, err := s.SyncOwner(ctx, owner, set([3]string{name, owner, "192.0.2.2"})); err != nil {
+		t.Fatal(err)
+	}
+	put(k2)
+	changed := set([3]string{name, owner, "192.0.2.2"})
+	r := changed[k2]
+	r.TTL = 99
+	changed[k2] = r
+	if res, err := s.SyncOwner(ctx, owner, changed); err != nil || res.Puts != 0 || len(res.Skipped) != 1 {
+		t.Errorf("update over a hand record: %+v, %v; want it skipped", res, err)
+	}
+	check(k2)
+	if res, err := s.SyncOwner(ctx, owner, nil); err != nil || res.Deletes != 0 {
+		t.Errorf("delete of a hand record: %+v, %v; want none", res, err)
+	}
+	check(k2)
+
+	// At a key the syncer is about to write for the first time.
+	k3, _ := record(name, owner, "192.0.2.3")
+	put(k3)
+	if res, err := s.SyncOwner(ctx, owner, set([3]string{name, owner, "192.0.2.3"}, [3]string{name, owner, "192.0.2.4"})); err != nil || res.Puts != 1 || len(res.Skipped) != 1 {
+		t.Errorf("put beside a new hand record: %+v, %v; want 1 put and 1 skipped", res, err)
+	}
+	check(k3)
+	check(beforeKey)
+}
+
+// An owned record changed behind the syncer's back (still with an owner)
+// fails the guard, is read again and repaired, not skipped.
+func TestOwnedRecordChangedBehindTheMirrorIsRepaired(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	ctx := context.Background()
+	s := store.New(cli, zone)
+	const owner = "EndpointSlice xcc-dns/a"
+	desired := set([3]string{"gateway.cluster-a.dev-team.clusters.xcc.test", owner, "192.0.2.1"})
+	if _, err := s.Reconcile(ctx, desired); err != nil {
+		t.Fatal(err)
+	}
+	key := desired.Keys()[0]
+	if _, err := cli.Put(ctx, key, `{"host":"192.0.2.1","ttl":5,"owner":"`+owner+`"}`); err != nil {
+		t.Fatal(err)
+	}
+	changed := skydnsrecord.Set{key: desired[key]}
+	r := changed[key]
+	r.TTL = 77
+	changed[key] = r
+	res, err := s.SyncOwner(ctx, owner, changed)
+	if err != nil || res.Puts != 1 || len(res.Skipped) != 0 {
+		t.Fatalf("sync after an owned record changed: %+v, %v; want 1 put", res, err)
+	}
+	want, _ := r.Marshal()
+	if v, _ := get(t, cli, key); v != string(want) {
+		t.Errorf("record = %s, want %s", v, want)
+	}
+}
