@@ -113,7 +113,7 @@ func computeDesired(gd *v1alpha1.GatewayDNS, domain string, clusters []clusterIn
 			st.APIAddresses = api.All()
 			out.Slices = append(out.Slices, contract.Build(source(c.Name, contract.KindAPI, contract.APIHostname(c.Name, gd.Namespace, domain)), api)...)
 			if len(api.Refused) > 0 {
-				notes = append(notes, "api host refused: "+strings.Join(api.Refused, ", "))
+				notes = append(notes, "api host refused: "+listSome(api.Refused))
 			}
 		}
 
@@ -153,7 +153,7 @@ func computeDesired(gd *v1alpha1.GatewayDNS, domain string, clusters []clusterIn
 			gw := contract.Classify(ips, hosts)
 			st.Addresses = gw.All()
 			if len(gw.Refused) > 0 {
-				notes = append(notes, "refused: "+strings.Join(gw.Refused, ", "))
+				notes = append(notes, "refused: "+listSome(gw.Refused))
 			}
 			if len(st.Addresses) == 0 {
 				st.Reason = ReasonNoValidAddresses
@@ -176,4 +176,16 @@ func computeDesired(gd *v1alpha1.GatewayDNS, domain string, clusters []clusterIn
 	}
 	sort.Slice(out.Slices, func(i, j int) bool { return out.Slices[i].Name < out.Slices[j].Name })
 	return out
+}
+
+// maxListedRefusals bounds the refused addresses a status message names:
+// a Service may report any number, and the status is one etcd value.
+const maxListedRefusals = 10
+
+// listSome joins the first maxListedRefusals items and counts the rest.
+func listSome(items []string) string {
+	if len(items) <= maxListedRefusals {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxListedRefusals], ", "), len(items)-maxListedRefusals)
 }

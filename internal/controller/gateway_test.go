@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -278,5 +279,54 @@ func TestTTLAnnotation(t *testing.T) {
 	d = computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1")})
 	if got := d.Slices[0].Annotations[contract.AnnotationTTL]; got != "60" {
 		t.Errorf("ttl annotation %q, want 60", got)
+	}
+}
+
+// A Service reporting any number of bad addresses gives a status message
+// of bounded size: the GatewayDNS status is one etcd value.
+func TestRefusalsInStatusAreBounded(t *testing.T) {
+	var bad []string
+	for i := range 5000 {
+		bad = append(bad, fmt.Sprintf("127.0.%d.%d", i/250, i%250+1))
+	}
+	d := computeDesired(testGatewayDNS("gw"), "xcc.test", []clusterInput{good("cluster-a", append(bad, "192.0.2.1")...)})
+	st := d.Clusters[0]
+	if st.Reason != ReasonPublished {
+		t.Fatalf("reason %s, want %s", st.Reason, ReasonPublished)
+	}
+	if len(st.Message) > 2000 || !strings.Contains(st.Message, "and 4990 more") {
+		t.Errorf("message of %d bytes: %.200s...", len(st.Message), st.Message)
+	}
+}
+
+// More addresses of one family than a slice may carry: refused with a
+// reason before the API server or serve would, the last ones kept.
+func TestTooManyAddressesKeepsTheLastOnes(t *testing.T) {
+	var many []string
+	for i := range contract.MaxAddressesPerSlice + 1 {
+		many = append(many, fmt.Sprintf("10.0.%d.%d", i/250, i%250+1))
+	}
+	d := computeDesired(testGatewayDNS("gw"), "xcc.test", []clusterInput{good("cluster-a", many...)})
+	if st := d.Clusters[0]; st.Reason != ReasonTooManyAddresses || !d.Keep["cluster-a"] || len(d.Slices) != 0 {
+		t.Errorf("reason %s keep %v slices %d; want %s, kept, none", st.Reason, d.Keep["cluster-a"], len(d.Slices), ReasonTooManyAddresses)
+	}
+	d = computeDesired(testGatewayDNS("gw"), "xcc.test", []clusterInput{good("cluster-a", many[:contract.MaxAddressesPerSlice]...)})
+	if st := d.Clusters[0]; st.Reason != ReasonPublished || len(d.Slices) != 1 || len(d.Slices[0].Endpoints) != 10 {
+		t.Errorf("at the bound: reason %s, %d slices", st.Reason, len(d.Slices))
+	}
+}
+
+// "any" is the etcd plugin's wildcard label: no published name has it, as
+// a cluster or as a namespace.
+func TestAnyIsNeverALabel(t *testing.T) {
+	d := computeDesired(testGatewayDNS("gw"), "xcc.test", []clusterInput{good("any", "192.0.2.1"), good("cluster-a", "192.0.2.2")})
+	if d.Clusters[0].Reason != ReasonInvalidClusterName || d.Clusters[1].Reason != ReasonPublished || len(d.Slices) != 1 {
+		t.Errorf("cluster any: %+v, %d slices", d.Clusters, len(d.Slices))
+	}
+	gd := testGatewayDNS("gw")
+	gd.Namespace = "any"
+	d = computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "192.0.2.2")})
+	if d.Clusters[0].Reason != ReasonInvalidNamespaceName || len(d.Slices) != 0 {
+		t.Errorf("namespace any: %+v, %d slices", d.Clusters, len(d.Slices))
 	}
 }
