@@ -179,11 +179,13 @@ type write struct {
 }
 
 // apply writes plan in transactions of at most MaxOpsPerTxn operations and
-// updates the mirror after each one that landed. Every operation is
-// guarded: a put of a new key only if the key does not exist, a put or
-// delete of an owned key only if it is unchanged since the syncer last saw
-// it. So a record put by hand, at any key and at any time, is never
-// overwritten or deleted. s.mu must be held.
+// updates the mirror after each one that landed. Puts go before deletes,
+// so while a plan spans several transactions (or stops half way) a name
+// answers with at least its old or its new addresses, never fewer. Every
+// operation is guarded: a put of a new key only if the key does not exist,
+// a put or delete of an owned key only if it is unchanged since the syncer
+// last saw it. So a record put by hand, at any key and at any time, is
+// never overwritten or deleted. s.mu must be held.
 func (s *Store) apply(ctx context.Context, plan skydnsrecord.Plan) (Result, error) {
 	var res Result
 	batch := make([]write, 0, min(MaxOpsPerTxn, len(plan.Puts)+len(plan.Deletes)))
@@ -192,16 +194,16 @@ func (s *Store) apply(ctx context.Context, plan skydnsrecord.Plan) (Result, erro
 		batch = batch[:0]
 		return err
 	}
-	for _, key := range plan.Deletes {
-		batch = append(batch, write{key: key})
+	for _, put := range plan.Puts {
+		batch = append(batch, write{key: put.Key, record: &put.Record})
 		if len(batch) == MaxOpsPerTxn {
 			if err := flush(); err != nil {
 				return res, err
 			}
 		}
 	}
-	for _, put := range plan.Puts {
-		batch = append(batch, write{key: put.Key, record: &put.Record})
+	for _, key := range plan.Deletes {
+		batch = append(batch, write{key: key})
 		if len(batch) == MaxOpsPerTxn {
 			if err := flush(); err != nil {
 				return res, err

@@ -303,3 +303,45 @@ func TestOwnedRecordChangedBehindTheMirrorIsRepaired(t *testing.T) {
 		t.Errorf("record = %s, want %s", v, want)
 	}
 }
+
+// A change that spans several transactions never leaves the name with
+// fewer records than both its old and its new state: every revision etcd
+// went through while the plan was written is checked.
+func TestLargeChangeNeverAnswersPartially(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := store.New(cli, zone)
+	const name = "gateway.cluster-a.dev-team.clusters.xcc.test"
+	const owner = "EndpointSlice xcc-dns/a"
+	gen := func(third int) skydnsrecord.Set {
+		out := skydnsrecord.Set{}
+		for i := range 3 * store.MaxOpsPerTxn {
+			k, r := record(name, owner, fmt.Sprintf("10.%d.%d.%d", third, i/250, i%250+1))
+			out[k] = r
+		}
+		return out
+	}
+	old, next := gen(1), gen(2)
+	if _, err := s.Reconcile(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	start := revision(t, cli)
+	if _, err := s.SyncOwner(ctx, owner, next); err != nil {
+		t.Fatal(err)
+	}
+	end := revision(t, cli)
+	if end-start < 4 {
+		t.Fatalf("the change took %d transactions; the test needs several", end-start)
+	}
+	dir := skydnsrecord.Key(name) + "/"
+	for rev := start + 1; rev <= end; rev++ {
+		resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithRev(rev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Count < int64(len(next)) {
+			t.Errorf("at revision %d the name had %d records, fewer than its old and new %d", rev, resp.Count, len(next))
+		}
+	}
+}
