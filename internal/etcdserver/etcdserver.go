@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/klog/v2"
 )
 
 // Defaults for Config.
@@ -75,6 +76,13 @@ type Server struct {
 // Start starts etcd and returns once it is ready to serve, it failed, ctx
 // ended or the start timeout passed; in the failure cases the half-started
 // server is stopped and closed.
+//
+// A single member whose data directory cannot be read back (a corrupt
+// database, a torn write-ahead log) is not left in a crash loop: its
+// member directory is moved aside, one line says so, and etcd starts
+// empty. The records are a copy of the EndpointSlices, so the syncer's
+// first reconcile writes them all again. Members of a cluster of several
+// are never reset this way: their data is shared state.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.withDefaults()
 	if cfg.DataDir == "" {
@@ -84,6 +92,32 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	single := cfg.InitialCluster == ""
+	rebuild := func(why error) error {
+		aside, err := setAside(cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("etcd data in %q is unreadable (%v), and: %w", cfg.DataDir, why, err)
+		}
+		klog.FromContext(ctx).Error(why, "etcd data directory is unreadable; moved it aside and starting empty, records are rebuilt from the EndpointSlices",
+			"dataDir", cfg.DataDir, "movedTo", aside)
+		return nil
+	}
+	if err := checkBackend(cfg.DataDir); err != nil && single {
+		if err := rebuild(err); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := start(ctx, ec, cfg)
+	if err != nil && single && isDataError(err) {
+		if err := rebuild(err); err != nil {
+			return nil, err
+		}
+		srv, err = start(ctx, ec, cfg)
+	}
+	return srv, err
+}
+
+func start(ctx context.Context, ec *embed.Config, cfg Config) (*Server, error) {
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("start etcd in %q: %w", cfg.DataDir, err)

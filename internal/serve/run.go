@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -27,6 +28,9 @@ const (
 	etcdDialTimeout    = 5 * time.Second
 	etcdProbeTimeout   = 2 * time.Second
 	shutdownTimeout    = 5 * time.Second
+	// spaceCheckPeriod is how often the embedded etcd's NOSPACE alarm is
+	// looked for; while it stands no record can be written.
+	spaceCheckPeriod = time.Minute
 )
 
 // Options are the settings of `xcc-syncer serve`.
@@ -105,6 +109,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer shutdown(httpSrv)
 
+	if len(o.EtcdEndpoints) == 0 {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) { keepSpace(ctx, cli, endpoints[0]) }, spaceCheckPeriod)
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	done := make(chan error, 1)
@@ -114,6 +121,18 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	case err := <-etcdErr:
 		return fmt.Errorf("embedded etcd: %w", err)
+	}
+}
+
+// keepSpace clears a NOSPACE alarm of the embedded etcd (history filled
+// the quota; auto-compaction keeps one hour of it).
+func keepSpace(ctx context.Context, cli *clientv3.Client, endpoint string) {
+	had, err := etcdserver.RecoverSpace(ctx, cli, endpoint)
+	switch {
+	case err != nil:
+		klog.FromContext(ctx).Error(err, "Clearing etcd's NOSPACE alarm failed; records cannot be written until it is cleared")
+	case had:
+		klog.FromContext(ctx).Info("Cleared etcd's NOSPACE alarm: compacted, defragmented and disarmed")
 	}
 }
 
