@@ -18,6 +18,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
 )
 
@@ -91,18 +92,32 @@ func Run(ctx context.Context, o Options) error {
 		MaxRecords:      o.MaxRecords,
 	})
 
+	// Records on disk from an earlier run are worth answering before this
+	// cluster's API server is reachable again: a replica restarted during
+	// an API server outage serves what it had instead of nothing.
+	onDisk, err := recordsOnDisk(ctx, cli, o.Domain)
+	if err != nil {
+		return err
+	}
+	if onDisk > 0 {
+		logger.Info("Serving the records on disk until the EndpointSlices are synced", "keys", onDisk)
+	}
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	httpSrv, err := serveHTTP(ctx, o.HTTPAddress, o.HTTPReady, reg, func(r *http.Request) error {
-		if !syncer.Ready() {
-			return errors.New("first reconcile not done")
-		}
+	httpSrv, err := serveHTTP(ctx, o.HTTPAddress, o.HTTPReady, reg, func(r *http.Request) (string, error) {
 		pctx, cancel := context.WithTimeout(r.Context(), etcdProbeTimeout)
 		defer cancel()
 		if _, err := cli.Get(pctx, "health", clientv3.WithCountOnly()); err != nil {
-			return fmt.Errorf("etcd: %w", err)
+			return "", fmt.Errorf("etcd: %w", err)
 		}
-		return nil
+		switch {
+		case syncer.Ready():
+			return "ok", nil
+		case onDisk > 0:
+			return fmt.Sprintf("ok: serving %d keys from disk; EndpointSlices not synced yet (API server unreachable or slow)", onDisk), nil
+		}
+		return "", errors.New("first reconcile not done and no records on disk")
 	})
 	if err != nil {
 		return err
@@ -122,6 +137,18 @@ func Run(ctx context.Context, o Options) error {
 	case err := <-etcdErr:
 		return fmt.Errorf("embedded etcd: %w", err)
 	}
+}
+
+// recordsOnDisk counts the keys under the zone that etcd holds before the
+// first reconcile.
+func recordsOnDisk(ctx context.Context, cli *clientv3.Client, domain string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, etcdProbeTimeout)
+	defer cancel()
+	resp, err := cli.Get(ctx, skydnsrecord.Key(domain)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("etcd count of the records on disk: %w", err)
+	}
+	return resp.Count, nil
 }
 
 // keepSpace clears a NOSPACE alarm of the embedded etcd (history filled
@@ -148,17 +175,18 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 	return cs, nil
 }
 
-// serveHTTP serves /healthz (the process runs), /readyz (ready(r) is nil)
-// and /metrics on addr.
-func serveHTTP(ctx context.Context, addr string, bound func(net.Addr), reg *prometheus.Registry, ready func(*http.Request) error) (*http.Server, error) {
+// serveHTTP serves /healthz (the process runs), /readyz (ready(r) gives no
+// error; its text is the body) and /metrics on addr.
+func serveHTTP(ctx context.Context, addr string, bound func(net.Addr), reg *prometheus.Registry, ready func(*http.Request) (string, error)) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := ready(r); err != nil {
+		state, err := ready(r)
+		if err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintln(w, "ok")
+		fmt.Fprintln(w, state)
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	l, err := net.Listen("tcp", addr)

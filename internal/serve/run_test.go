@@ -12,7 +12,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
@@ -116,4 +118,45 @@ func TestRunEmbeddedEtcd(t *testing.T) {
 		Etcd: etcdserver.Config{DataDir: dir, ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0", LogLevel: "error"},
 	})
 	waitReady(t, base)
+}
+
+// A serve restarted while its API server is unreachable answers from the
+// records its etcd holds on disk, and says so in /readyz; with an empty
+// data directory it is not ready, having nothing to answer.
+func TestRestartWithoutAPIServerServesFromDisk(t *testing.T) {
+	dir := t.TempDir()
+	etcdCfg := etcdserver.Config{DataDir: dir, ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0", LogLevel: "error"}
+	func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		addr := make(chan net.Addr, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- serve.Run(ctx, serve.Options{Client: fake.NewClientset(gatewaySlice()), Namespace: serve.DefaultNamespace, Domain: "xcc.test",
+				Etcd: etcdCfg, HTTPAddress: "127.0.0.1:0", HTTPReady: func(a net.Addr) { addr <- a }})
+		}()
+		waitReady(t, "http://"+(<-addr).String())
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}()
+
+	// An API server that refuses every connection.
+	unreachable, err := kubernetes.NewForConfig(&rest.Config{Host: "http://127.0.0.1:1", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := runServe(t, serve.Options{Client: unreachable, Namespace: serve.DefaultNamespace, Domain: "xcc.test", Etcd: etcdCfg})
+	waitReady(t, base)
+	if _, body := httpGet(t, base+"/readyz"); !strings.Contains(body, "from disk") {
+		t.Errorf("/readyz body %q does not say it serves from disk", body)
+	}
+
+	empty := etcdCfg
+	empty.DataDir = t.TempDir()
+	base = runServe(t, serve.Options{Client: unreachable, Namespace: serve.DefaultNamespace, Domain: "xcc.test", Etcd: empty})
+	time.Sleep(2 * time.Second)
+	if code, body := httpGet(t, base+"/readyz"); code == http.StatusOK {
+		t.Errorf("/readyz with nothing on disk and no API server: %d %s", code, body)
+	}
 }

@@ -137,6 +137,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 
 	logger.Info("Waiting for the EndpointSlice cache")
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced) {
+		if ctx.Err() != nil {
+			return nil // stopped before the API server answered
+		}
 		return errors.New("EndpointSlice cache did not sync")
 	}
 	// The first reconcile must land before the syncer is ready; retry it
