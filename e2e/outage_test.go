@@ -5,6 +5,8 @@ package e2e
 // management API server.
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -61,6 +63,54 @@ func TestManagementDown(t *testing.T) {
 	if _, err := os.Stat(b.EtcdDataDir); err != nil {
 		t.Errorf("etcd data dir: %v", err)
 	}
+}
+
+// TestWorkloadAPIServerDown: serve of cluster-b, killed and restarted while
+// cluster-b's own API server is down, is ready within seconds and answers
+// from its etcd on disk; when the API server is back it syncs again.
+func TestWorkloadAPIServerDown(t *testing.T) {
+	b := theLab.DNS[lab.ClusterB]
+	kuardA := lab.GatewayHost("kuard", lab.ClusterA)
+	want := theLab.Gateways[lab.ClusterA].IPs
+	expect(t, b.XCCDNSAddr, kuardA, dns.TypeA, dns.RcodeSuccess, want...)
+
+	apiServer := theLab.Workload(lab.ClusterB)
+	apiServer.Stop()
+	t.Log("cluster-b API server stopped")
+	b.KillServe()
+	restarted := time.Now()
+	if err := b.RestartServe(ctxFor(t)); err != nil {
+		t.Fatalf("serve restarted without its API server: %v", err)
+	}
+	t.Logf("serve restarted without its API server, ready after %s", time.Since(restarted).Round(10*time.Millisecond))
+	expect(t, b.XCCDNSAddr, kuardA, dns.TypeA, dns.RcodeSuccess, want...)
+	if body := readyz(t, b); !strings.Contains(body, "from disk") {
+		t.Errorf("/readyz of serve without its API server: %q, want it to say it serves from disk", body)
+	}
+
+	if err := theLab.RestartCluster(ctxFor(t), apiServer); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(answerTimeout); ; time.Sleep(pollInterval) {
+		if body := readyz(t, b); strings.TrimSpace(body) == "ok" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("serve did not sync after its API server came back: /readyz %q", readyz(t, b))
+		}
+	}
+	expect(t, b.XCCDNSAddr, kuardA, dns.TypeA, dns.RcodeSuccess, want...)
+}
+
+func readyz(t *testing.T, d *lab.WorkloadDNS) string {
+	t.Helper()
+	resp, err := http.Get("http://" + d.ServeHTTP + "/readyz")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
 }
 
 func summaryErr(r *dns.Msg, err error) string {
