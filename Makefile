@@ -184,8 +184,17 @@ ifeq ($(DNSPERF),)
 	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q dnsperf
 endif
 
+# bench-faults: how often serve is killed mid-reconcile.
+BENCH_KILLS       ?= 100
+
+.PHONY: bench-faults
+bench-faults: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## serve killed with SIGKILL mid-reconcile BENCH_KILLS times in the lab: records equal the slices after each restart, answers never partial.
+	@mkdir -p $(BENCH_DIR)
+	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/faults.txt XCC_BENCH_KILLS=$(BENCH_KILLS) $(GO) test -count=1 -timeout 90m -run '^TestBenchServeKills$$' -v .
+	@cat $(BENCH_DIR)/faults.txt
+
 .PHONY: bench
-bench: bench-dns bench-go bench-lab ## Every benchmark (not part of make test): DNS throughput and etcd cost, Go, lab propagation and scale. Figures: docs/benchmarks.md.
+bench: bench-dns bench-go bench-lab bench-faults ## Every benchmark (not part of make test): DNS throughput and etcd cost, Go, lab propagation and scale. Figures: docs/benchmarks.md.
 
 .PHONY: bench-dns
 bench-dns: coredns dnsperf ## DNS throughput of the shipped Corefile, without cache, and file+cache (dnsperf), and etcd Range requests per answer.
