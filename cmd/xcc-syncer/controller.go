@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"strings"
 
 	"k8s.io/klog/v2"
 
@@ -26,6 +27,14 @@ func runController(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.Resync, "resync-period", controller.DefaultResync, "how often every GatewayDNS is synced again, repairing drift in workload clusters")
 	fs.IntVar(&o.Workers, "workers", controller.DefaultWorkers, "GatewayDNS synced concurrently")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-address")
+	fs.Func("allow-kubeconfig-exec", "comma-separated exec credential plugin commands a <cluster>-kubeconfig Secret may run, matched exactly (e.g. aws,gke-gcloud-auth-plugin); default none", func(v string) error {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				o.AllowKubeconfigExec = append(o.AllowKubeconfigExec, name)
+			}
+		}
+		return nil
+	})
 	klog.InitFlags(fs)
 	_ = fs.Parse(args)
 	return controller.Run(ctx, o)

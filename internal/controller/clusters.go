@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,8 +21,9 @@ import (
 	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+
+	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 )
 
 // KubeconfigSecretKey is the key of the CAPI `<cluster>-kubeconfig` Secret
@@ -51,7 +54,9 @@ type WorkloadClient interface {
 }
 
 // ClientFactory builds a client for a workload cluster from its kubeconfig.
-// Tests hand out fake clientsets; production parses the kubeconfig.
+// Tests hand out fake clientsets; production parses the kubeconfig
+// (NewClientFromKubeconfig). An error wrapping a *kubeconfig.RefusedError
+// gives the reason KubeconfigRefused, any other KubeconfigInvalid.
 type ClientFactory func(kubeconfig []byte) (WorkloadClient, error)
 
 // workloadClient is the production WorkloadClient; both typed clients
@@ -68,11 +73,15 @@ func (c *workloadClient) DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface {
 
 var _ WorkloadClient = (*workloadClient)(nil)
 
-// NewClientFromKubeconfig is the production ClientFactory.
-func NewClientFromKubeconfig(kubeconfig []byte) (WorkloadClient, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+// NewClientFromKubeconfig builds the client of a workload cluster from the
+// kubeconfig of its Secret, using its inline data only (package
+// kubeconfig): a tenant writes that Secret, so what it asks the controller
+// to run, read or route through is refused (a *kubeconfig.RefusedError),
+// but for the exec commands the operator allows in policy.
+func NewClientFromKubeconfig(data []byte, policy kubeconfig.Policy) (WorkloadClient, error) {
+	cfg, err := kubeconfig.RESTConfig(data, policy)
 	if err != nil {
-		return nil, fmt.Errorf("parse kubeconfig: %w", err)
+		return nil, err // it speaks of the kubeconfig and its fields already
 	}
 	cfg.QPS, cfg.Burst = workloadQPS, workloadBurst
 	cfg.UserAgent = "xcc-syncer-controller"
@@ -168,7 +177,13 @@ func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret,
 	}
 	client, err := m.newClient(raw)
 	if err != nil {
-		return access{reason: ReasonKubeconfigInvalid, message: fmt.Sprintf("Secret %s/%s: %v", secret.Namespace, secret.Name, err)}
+		reason := ReasonKubeconfigInvalid
+		var refused *kubeconfig.RefusedError
+		if errors.As(err, &refused) {
+			reason = ReasonKubeconfigRefused
+		}
+		// Every refused field is a line of err; status shows them on one.
+		return access{reason: reason, message: fmt.Sprintf("Secret %s/%s: %s", secret.Namespace, secret.Name, strings.ReplaceAll(err.Error(), "\n", "; "))}
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	w := &workload{key: key, configHash: hash, server: kubeconfigServer(raw), client: client, cancel: cancel, ctx: ctx,
@@ -190,12 +205,12 @@ func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret,
 
 // kubeconfigServer returns the API server URL of a kubeconfig's current
 // context, or "" when it has none.
-func kubeconfigServer(kubeconfig []byte) string {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+func kubeconfigServer(data []byte) string {
+	server, err := kubeconfig.Server(data)
 	if err != nil {
 		return ""
 	}
-	return cfg.Host
+	return server
 }
 
 // place names where a target's slices live: its API server and the UID of

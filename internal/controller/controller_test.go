@@ -3,6 +3,9 @@ package controller
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,11 +23,14 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 )
 
 var clusterGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
@@ -145,7 +151,9 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 			if c, ok := workloads[string(raw)]; ok {
 				return c, nil
 			}
-			return nil, errors.New("garbage kubeconfig")
+			// Anything else goes through the production factory: garbage
+			// is KubeconfigInvalid, an exec kubeconfig KubeconfigRefused.
+			return NewClientFromKubeconfig(raw, kubeconfig.Policy{})
 		},
 		SliceNamespace: DefaultSliceNamespace, Domain: "xcc.test", Resync: time.Hour, Workers: 2,
 		Recorder: e.events,
@@ -393,6 +401,44 @@ func TestControllerUnreachableClusterKeepsSlices(t *testing.T) {
 		t.Errorf("no Warning event for cluster-a losing its kubeconfig")
 	}
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
+}
+
+// TestControllerRefusesKubeconfigInstructions: a kubeconfig Secret whose
+// user is an exec plugin gets KubeconfigRefused naming exec, in status and
+// as a Warning Event; the command never runs and the other clusters
+// publish.
+func TestControllerRefusesKubeconfigInstructions(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "pwned")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["b"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	kc.AuthInfos["b"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+		Command: "/bin/sh", Args: []string{"-c", "touch " + marker}, APIVersion: "client.authentication.k8s.io/v1",
+		InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}
+	kc.Contexts["b"] = &clientcmdapi.Context{Cluster: "b", AuthInfo: "b"}
+	kc.CurrentContext = "b"
+	execKubeconfig, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd := testGatewayDNS("gw")
+	e := newTestEnv(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", string(execKubeconfig))},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, gd)},
+		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
+
+	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
+		return reasonsOf(s) == "cluster-a="+ReasonPublished+" cluster-b="+ReasonKubeconfigRefused
+	})
+	if msg := st.Clusters[1].Message; !strings.Contains(msg, `users["b"].exec refused`) {
+		t.Errorf("cluster-b message %q does not name exec", msg)
+	}
+	if !e.sawEvent("Warning", ReasonKubeconfigRefused, "cluster-b", "exec") {
+		t.Error("no Warning Event KubeconfigRefused for cluster-b naming exec")
+	}
+	e.eventually([]string{gwA + " IPv4 10.0.0.1"}, "cluster-a")
+	if _, err := os.Stat(marker); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the exec plugin ran: %s exists (%v)", marker, err)
+	}
 }
 
 func findCondition(st v1alpha1.GatewayDNSStatus, typ string) *metav1.Condition {
@@ -741,3 +787,4 @@ func TestControllerTwinWritesWhenTheFirstFails(t *testing.T) {
 	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2"}, "shared")
 }
+

@@ -22,6 +22,7 @@ const (
 	ReasonUnsupportedResolutionType = "UnsupportedResolutionType"
 	ReasonKubeconfigMissing         = "KubeconfigMissing"
 	ReasonKubeconfigInvalid         = "KubeconfigInvalid"
+	ReasonKubeconfigRefused         = "KubeconfigRefused"
 	ReasonClusterUnreachable        = "ClusterUnreachable"
 	ReasonServiceNotFound           = "ServiceNotFound"
 	ReasonServiceNotLoadBalancer    = "ServiceNotLoadBalancer"

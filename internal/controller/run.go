@@ -31,6 +31,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
+	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 )
 
 // Defaults of leader election and the HTTP endpoints.
@@ -62,6 +63,9 @@ type Options struct {
 	Workers                 int
 	// Profiling serves Go's /debug/pprof/ on HTTPAddress too.
 	Profiling bool
+	// AllowKubeconfigExec names the exec credential plugin commands a
+	// <cluster>-kubeconfig Secret may run in the controller; empty: none.
+	AllowKubeconfigExec []string
 }
 
 // DefaultLeaderElectionNamespaceFromPod is the pod's namespace when running
@@ -129,9 +133,14 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 
+	if len(o.AllowKubeconfigExec) > 0 {
+		logger.Info("Kubeconfig Secrets may run these exec plugins", "commands", o.AllowKubeconfigExec)
+	}
 	runController := func(ctx context.Context) error {
+		policy := kubeconfig.Policy{AllowExec: o.AllowKubeconfigExec}
+		newClient := func(data []byte) (WorkloadClient, error) { return NewClientFromKubeconfig(data, policy) }
 		c := New(Config{
-			Kube: kube, Dynamic: dyn, ClusterResource: clusterGVR, NewClient: NewClientFromKubeconfig,
+			Kube: kube, Dynamic: dyn, ClusterResource: clusterGVR, NewClient: newClient,
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, Resync: o.Resync, Workers: o.Workers,
 			Metrics: metrics, Recorder: recorder,
 		})
