@@ -127,15 +127,7 @@ func New(cfg Config) *Controller {
 	c.gdns = c.dynInf.ForResource(v1alpha1.GatewayDNSResource).Informer()
 	c.clusters = c.dynInf.ForResource(cfg.ClusterResource).Informer()
 	secretInf := c.kubeInf.Core().V1().Secrets()
-	// Only <cluster>-kubeconfig Secrets matter; drop the data of every other
-	// Secret before it is cached, so the cache stays small and holds no
-	// credentials the controller does not use.
-	_ = secretInf.Informer().SetTransform(func(obj any) (any, error) {
-		if s, ok := obj.(*corev1.Secret); ok && !strings.HasSuffix(s.Name, kubeconfigSecretSuffix) {
-			s.Data, s.StringData = nil, nil
-		}
-		return obj, nil
-	})
+	_ = secretInf.Informer().SetTransform(secretForCache)
 	c.secrets = secretInf.Lister()
 	c.synced = []cache.InformerSynced{c.gdns.HasSynced, c.clusters.HasSynced, secretInf.Informer().HasSynced}
 
@@ -173,6 +165,32 @@ func New(cfg Config) *Controller {
 		gauge:          func(n int) { cfg.Metrics.ClustersWatched.Set(float64(n)) },
 	}
 	return c
+}
+
+// secretForCache is the transform of the Secret informer: of every Secret
+// it keeps only what the controller reads, and of a <cluster>-kubeconfig
+// Secret also its key `value`. Everything else, such as other keys,
+// labels, managedFields and the annotation
+// kubectl.kubernetes.io/last-applied-configuration (the whole data of a
+// Secret made with kubectl apply), is dropped before it is cached, so the
+// cache stays small and holds no credentials the controller does not use.
+// Idempotent, as client-go asks of a transform.
+func secretForCache(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	kept := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name:              s.Name,
+		Namespace:         s.Namespace,
+		UID:               s.UID,
+		ResourceVersion:   s.ResourceVersion,
+		DeletionTimestamp: s.DeletionTimestamp,
+	}}
+	if value, ok := s.Data[KubeconfigSecretKey]; ok && strings.HasSuffix(s.Name, kubeconfigSecretSuffix) {
+		kept.Data = map[string][]byte{KubeconfigSecretKey: value}
+	}
+	return kept, nil
 }
 
 // metaOf returns the object metadata of an informer object or tombstone.
