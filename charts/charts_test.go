@@ -318,6 +318,7 @@ func TestRenderRefusals(t *testing.T) {
 		{"workload with an unknown value", workloadChart, "additional properties", []string{"-f", "testdata/workload-values.yaml", "--set", "persistance.enabled=false"}},
 		{"three controllers", managementChart, "maximum", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=3"}},
 		{"two controllers without leader election", managementChart, "needs leaderElection", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=2", "--set", "leaderElection.enabled=false"}},
+		{"an exec allow entry that is a list", managementChart, "does not match pattern", []string{"-f", "testdata/management-values.yaml", "--set", `allowKubeconfigExec={aws\,sh}`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"template", releaseName, c.chart, "--namespace", releaseNS}, c.args...)
