@@ -264,3 +264,72 @@ func DeleteGatewayDNS(ctx context.Context, mgmt *Cluster, namespace, name string
 	}
 	return nil
 }
+
+// CreateTenantCluster creates, in ClusterNamespace, a Cluster with labels
+// and no control plane endpoint (so no api. name: its spec is only
+// paused: false, as the CRD wants one field) and its <name>-kubeconfig
+// Secret holding
+// kubeconfig: what a tenant who may create both can make, whatever the
+// kubeconfig says.
+func CreateTenantCluster(ctx context.Context, mgmt *Cluster, name string, labels map[string]string, kubeconfig []byte) error {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": ClusterGVR.GroupVersion().String(),
+		"kind":       "Cluster",
+		"metadata":   map[string]any{"name": name, "namespace": ClusterNamespace},
+		"spec":       map[string]any{"paused": false},
+	}}
+	obj.SetLabels(labels)
+	if _, err := mgmt.Dynamic.Resource(ClusterGVR).Namespace(ClusterNamespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create Cluster %s: %w", name, err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: ClusterNamespace,
+			Labels: map[string]string{"cluster.x-k8s.io/cluster-name": name}},
+		Type: "cluster.x-k8s.io/secret",
+		Data: map[string][]byte{KubeconfigSecretKey: kubeconfig},
+	}
+	if _, err := mgmt.Client.CoreV1().Secrets(ClusterNamespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create Secret %s: %w", secret.Name, err)
+	}
+	return nil
+}
+
+// DeleteTenantCluster deletes what CreateTenantCluster made; what is gone
+// already is not an error.
+func DeleteTenantCluster(ctx context.Context, mgmt *Cluster, name string) error {
+	err := mgmt.Dynamic.Resource(ClusterGVR).Namespace(ClusterNamespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Cluster %s: %w", name, err)
+	}
+	err = mgmt.Client.CoreV1().Secrets(ClusterNamespace).Delete(ctx, name+"-kubeconfig", metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Secret %s-kubeconfig: %w", name, err)
+	}
+	return nil
+}
+
+// ClusterStatus is one entry of a GatewayDNS's status.clusters.
+type ClusterStatus struct {
+	Reason, Message string
+}
+
+// GatewayDNSClusters returns status.clusters of a GatewayDNS by cluster name.
+func GatewayDNSClusters(ctx context.Context, mgmt *Cluster, namespace, name string) (map[string]ClusterStatus, error) {
+	gd, err := mgmt.Dynamic.Resource(GatewayDNSGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get GatewayDNS %s/%s: %w", namespace, name, err)
+	}
+	entries, _, err := unstructured.NestedSlice(gd.Object, "status", "clusters")
+	if err != nil {
+		return nil, fmt.Errorf("status.clusters of GatewayDNS %s/%s: %w", namespace, name, err)
+	}
+	out := map[string]ClusterStatus{}
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		n, _ := m["name"].(string)
+		reason, _ := m["reason"].(string)
+		message, _ := m["message"].(string)
+		out[n] = ClusterStatus{Reason: reason, Message: message}
+	}
+	return out, nil
+}
