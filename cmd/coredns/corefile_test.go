@@ -400,7 +400,7 @@ func TestEtcdctlListsRecords(t *testing.T) {
 		t.Fatalf("etcdctl: %v\n%s", err, out)
 	}
 	text := string(out)
-	for _, want := range []string{"/skydns/test/xcc/clusters/dev-team/cluster-a/gateway/x", `"host":"192.0.2.10","ttl":30,"owner":"EndpointSlice xcc-dns/gw-a-ipv4"`, `"host":"192.0.2.20","ttl":60`} {
+	for _, want := range []string{"/skydns/test/xcc/clusters/dev-team/cluster-a/gateway/_", `"host":"192.0.2.10","ttl":30,"owner":"EndpointSlice xcc-dns/gw-a-ipv4"`, `"host":"192.0.2.20","ttl":60`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("etcdctl output lacks %q:\n%s", want, text)
 		}

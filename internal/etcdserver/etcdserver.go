@@ -96,7 +96,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	rebuild := func(why error) error {
 		aside, err := setAside(cfg.DataDir)
 		if err != nil {
-			return fmt.Errorf("etcd data in %q is unreadable (%v), and: %w", cfg.DataDir, why, err)
+			return fmt.Errorf("etcd data in %q is unreadable (%w), and: %w", cfg.DataDir, why, err)
 		}
 		klog.FromContext(ctx).Error(why, "etcd data directory is unreadable; moved it aside and starting empty, records are rebuilt from the EndpointSlices",
 			"dataDir", cfg.DataDir, "movedTo", aside)
