@@ -319,6 +319,13 @@ func TestRenderRefusals(t *testing.T) {
 		{"three controllers", managementChart, "maximum", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=3"}},
 		{"two controllers without leader election", managementChart, "needs leaderElection", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=2", "--set", "leaderElection.enabled=false"}},
 		{"an exec allow entry that is a list", managementChart, "does not match pattern", []string{"-f", "testdata/management-values.yaml", "--set", `allowKubeconfigExec={aws\,sh}`}},
+		// The embedded etcd has no authentication: off loopback anyone could
+		// write records or join it.
+		{"etcd client URL on the pod IP", workloadChart, `etcd.clientURL "http://0.0.0.0:2379" is not on loopback`, []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.clientURL=http://0.0.0.0:2379"}},
+		{"etcd client URL behind a loopback userinfo", workloadChart, "is not on loopback", []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.clientURL=http://127.0.0.1@10.0.0.5:2379"}},
+		{"etcd client URL on a name starting 127.", workloadChart, "is not on loopback", []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.clientURL=http://127.0.0.1.example.com:2379"}},
+		{"etcd peer URL on a node address", workloadChart, `etcd.peerURL "http://10.0.0.5:2380" is not on loopback`, []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.peerURL=http://10.0.0.5:2380"}},
+		{"etcd client URL in extraArgs", workloadChart, "set etcd.clientURL or etcd.peerURL instead", []string{"-f", "testdata/workload-values.yaml", "--set", "syncer.extraArgs={--etcd-client-url,http://10.0.0.5:2379}"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"template", releaseName, c.chart, "--namespace", releaseNS}, c.args...)
@@ -328,6 +335,32 @@ func TestRenderRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoopbackEtcdURLs: every loopback form renders, into serve's flags and
+// CoreDNS's ETCD_ENDPOINT alike.
+func TestLoopbackEtcdURLs(t *testing.T) {
+	for _, url := range []string{"http://127.0.0.1:2379", "http://127.3.2.1:2379", "http://[::1]:2379", "http://localhost:2379"} {
+		objs := objects(t, render(t, renderCase{chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.clientURL=" + url}}))
+		spec := get(find(objs, "Deployment", releaseName), "spec", "template", "spec")
+		args, _ := json(t, get(container(t, spec, "xcc-syncer"), "args"))
+		env, _ := json(t, get(container(t, spec, "coredns"), "env"))
+		if !strings.Contains(args, `"--etcd-client-url=`+url+`"`) || !strings.Contains(env, `{"name":"ETCD_ENDPOINT","value":"`+url+`"}`) {
+			t.Errorf("%s: serve args %s, CoreDNS env %s", url, args, env)
+		}
+	}
+}
+
+func container(t *testing.T, spec any, name string) any {
+	t.Helper()
+	containers, _ := get(spec, "containers").([]any)
+	for i := range containers {
+		if get(containers[i], "name") == name {
+			return containers[i]
+		}
+	}
+	t.Fatalf("no container %s", name)
+	return nil
 }
 
 // checkRestricted fails unless the pod spec meets the restricted Pod
