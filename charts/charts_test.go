@@ -351,6 +351,73 @@ func TestLoopbackEtcdURLs(t *testing.T) {
 	}
 }
 
+// serviceAccountDir is where client-go's in-cluster config reads the token,
+// the CA and the namespace.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// TestServiceAccountToken: the DNS pod does not automount its token; only
+// xcc-syncer mounts it, from a projected volume holding what client-go's
+// in-cluster config reads. CoreDNS has no token. The hook Jobs keep the
+// automounted token of their own ServiceAccount.
+func TestServiceAccountToken(t *testing.T) {
+	objs := objects(t, render(t, renderCases[0]))
+	spec := get(find(objs, "Deployment", releaseName), "spec", "template", "spec")
+	if got := get(spec, "automountServiceAccountToken"); got != false {
+		t.Errorf("DNS pod automountServiceAccountToken = %v, want false", got)
+	}
+	if got := get(find(objs, "ServiceAccount", releaseName), "automountServiceAccountToken"); got != false {
+		t.Errorf("DNS pod ServiceAccount automountServiceAccountToken = %v, want false", got)
+	}
+
+	tokenVolumes := map[string]bool{}
+	volumes, _ := get(spec, "volumes").([]any)
+	for i := range volumes {
+		if get(volumes[i], "projected") == nil {
+			continue
+		}
+		if sources, _ := json(t, get(volumes[i], "projected", "sources")); strings.Contains(sources, `"serviceAccountToken"`) {
+			tokenVolumes[fmt.Sprint(get(volumes[i], "name"))] = true
+			want := `[{"serviceAccountToken":{"expirationSeconds":3607,"path":"token"}},` +
+				`{"configMap":{"items":[{"key":"ca.crt","path":"ca.crt"}],"name":"kube-root-ca.crt"}},` +
+				`{"downwardAPI":{"items":[{"fieldRef":{"apiVersion":"v1","fieldPath":"metadata.namespace"},"path":"namespace"}]}}]`
+			if sources != want {
+				t.Errorf("token volume sources = %s, want %s", sources, want)
+			}
+		}
+	}
+	mountsToken := func(name string) bool {
+		mounts, _ := get(container(t, spec, name), "volumeMounts").([]any)
+		for i := range mounts {
+			if tokenVolumes[fmt.Sprint(get(mounts[i], "name"))] || strings.HasPrefix(fmt.Sprint(get(mounts[i], "mountPath")), "/var/run/secrets") {
+				return get(mounts[i], "mountPath") == serviceAccountDir && get(mounts[i], "readOnly") == true
+			}
+		}
+		return false
+	}
+	if !mountsToken("xcc-syncer") {
+		t.Errorf("xcc-syncer does not mount the token read-only at %s", serviceAccountDir)
+	}
+	mounts, _ := json(t, get(container(t, spec, "coredns"), "volumeMounts"))
+	for name := range tokenVolumes {
+		if strings.Contains(mounts, `"name":"`+name+`"`) || strings.Contains(mounts, "/var/run/secrets") {
+			t.Errorf("coredns mounts a token: %s", mounts)
+		}
+	}
+
+	for _, phase := range []string{"add", "remove"} {
+		job := find(objs, "Job", releaseName+"-patch-corefile-"+phase)
+		if job == nil {
+			t.Fatalf("no hook Job %s", phase)
+		}
+		if got := get(job, "spec", "template", "spec", "automountServiceAccountToken"); got == false {
+			t.Errorf("hook Job %s: its one container needs the token, but automount is off", phase)
+		}
+	}
+	if got := get(find(objs, "ServiceAccount", releaseName+"-patch-corefile"), "automountServiceAccountToken"); got == false {
+		t.Error("hook ServiceAccount: automount is off, the hook Jobs would have no token")
+	}
+}
+
 func container(t *testing.T, spec any, name string) any {
 	t.Helper()
 	containers, _ := get(spec, "containers").([]any)
