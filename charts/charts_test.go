@@ -22,6 +22,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -291,6 +292,8 @@ func TestRenderedTypes(t *testing.T) {
 				typed = &rbacv1.ClusterRole{}
 			case "ClusterRoleBinding":
 				typed = &rbacv1.ClusterRoleBinding{}
+			case "NetworkPolicy":
+				typed = &networkingv1.NetworkPolicy{}
 			default:
 				t.Errorf("%s: %s %v: kind not checked; add it to this test", c.golden, kind, name)
 				continue
@@ -326,6 +329,7 @@ func TestRenderRefusals(t *testing.T) {
 		{"etcd client URL on a name starting 127.", workloadChart, "is not on loopback", []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.clientURL=http://127.0.0.1.example.com:2379"}},
 		{"etcd peer URL on a node address", workloadChart, `etcd.peerURL "http://10.0.0.5:2380" is not on loopback`, []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.peerURL=http://10.0.0.5:2380"}},
 		{"etcd client URL in extraArgs", workloadChart, "set etcd.clientURL or etcd.peerURL instead", []string{"-f", "testdata/workload-values.yaml", "--set", "syncer.extraArgs={--etcd-client-url,http://10.0.0.5:2379}"}},
+		{"network policy admitting every pod in the cluster DNS namespace", workloadChart, "minProperties", []string{"-f", "testdata/workload-values.yaml", "--set", "networkPolicy.clusterDNS.podLabels.k8s-app=null"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"template", releaseName, c.chart, "--namespace", releaseNS}, c.args...)
@@ -415,6 +419,53 @@ func TestServiceAccountToken(t *testing.T) {
 	}
 	if got := get(find(objs, "ServiceAccount", releaseName+"-patch-corefile"), "automountServiceAccountToken"); got == false {
 		t.Error("hook ServiceAccount: automount is off, the hook Jobs would have no token")
+	}
+}
+
+// TestNetworkPolicy: by default only the cluster DNS pods reach the DNS
+// port, and every source the HTTP ports; the values narrow or remove it.
+func TestNetworkPolicy(t *testing.T) {
+	const (
+		dnsRule = `{"from":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"kube-system"}},"podSelector":{"matchLabels":{"k8s-app":"kube-dns"}}}],` +
+			`"ports":[{"port":5353,"protocol":"UDP"},{"port":5353,"protocol":"TCP"}]}`
+		httpPorts  = `"ports":[{"port":8080,"protocol":"TCP"},{"port":8081,"protocol":"TCP"},{"port":8181,"protocol":"TCP"},{"port":9153,"protocol":"TCP"}]`
+		monitoring = `[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]`
+	)
+	for _, c := range []struct {
+		name    string
+		args    []string
+		ingress string // "": no NetworkPolicy
+	}{
+		{"default", nil, `[` + dnsRule + `,{` + httpPorts + `}]`},
+		{"HTTP from monitoring only", []string{"--set", "networkPolicy.http.allowAll=false", "--set-json", "networkPolicy.http.from=" + monitoring},
+			`[` + dnsRule + `,{"from":` + monitoring + `,` + httpPorts + `}]`},
+		{"HTTP closed", []string{"--set", "networkPolicy.http.allowAll=false"}, `[` + dnsRule + `]`},
+		{"disabled", []string{"--set", "networkPolicy.enabled=false"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			objs := objects(t, render(t, renderCase{chart: workloadChart, args: append([]string{"-f", "testdata/workload-values.yaml"}, c.args...)}))
+			np := find(objs, "NetworkPolicy", releaseName)
+			if c.ingress == "" {
+				if np != nil {
+					t.Fatalf("NetworkPolicy rendered: %v", np)
+				}
+				return
+			}
+			if np == nil {
+				t.Fatal("no NetworkPolicy")
+			}
+			selector, _ := json(t, get(np, "spec", "podSelector"))
+			pod, _ := json(t, map[string]any{"matchLabels": get(find(objs, "Deployment", releaseName), "spec", "selector", "matchLabels")})
+			if selector != pod {
+				t.Errorf("podSelector %s, want the DNS pod's %s", selector, pod)
+			}
+			if types, _ := json(t, get(np, "spec", "policyTypes")); types != `["Ingress"]` {
+				t.Errorf("policyTypes %s", types)
+			}
+			if ingress, _ := json(t, get(np, "spec", "ingress")); ingress != c.ingress {
+				t.Errorf("ingress\n got %s\nwant %s", ingress, c.ingress)
+			}
+		})
 	}
 }
 

@@ -77,3 +77,10 @@ as a member (peer URL).
 {{- end -}}
 {{- $url -}}
 {{- end -}}
+
+{{/* labelList renders a label map as k=v,k=v in key order. */}}
+{{- define "xcc-dns-workload.labelList" -}}
+{{- $out := list -}}
+{{- range $k, $v := . }}{{ $out = append $out (printf "%s=%s" $k $v) }}{{ end -}}
+{{- join "," $out -}}
+{{- end -}}
