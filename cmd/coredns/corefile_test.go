@@ -103,6 +103,16 @@ func startWorld(t *testing.T, slices []*discoveryv1.EndpointSlice) *world {
 // directives.
 func startWorldOrdered(t *testing.T, directives []string, slices []*discoveryv1.EndpointSlice) *world {
 	t.Helper()
+	corefile, err := os.ReadFile("Corefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startWorldWith(t, directives, string(corefile), slices)
+}
+
+// startWorldWith is startWorldOrdered with the Corefile text given.
+func startWorldWith(t testing.TB, directives []string, corefile string, slices []*discoveryv1.EndpointSlice) *world {
+	t.Helper()
 	srv, cli := etcdtest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -143,11 +153,7 @@ func startWorldOrdered(t *testing.T, directives []string, slices []*discoveryv1.
 	t.Setenv("READY_PORT", freePort(t))
 	t.Setenv("METRICS_PORT", freePort(t))
 	t.Setenv("UPSTREAM", startUpstream(t))
-	corefile, err := os.ReadFile("Corefile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := coredns.StartOrdered(directives, string(corefile))
+	d, err := coredns.StartOrdered(directives, corefile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +163,7 @@ func startWorldOrdered(t *testing.T, directives []string, slices []*discoveryv1.
 
 // freePort returns a TCP port that was free a moment ago. CoreDNS's
 // health, ready and prometheus plugins cannot report a port 0 they bound.
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -170,7 +176,7 @@ func freePort(t *testing.T) string {
 
 // startUpstream starts a resolver that knows the one name a hostname load
 // balancer points at, standing in for the resolvers of /etc/resolv.conf.
-func startUpstream(t *testing.T) string {
+func startUpstream(t testing.TB) string {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -192,7 +198,7 @@ func startUpstream(t *testing.T) string {
 	return pc.LocalAddr().String()
 }
 
-func (w *world) ask(t *testing.T, network, name string, qtype uint16, bufsize uint16) *dns.Msg {
+func (w *world) ask(t testing.TB, network, name string, qtype uint16, bufsize uint16) *dns.Msg {
 	t.Helper()
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), qtype)
@@ -389,7 +395,7 @@ func stripTTL(ls []string) []string {
 // etcd registers it with the process's default Prometheus registry.
 const rangeMetric = "etcd_mvcc_range_total"
 
-func rangeRequests(t *testing.T) float64 {
+func rangeRequests(t testing.TB) float64 {
 	t.Helper()
 	families, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
