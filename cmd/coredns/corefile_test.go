@@ -26,6 +26,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/coredns"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/serve"
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
 )
 
@@ -531,7 +532,9 @@ func TestEtcdctlListsRecords(t *testing.T) {
 		t.Fatalf("etcdctl: %v\n%s", err, out)
 	}
 	text := string(out)
-	for _, want := range []string{"/skydns/test/xcc/clusters/dev-team/cluster-a/gateway/x", `"host":"192.0.2.10","ttl":30,"owner":"EndpointSlice xcc-dns/gw-a-ipv4"`, `"host":"192.0.2.20","ttl":60`} {
+	// The leaf's shape is skydnsrecord's to choose.
+	key := skydnsrecord.RecordKey("gateway.cluster-a.dev-team.clusters.xcc.test", "EndpointSlice xcc-dns/gw-a-ipv4", "192.0.2.10")
+	for _, want := range []string{key + "\n", `"host":"192.0.2.10","ttl":30,"owner":"EndpointSlice xcc-dns/gw-a-ipv4"`, `"host":"192.0.2.20","ttl":60`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("etcdctl output lacks %q:\n%s", want, text)
 		}
