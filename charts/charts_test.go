@@ -22,6 +22,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -291,6 +292,8 @@ func TestRenderedTypes(t *testing.T) {
 				typed = &rbacv1.ClusterRole{}
 			case "ClusterRoleBinding":
 				typed = &rbacv1.ClusterRoleBinding{}
+			case "NetworkPolicy":
+				typed = &networkingv1.NetworkPolicy{}
 			default:
 				t.Errorf("%s: %s %v: kind not checked; add it to this test", c.golden, kind, name)
 				continue
@@ -319,6 +322,14 @@ func TestRenderRefusals(t *testing.T) {
 		{"three controllers", managementChart, "maximum", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=3"}},
 		{"two controllers without leader election", managementChart, "needs leaderElection", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=2", "--set", "leaderElection.enabled=false"}},
 		{"an exec allow entry that is a list", managementChart, "does not match pattern", []string{"-f", "testdata/management-values.yaml", "--set", `allowKubeconfigExec={aws\,sh}`}},
+		// The embedded etcd has no authentication: off loopback anyone could
+		// write records or join it.
+		{"etcd client URL on the pod IP", workloadChart, `etcd.clientURL "http://0.0.0.0:2379" is not on loopback`, []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.clientURL=http://0.0.0.0:2379"}},
+		{"etcd client URL behind a loopback userinfo", workloadChart, "is not on loopback", []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.clientURL=http://127.0.0.1@10.0.0.5:2379"}},
+		{"etcd client URL on a name starting 127.", workloadChart, "is not on loopback", []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.clientURL=http://127.0.0.1.example.com:2379"}},
+		{"etcd peer URL on a node address", workloadChart, `etcd.peerURL "http://10.0.0.5:2380" is not on loopback`, []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.peerURL=http://10.0.0.5:2380"}},
+		{"etcd client URL in extraArgs", workloadChart, "set etcd.clientURL or etcd.peerURL instead", []string{"-f", "testdata/workload-values.yaml", "--set", "syncer.extraArgs={--etcd-client-url,http://10.0.0.5:2379}"}},
+		{"network policy admitting every pod in the cluster DNS namespace", workloadChart, "minProperties", []string{"-f", "testdata/workload-values.yaml", "--set", "networkPolicy.clusterDNS.podLabels.k8s-app=null"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"template", releaseName, c.chart, "--namespace", releaseNS}, c.args...)
@@ -328,6 +339,146 @@ func TestRenderRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoopbackEtcdURLs: every loopback form renders, into serve's flags and
+// CoreDNS's ETCD_ENDPOINT alike.
+func TestLoopbackEtcdURLs(t *testing.T) {
+	for _, url := range []string{"http://127.0.0.1:2379", "http://127.3.2.1:2379", "http://[::1]:2379", "http://localhost:2379"} {
+		objs := objects(t, render(t, renderCase{chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.clientURL=" + url}}))
+		spec := get(find(objs, "Deployment", releaseName), "spec", "template", "spec")
+		args, _ := json(t, get(container(t, spec, "xcc-syncer"), "args"))
+		env, _ := json(t, get(container(t, spec, "coredns"), "env"))
+		if !strings.Contains(args, `"--etcd-client-url=`+url+`"`) || !strings.Contains(env, `{"name":"ETCD_ENDPOINT","value":"`+url+`"}`) {
+			t.Errorf("%s: serve args %s, CoreDNS env %s", url, args, env)
+		}
+	}
+}
+
+// serviceAccountDir is where client-go's in-cluster config reads the token,
+// the CA and the namespace.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// TestServiceAccountToken: the DNS pod does not automount its token; only
+// xcc-syncer mounts it, from a projected volume holding what client-go's
+// in-cluster config reads. CoreDNS has no token. The hook Jobs keep the
+// automounted token of their own ServiceAccount.
+func TestServiceAccountToken(t *testing.T) {
+	objs := objects(t, render(t, renderCases[0]))
+	spec := get(find(objs, "Deployment", releaseName), "spec", "template", "spec")
+	if got := get(spec, "automountServiceAccountToken"); got != false {
+		t.Errorf("DNS pod automountServiceAccountToken = %v, want false", got)
+	}
+	if got := get(find(objs, "ServiceAccount", releaseName), "automountServiceAccountToken"); got != false {
+		t.Errorf("DNS pod ServiceAccount automountServiceAccountToken = %v, want false", got)
+	}
+
+	tokenVolumes := map[string]bool{}
+	volumes, _ := get(spec, "volumes").([]any)
+	for i := range volumes {
+		if get(volumes[i], "projected") == nil {
+			continue
+		}
+		if sources, _ := json(t, get(volumes[i], "projected", "sources")); strings.Contains(sources, `"serviceAccountToken"`) {
+			tokenVolumes[fmt.Sprint(get(volumes[i], "name"))] = true
+			want := `[{"serviceAccountToken":{"expirationSeconds":3607,"path":"token"}},` +
+				`{"configMap":{"items":[{"key":"ca.crt","path":"ca.crt"}],"name":"kube-root-ca.crt"}},` +
+				`{"downwardAPI":{"items":[{"fieldRef":{"apiVersion":"v1","fieldPath":"metadata.namespace"},"path":"namespace"}]}}]`
+			if sources != want {
+				t.Errorf("token volume sources = %s, want %s", sources, want)
+			}
+		}
+	}
+	mountsToken := func(name string) bool {
+		mounts, _ := get(container(t, spec, name), "volumeMounts").([]any)
+		for i := range mounts {
+			if tokenVolumes[fmt.Sprint(get(mounts[i], "name"))] || strings.HasPrefix(fmt.Sprint(get(mounts[i], "mountPath")), "/var/run/secrets") {
+				return get(mounts[i], "mountPath") == serviceAccountDir && get(mounts[i], "readOnly") == true
+			}
+		}
+		return false
+	}
+	if !mountsToken("xcc-syncer") {
+		t.Errorf("xcc-syncer does not mount the token read-only at %s", serviceAccountDir)
+	}
+	mounts, _ := json(t, get(container(t, spec, "coredns"), "volumeMounts"))
+	for name := range tokenVolumes {
+		if strings.Contains(mounts, `"name":"`+name+`"`) || strings.Contains(mounts, "/var/run/secrets") {
+			t.Errorf("coredns mounts a token: %s", mounts)
+		}
+	}
+
+	for _, phase := range []string{"add", "remove"} {
+		job := find(objs, "Job", releaseName+"-patch-corefile-"+phase)
+		if job == nil {
+			t.Fatalf("no hook Job %s", phase)
+		}
+		if got := get(job, "spec", "template", "spec", "automountServiceAccountToken"); got == false {
+			t.Errorf("hook Job %s: its one container needs the token, but automount is off", phase)
+		}
+	}
+	if got := get(find(objs, "ServiceAccount", releaseName+"-patch-corefile"), "automountServiceAccountToken"); got == false {
+		t.Error("hook ServiceAccount: automount is off, the hook Jobs would have no token")
+	}
+}
+
+// TestNetworkPolicy: by default only the cluster DNS pods reach the DNS
+// port, and every source the HTTP ports; the values narrow or remove it.
+func TestNetworkPolicy(t *testing.T) {
+	const (
+		dnsRule = `{"from":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"kube-system"}},"podSelector":{"matchLabels":{"k8s-app":"kube-dns"}}}],` +
+			`"ports":[{"port":5353,"protocol":"UDP"},{"port":5353,"protocol":"TCP"}]}`
+		httpPorts  = `"ports":[{"port":8080,"protocol":"TCP"},{"port":8081,"protocol":"TCP"},{"port":8181,"protocol":"TCP"},{"port":9153,"protocol":"TCP"}]`
+		monitoring = `[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]`
+	)
+	for _, c := range []struct {
+		name    string
+		args    []string
+		ingress string // "": no NetworkPolicy
+	}{
+		{"default", nil, `[` + dnsRule + `,{` + httpPorts + `}]`},
+		{"HTTP from monitoring only", []string{"--set", "networkPolicy.http.allowAll=false", "--set-json", "networkPolicy.http.from=" + monitoring},
+			`[` + dnsRule + `,{"from":` + monitoring + `,` + httpPorts + `}]`},
+		{"HTTP closed", []string{"--set", "networkPolicy.http.allowAll=false"}, `[` + dnsRule + `]`},
+		{"disabled", []string{"--set", "networkPolicy.enabled=false"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			objs := objects(t, render(t, renderCase{chart: workloadChart, args: append([]string{"-f", "testdata/workload-values.yaml"}, c.args...)}))
+			np := find(objs, "NetworkPolicy", releaseName)
+			if c.ingress == "" {
+				if np != nil {
+					t.Fatalf("NetworkPolicy rendered: %v", np)
+				}
+				return
+			}
+			if np == nil {
+				t.Fatal("no NetworkPolicy")
+			}
+			selector, _ := json(t, get(np, "spec", "podSelector"))
+			pod, _ := json(t, map[string]any{"matchLabels": get(find(objs, "Deployment", releaseName), "spec", "selector", "matchLabels")})
+			if selector != pod {
+				t.Errorf("podSelector %s, want the DNS pod's %s", selector, pod)
+			}
+			if types, _ := json(t, get(np, "spec", "policyTypes")); types != `["Ingress"]` {
+				t.Errorf("policyTypes %s", types)
+			}
+			if ingress, _ := json(t, get(np, "spec", "ingress")); ingress != c.ingress {
+				t.Errorf("ingress\n got %s\nwant %s", ingress, c.ingress)
+			}
+		})
+	}
+}
+
+func container(t *testing.T, spec any, name string) any {
+	t.Helper()
+	containers, _ := get(spec, "containers").([]any)
+	for i := range containers {
+		if get(containers[i], "name") == name {
+			return containers[i]
+		}
+	}
+	t.Fatalf("no container %s", name)
+	return nil
 }
 
 // checkRestricted fails unless the pod spec meets the restricted Pod

@@ -26,6 +26,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/coredns"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/serve"
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
 )
 
@@ -103,6 +104,16 @@ func startWorld(t *testing.T, slices []*discoveryv1.EndpointSlice) *world {
 // directives.
 func startWorldOrdered(t *testing.T, directives []string, slices []*discoveryv1.EndpointSlice) *world {
 	t.Helper()
+	corefile, err := os.ReadFile("Corefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startWorldWith(t, directives, string(corefile), slices)
+}
+
+// startWorldWith is startWorldOrdered with the Corefile text given.
+func startWorldWith(t testing.TB, directives []string, corefile string, slices []*discoveryv1.EndpointSlice) *world {
+	t.Helper()
 	srv, cli := etcdtest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -143,11 +154,7 @@ func startWorldOrdered(t *testing.T, directives []string, slices []*discoveryv1.
 	t.Setenv("READY_PORT", freePort(t))
 	t.Setenv("METRICS_PORT", freePort(t))
 	t.Setenv("UPSTREAM", startUpstream(t))
-	corefile, err := os.ReadFile("Corefile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := coredns.StartOrdered(directives, string(corefile))
+	d, err := coredns.StartOrdered(directives, corefile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +164,7 @@ func startWorldOrdered(t *testing.T, directives []string, slices []*discoveryv1.
 
 // freePort returns a TCP port that was free a moment ago. CoreDNS's
 // health, ready and prometheus plugins cannot report a port 0 they bound.
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -170,7 +177,7 @@ func freePort(t *testing.T) string {
 
 // startUpstream starts a resolver that knows the one name a hostname load
 // balancer points at, standing in for the resolvers of /etc/resolv.conf.
-func startUpstream(t *testing.T) string {
+func startUpstream(t testing.TB) string {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -192,7 +199,7 @@ func startUpstream(t *testing.T) string {
 	return pc.LocalAddr().String()
 }
 
-func (w *world) ask(t *testing.T, network, name string, qtype uint16, bufsize uint16) *dns.Msg {
+func (w *world) ask(t testing.TB, network, name string, qtype uint16, bufsize uint16) *dns.Msg {
 	t.Helper()
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), qtype)
@@ -237,13 +244,47 @@ func normalise(zoneLines []string) []string {
 	return out
 }
 
+// orders are the plugin orders the Corefile must answer alike in: this
+// build's and the upstream CoreDNS image's.
+var orders = []struct {
+	name       string
+	directives []string
+}{{"build", coredns.Directives}, {"upstream", coredns.Upstream}}
+
+// question is a query name and type.
+type question struct {
+	name  string
+	qtype uint16
+}
+
+// wildcardLabelQueries hold a label the etcd plugin takes for a wildcard
+// (`*` or `any`, after lower-casing), outside the names below gateway.: it
+// would read and decode the whole subtree above the label. The Corefile
+// answers each NXDOMAIN before the plugin.
+var wildcardLabelQueries = []question{
+	{"any.any.any.any.clusters.xcc.test.", dns.TypeSRV}, // every cluster and namespace name
+	{"r4711.x.any.clusters.xcc.test.", dns.TypeA},       // a random first label passes every cache
+	{"any.clusters.xcc.test.", dns.TypeTXT},
+	{"*.clusters.xcc.test.", dns.TypeA},
+	{"*.dev-team.clusters.xcc.test.", dns.TypeAAAA},
+	{`\*.cluster-a.dev-team.clusters.xcc.test.`, dns.TypeSRV}, // escaped: the same label on the wire
+	{`\042.clusters.xcc.test.`, dns.TypeA},                    // `*` as a decimal escape
+	{"cluster-a.AnY.clusters.xcc.test.", dns.TypeSRV},
+	{"gateway.cluster-a.any.clusters.xcc.test.", dns.TypeA},
+	{"kuard.gateway.any.dev-team.clusters.xcc.test.", dns.TypeA}, // rewritten onto gateway.any.dev-team.
+	{"api.any.dev-team.clusters.xcc.test.", dns.TypeAAAA},
+	{"*.api.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA},
+	// The zone apex's own path: every record of the zone.
+	{"ANY.xcc.test.", dns.TypeA},
+	{"any.xcc.test.", dns.TypeTXT},
+	{"*.xcc.test.", dns.TypeSRV},
+	{"db.*.xcc.test.", dns.TypeA},
+}
+
 // TestCorefileAnswers asks the shipped Corefile, in this build's plugin
 // order and in the upstream CoreDNS image's, and expects the same answers.
 func TestCorefileAnswers(t *testing.T) {
-	for _, order := range []struct {
-		name       string
-		directives []string
-	}{{"build", coredns.Directives}, {"upstream", coredns.Upstream}} {
+	for _, order := range orders {
 		t.Run(order.name, func(t *testing.T) { testCorefileAnswers(t, order.directives) })
 	}
 }
@@ -254,13 +295,14 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 		a   = "gateway.cluster-a.dev-team.clusters.xcc.test."
 		api = "api.cluster-a.dev-team.clusters.xcc.test."
 	)
-	tests := []struct {
+	type row struct {
 		name   string
 		qtype  uint16
 		rcode  int
 		answer []string // zone-file lines
 		soa    bool     // the authority section holds the zone's SOA
-	}{
+	}
+	tests := []row{
 		// The seed walkthrough's name: every name below gateway.<cluster> answers.
 		{"kuard." + a, dns.TypeA, dns.RcodeSuccess, []string{"kuard." + a + " 30 IN A 192.0.2.10", "kuard." + a + " 30 IN A 192.0.2.11"}, false},
 		{a, dns.TypeA, dns.RcodeSuccess, []string{a + " 30 IN A 192.0.2.10", a + " 30 IN A 192.0.2.11"}, false},
@@ -298,6 +340,17 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 		{"kuard.gateway.cluster-e.dev-team.clusters.xcc.test.", dns.TypeAAAA, dns.RcodeSuccess, nil, true},
 		// A record an operator put by hand is served beside ours.
 		{"db.custom.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"db.custom.xcc.test. 60 IN A 192.0.2.99"}, false},
+		// `any` and `*` below gateway. are names like any other there: the
+		// rewrite maps them onto the gateway before the etcd plugin sees them.
+		{"any." + a, dns.TypeA, dns.RcodeSuccess, []string{"any." + a + " 30 IN A 192.0.2.10", "any." + a + " 30 IN A 192.0.2.11"}, false},
+		{"*." + a, dns.TypeA, dns.RcodeSuccess, []string{"*." + a + " 30 IN A 192.0.2.10", "*." + a + " 30 IN A 192.0.2.11"}, false},
+		{`\*.` + a, dns.TypeTXT, dns.RcodeSuccess, nil, true},
+		{"x.any." + a, dns.TypeAAAA, dns.RcodeSuccess, nil, true},
+		{"ANY.gateway.cluster-b.dev-team.clusters.xcc.test.", dns.TypeAAAA, dns.RcodeSuccess, []string{"any.gateway.cluster-b.dev-team.clusters.xcc.test. 30 IN AAAA 2001:db8::b"}, false},
+	}
+	// Anywhere else they never reach etcd (TestWildcardLabelsSkipEtcd).
+	for _, q := range wildcardLabelQueries {
+		tests = append(tests, row{q.name, q.qtype, dns.RcodeNameError, nil, true})
 	}
 	for _, network := range []string{"udp", "tcp"} {
 		for _, tc := range tests {
@@ -337,6 +390,85 @@ func stripTTL(ls []string) []string {
 		out = append(out, strings.Join(f, " "))
 	}
 	return out
+}
+
+// rangeMetric is the embedded etcd's count of the Range requests it served;
+// etcd registers it with the process's default Prometheus registry.
+const rangeMetric = "etcd_mvcc_range_total"
+
+func rangeRequests(t testing.TB) float64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == rangeMetric && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("etcd metric %s not found", rangeMetric)
+	return 0
+}
+
+// settle waits until etcd has served no Range request for quietFor: serve
+// still reads while it syncs the slices it was started with, and the
+// counter is the whole process's.
+func settle(t testing.TB) {
+	t.Helper()
+	const quietFor = 200 * time.Millisecond
+	deadline := time.Now().Add(waitFor)
+	for last := rangeRequests(t); ; {
+		time.Sleep(quietFor)
+		n := rangeRequests(t)
+		if n == last {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("etcd kept serving Range requests")
+		}
+		last = n
+	}
+}
+
+// TestWildcardLabelsSkipEtcd counts etcd's Range requests around each query
+// of a fresh server (nothing cached): none for a name with an `any` or `*`
+// label, and for such a label below gateway. exactly one, the gateway's own
+// read, as for any other name there (which also shows the count moves).
+func TestWildcardLabelsSkipEtcd(t *testing.T) {
+	for _, order := range orders {
+		t.Run(order.name, func(t *testing.T) {
+			w := startWorldOrdered(t, order.directives, testSlices())
+			settle(t)
+			ask := func(q question) (*dns.Msg, float64) {
+				before := rangeRequests(t)
+				r := w.ask(t, "udp", q.name, q.qtype, 0)
+				return r, rangeRequests(t) - before
+			}
+			for _, q := range wildcardLabelQueries {
+				r, n := ask(q)
+				if n != 0 || r.Rcode != dns.RcodeNameError {
+					t.Errorf("%s %s: %s after %v etcd Range requests, want NXDOMAIN after none", q.name, dns.TypeToString[q.qtype], dns.RcodeToString[r.Rcode], n)
+				}
+			}
+			// One gateway each: in the upstream order the cache, after the
+			// rewrite, would answer a second name below the same gateway.
+			for _, tc := range []struct {
+				question
+				answers int
+			}{
+				{question{"any.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA}, 2},
+				{question{"*.gateway.cluster-b.dev-team.clusters.xcc.test.", dns.TypeAAAA}, 1},
+				{question{"x.any.gateway.cluster-d.dev-team.clusters.xcc.test.", dns.TypeSRV}, 1},
+				{question{"ANY.gateway.cluster-e.dev-team.clusters.xcc.test.", dns.TypeA}, 1},
+			} {
+				r, n := ask(tc.question)
+				if n != 1 || r.Rcode != dns.RcodeSuccess || len(r.Answer) != tc.answers {
+					t.Errorf("%s %s: %s with %d answers after %v etcd Range requests, want %d after one\n%v", tc.name, dns.TypeToString[tc.qtype], dns.RcodeToString[r.Rcode], len(r.Answer), n, tc.answers, r)
+				}
+			}
+		})
+	}
 }
 
 func TestTruncatedOverUDPWholeOverTCP(t *testing.T) {
@@ -400,7 +532,9 @@ func TestEtcdctlListsRecords(t *testing.T) {
 		t.Fatalf("etcdctl: %v\n%s", err, out)
 	}
 	text := string(out)
-	for _, want := range []string{"/skydns/test/xcc/clusters/dev-team/cluster-a/gateway/_", `"host":"192.0.2.10","ttl":30,"owner":"EndpointSlice xcc-dns/gw-a-ipv4"`, `"host":"192.0.2.20","ttl":60`} {
+	// The leaf's shape is skydnsrecord's to choose.
+	key := skydnsrecord.RecordKey("gateway.cluster-a.dev-team.clusters.xcc.test", "EndpointSlice xcc-dns/gw-a-ipv4", "192.0.2.10")
+	for _, want := range []string{key + "\n", `"host":"192.0.2.10","ttl":30,"owner":"EndpointSlice xcc-dns/gw-a-ipv4"`, `"host":"192.0.2.20","ttl":60`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("etcdctl output lacks %q:\n%s", want, text)
 		}

@@ -62,3 +62,25 @@ fsGroup: 65532
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/*
+loopbackURL renders an etcd URL value after refusing any host but loopback.
+The embedded etcd has no authentication and the chart no TLS for it: on
+the pod IP anyone in the cluster could write records (client URL) or join
+as a member (peer URL).
+*/}}
+{{- define "xcc-dns-workload.loopbackURL" -}}
+{{- $value := index . 0 -}}{{- $url := index . 1 -}}
+{{- $host := (urlParse $url).hostname -}}
+{{- if not (or (eq $host "localhost" "::1") (regexMatch "^127\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}$" $host)) -}}
+{{- fail (printf "%s %q is not on loopback (127.0.0.0/8, [::1], localhost): the embedded etcd has no authentication and this chart offers no TLS for it, so on any other address every pod that reaches it could write DNS records (client URL) or join it as a member (peer URL)" $value $url) -}}
+{{- end -}}
+{{- $url -}}
+{{- end -}}
+
+{{/* labelList renders a label map as k=v,k=v in key order. */}}
+{{- define "xcc-dns-workload.labelList" -}}
+{{- $out := list -}}
+{{- range $k, $v := . }}{{ $out = append $out (printf "%s=%s" $k $v) }}{{ end -}}
+{{- join "," $out -}}
+{{- end -}}
