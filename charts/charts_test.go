@@ -263,6 +263,22 @@ func TestRenderedManagement(t *testing.T) {
 	}
 }
 
+// The operator's allowed CIDRs reach the controller as one flag, and only
+// when set: empty means any address, as before the value existed.
+func TestManagementAllowedCIDRs(t *testing.T) {
+	flagOf := func(args ...string) string {
+		objs := objects(t, render(t, renderCase{chart: managementChart, args: append([]string{"-f", "testdata/management-values.yaml"}, args...)}))
+		got, _ := json(t, get(find(objs, "Deployment", releaseName+"-controller"), "spec", "template", "spec", "containers", 0, "args"))
+		return got
+	}
+	if args := flagOf(); strings.Contains(args, "--allowed-cidrs") {
+		t.Errorf("controller args %s: --allowed-cidrs without allowedCIDRs", args)
+	}
+	if args, want := flagOf("--set", "allowedCIDRs={192.0.2.0/24,2001:db8::/32}"), `"--allowed-cidrs=192.0.2.0/24,2001:db8::/32"`; !strings.Contains(args, want) {
+		t.Errorf("controller args %s lack %s", args, want)
+	}
+}
+
 // TestRenderedTypes decodes every rendered object strictly into its
 // Kubernetes API type: a misspelt or misplaced field fails here rather than
 // being dropped by the API server at install time.
@@ -320,6 +336,7 @@ func TestRenderRefusals(t *testing.T) {
 		{"workload with another zone and the shipped Corefile", workloadChart, "domain is not xcc.test", []string{"-f", "testdata/workload-values.yaml", "--set", "domain=xcc.example"}},
 		{"workload with an unknown value", workloadChart, "additional properties", []string{"-f", "testdata/workload-values.yaml", "--set", "persistance.enabled=false"}},
 		{"three controllers", managementChart, "maximum", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=3"}},
+		{"an allowed CIDR that is not one", managementChart, "allowedCIDRs", []string{"-f", "testdata/management-values.yaml", "--set", "allowedCIDRs={192.0.2.0}"}},
 		{"two controllers without leader election", managementChart, "needs leaderElection", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=2", "--set", "leaderElection.enabled=false"}},
 		{"an exec allow entry that is a list", managementChart, "does not match pattern", []string{"-f", "testdata/management-values.yaml", "--set", `allowKubeconfigExec={aws\,sh}`}},
 		// The embedded etcd has no authentication: off loopback anyone could

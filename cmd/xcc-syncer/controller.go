@@ -20,6 +20,7 @@ func runController(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; empty: in-cluster config")
 	fs.StringVar(&o.SliceNamespace, "slice-namespace", controller.DefaultSliceNamespace, "namespace in each workload cluster that receives EndpointSlices (its presence opts the cluster in)")
 	fs.StringVar(&o.Domain, "domain", controller.DefaultDomain, "DNS zone of the published names")
+	fs.Var(&o.AllowedCIDRs, "allowed-cidrs", "comma-separated CIDRs that gateway and control-plane addresses must lie in (e.g. 192.0.2.0/24,2001:db8::/32); empty: any")
 	fs.StringVar(&o.HTTPAddress, "http-address", controller.DefaultHTTPAddress, "address of /healthz, /readyz and /metrics")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a coordination Lease so only one replica writes")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", controller.DefaultLeaderElectionNamespaceFromPod(), "namespace of the leader election Lease")

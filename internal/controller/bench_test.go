@@ -36,11 +36,11 @@ func BenchmarkSyncCompute(b *testing.B) {
 			}
 			return gatewayAddr(i)
 		})
-		prev := newDesiredSet(computeDesired(gd, "xcc.test", before))
+		prev := newDesiredSet(computeDesired(gd, "xcc.test", nil, before))
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
 			var st v1alpha1.GatewayDNSStatus
 			for b.Loop() {
-				d := computeDesired(gd, "xcc.test", after)
+				d := computeDesired(gd, "xcc.test", nil, after)
 				dl := computeDelta(prev, newDesiredSet(d))
 				if len(dl.Update) != 1 {
 					b.Fatalf("delta updates %d slices, want 1", len(dl.Update))

@@ -40,6 +40,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
@@ -76,6 +77,9 @@ type Config struct {
 	Metrics        *Metrics
 	// Recorder records Events on GatewayDNS objects; nil: none.
 	Recorder record.EventRecorder
+	// AllowedCIDRs are the ranges gateway and control-plane addresses must
+	// lie in; empty allows any.
+	AllowedCIDRs cidr.List
 }
 
 // Controller keeps the EndpointSlices of every GatewayDNS in step.
@@ -279,7 +283,7 @@ func (c *Controller) Run(ctx context.Context, ready chan<- struct{}) error {
 	c.workloads.ctx = ctx
 
 	logger.Info("Starting controller", "clusterResource", c.cfg.ClusterResource.String(),
-		"sliceNamespace", c.cfg.SliceNamespace, "domain", c.cfg.Domain)
+		"sliceNamespace", c.cfg.SliceNamespace, "domain", c.cfg.Domain, "allowedCIDRs", c.cfg.AllowedCIDRs.String())
 	c.dynInf.Start(ctx.Done())
 	c.kubeInf.Start(ctx.Done())
 	logger.Info("Waiting for informer caches to sync")
@@ -375,7 +379,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	desired := computeDesired(gd, c.cfg.Domain, inputs.clusters)
+	desired := computeDesired(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, inputs.clusters)
 	writeErrs, written := c.apply(ctx, gd, desired, inputs.targets)
 	c.workloads.release(key, inputs.uses)
 

@@ -588,7 +588,7 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 	// A slice that a new cluster's gateway will need is in cluster-b
 	// already, with an old address (as a second writer would leave it):
 	// cluster-b is listed and the slice corrected; cluster-a is not listed.
-	stale := computeDesired(testGatewayDNS("gw"), "xcc.test", []clusterInput{good("cluster-c", "10.0.0.99")}).Slices[0]
+	stale := computeDesired(testGatewayDNS("gw"), "xcc.test", nil, []clusterInput{good("cluster-c", "10.0.0.99")}).Slices[0]
 	stale.Namespace = DefaultSliceNamespace
 	if _, err := b.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(e.ctx, stale, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
@@ -28,6 +30,7 @@ const (
 	ReasonServiceNotLoadBalancer    = "ServiceNotLoadBalancer"
 	ReasonNoLoadBalancerIngress     = "NoLoadBalancerIngress"
 	ReasonNoValidAddresses          = "NoValidAddresses"
+	ReasonAddressNotAllowed         = "AddressNotAllowed"
 	ReasonTooManyAddresses          = "TooManyAddresses"
 	ReasonInvalidNamespaceName      = "InvalidNamespaceName"
 )
@@ -69,8 +72,10 @@ type desiredState struct {
 
 // computeDesired turns a GatewayDNS and what is known about the Clusters of
 // its namespace into the EndpointSlices to publish and a status per cluster.
-// One cluster's bad input only ever affects that cluster's entry.
-func computeDesired(gd *v1alpha1.GatewayDNS, domain string, clusters []clusterInput) desiredState {
+// Gateway and control-plane addresses outside allowed (the operator's
+// --allowed-cidrs; empty allows any) are refused. One cluster's bad input
+// only ever affects that cluster's entry.
+func computeDesired(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters []clusterInput) desiredState {
 	out := desiredState{Keep: map[string]bool{}, ConflictOwners: map[string]string{}}
 	sorted := slices.Clone(clusters)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
@@ -110,7 +115,7 @@ func computeDesired(gd *v1alpha1.GatewayDNS, domain string, clusters []clusterIn
 		}
 		var notes []string
 		if c.APIHost != "" {
-			api := contract.Classify([]string{c.APIHost}, nil)
+			api := onlyAllowed(contract.Classify([]string{c.APIHost}, nil), allowed)
 			st.APIAddresses = api.All()
 			out.Slices = append(out.Slices, contract.Build(source(c.Name, contract.KindAPI, contract.APIHostname(c.Name, gd.Namespace, domain)), api)...)
 			if len(api.Refused) > 0 {
@@ -151,13 +156,19 @@ func computeDesired(gd *v1alpha1.GatewayDNS, domain string, clusters []clusterIn
 					hosts = append(hosts, in.Hostname)
 				}
 			}
-			gw := contract.Classify(ips, hosts)
+			classified := contract.Classify(ips, hosts)
+			gw := onlyAllowed(classified, allowed)
 			st.Addresses = gw.All()
 			if len(gw.Refused) > 0 {
 				notes = append(notes, "refused: "+listSome(gw.Refused))
 			}
 			if len(st.Addresses) == 0 {
 				st.Reason = ReasonNoValidAddresses
+				if len(gw.Refused) > len(classified.Refused) {
+					// The operator's CIDRs, not the load balancer alone, left nothing.
+					st.Reason = ReasonAddressNotAllowed
+					st.Message = fmt.Sprintf("no address of Service %s/%s lies in the allowed CIDRs %s", svcNS, svcName, allowed)
+				}
 				break
 			}
 			if n := max(len(gw.IPv4), len(gw.IPv6), len(gw.FQDN)); n > contract.MaxAddressesPerSlice {
@@ -189,4 +200,29 @@ func listSome(items []string) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxListedRefusals], ", "), len(items)-maxListedRefusals)
+}
+
+// onlyAllowed moves the IPv4 and IPv6 addresses of a that lie outside
+// allowed into a.Refused, saying why; an empty allowed keeps every one.
+// Hostnames stay: a CNAME asserts no address of ours (its target answers
+// for itself, and no PTR is ever derived from it), and load balancers that
+// only report hostnames would otherwise be unusable with allowed CIDRs.
+func onlyAllowed(a contract.Addresses, allowed cidr.List) contract.Addresses {
+	if len(allowed) == 0 {
+		return a
+	}
+	keep := func(addrs []string) []string {
+		var out []string
+		for _, s := range addrs {
+			if ip, err := netip.ParseAddr(s); err == nil && allowed.Contains(ip) {
+				out = append(out, s)
+				continue
+			}
+			a.Refused = append(a.Refused, fmt.Sprintf("%s: not in the allowed CIDRs %s", s, allowed))
+		}
+		return out
+	}
+	a.Refused = slices.Clone(a.Refused)
+	a.IPv4, a.IPv6 = keep(a.IPv4), keep(a.IPv6)
+	return a
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
@@ -58,9 +59,11 @@ func TestComputeDesired(t *testing.T) {
 	tests := []struct {
 		name      string
 		mutate    func(*v1alpha1.GatewayDNS)
+		allowed   string // the operator's --allowed-cidrs
 		clusters  []clusterInput
 		want      []string          // sliceView of every desired slice, any order
 		reasons   map[string]string // cluster -> status reason
+		messages  map[string]string // cluster -> a part of its status message
 		keep      []string
 		conflicts []string
 	}{
@@ -192,6 +195,53 @@ func TestComputeDesired(t *testing.T) {
 			conflicts: []string{"cluster-a"},
 		},
 		{
+			name:    "allowed CIDRs: an address outside is refused, the rest publish",
+			allowed: "10.0.0.0/24,2001:db8::/32",
+			clusters: []clusterInput{good("cluster-a", "10.0.0.1", "10.9.0.1", "2001:db8::1", "2001:db9::1"),
+				good("cluster-b", "10.0.0.2")},
+			want:     []string{gwA + " IPv4 10.0.0.1", gwA + " IPv6 2001:db8::1", gwB + " IPv4 10.0.0.2"},
+			reasons:  map[string]string{"cluster-a": ReasonPublished, "cluster-b": ReasonPublished},
+			messages: map[string]string{"cluster-a": "refused: 10.9.0.1: not in the allowed CIDRs 10.0.0.0/24,2001:db8::/32, 2001:db9::1: not in"},
+		},
+		{
+			name:     "allowed CIDRs: no address left is AddressNotAllowed, and no slice",
+			allowed:  "10.0.0.0/24",
+			clusters: []clusterInput{good("cluster-a", "192.0.2.1", "127.0.0.1"), good("cluster-b", "10.0.0.2")},
+			want:     []string{gwB + " IPv4 10.0.0.2"},
+			reasons:  map[string]string{"cluster-a": ReasonAddressNotAllowed, "cluster-b": ReasonPublished},
+			messages: map[string]string{"cluster-a": "no address of Service projectcontour/envoy lies in the allowed CIDRs 10.0.0.0/24; refused: "},
+		},
+		{
+			name:     "allowed CIDRs: only invalid addresses is still NoValidAddresses",
+			allowed:  "10.0.0.0/24",
+			clusters: []clusterInput{good("cluster-a", "127.0.0.1")},
+			reasons:  map[string]string{"cluster-a": ReasonNoValidAddresses},
+		},
+		{
+			name:    "allowed CIDRs: a hostname load balancer is not an address and publishes",
+			allowed: "10.0.0.0/24",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, ServiceSynced: true,
+				Service: lbService(corev1.LoadBalancerIngress{Hostname: "lb.example.com"})}},
+			want:    []string{gwA + " FQDN lb.example.com"},
+			reasons: map[string]string{"cluster-a": ReasonPublished},
+		},
+		{
+			name:    "allowed CIDRs: an api address outside is refused, the gateway publishes",
+			allowed: "10.0.0.0/24",
+			clusters: []clusterInput{{Name: "cluster-a", Selected: true, APIHost: "10.1.0.1", ServiceSynced: true,
+				Service: lbService(ips("10.0.0.1")...)}},
+			want:     []string{gwA + " IPv4 10.0.0.1"},
+			reasons:  map[string]string{"cluster-a": ReasonPublished},
+			messages: map[string]string{"cluster-a": "api host refused: 10.1.0.1: not in the allowed CIDRs 10.0.0.0/24"},
+		},
+		{
+			name:     "allowed CIDRs: an IPv4-mapped address counts as its IPv4",
+			allowed:  "10.0.0.0/24",
+			clusters: []clusterInput{good("cluster-a", "::ffff:10.0.0.7")},
+			want:     []string{gwA + " IPv4 10.0.0.7"},
+			reasons:  map[string]string{"cluster-a": ReasonPublished},
+		},
+		{
 			name:     "unsupported resolution type",
 			mutate:   func(g *v1alpha1.GatewayDNS) { g.Spec.ResolutionType = "clusterIP" },
 			clusters: []clusterInput{good("cluster-a", "10.0.0.1")},
@@ -204,7 +254,11 @@ func TestComputeDesired(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(gd)
 			}
-			d := computeDesired(gd, "xcc.test", tt.clusters)
+			allowed, err := cidr.Parse(tt.allowed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := computeDesired(gd, "xcc.test", allowed, tt.clusters)
 			var got []string
 			for _, s := range d.Slices {
 				got = append(got, sliceView(s))
@@ -219,6 +273,9 @@ func TestComputeDesired(t *testing.T) {
 			reasons := map[string]string{}
 			for _, c := range d.Clusters {
 				reasons[c.Name] = c.Reason
+				if want, ok := tt.messages[c.Name]; ok && !strings.Contains(c.Message, want) {
+					t.Errorf("cluster %s: message %q, want it to contain %q", c.Name, c.Message, want)
+				}
 				if c.Reason != ReasonPublished && c.Message == "" {
 					t.Errorf("cluster %s: reason %s without a message", c.Name, c.Reason)
 				}
@@ -271,12 +328,12 @@ func checkSliceInvariants(t *testing.T, s *discoveryv1.EndpointSlice) {
 
 func TestTTLAnnotation(t *testing.T) {
 	gd := testGatewayDNS("gw")
-	d := computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1")})
+	d := computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "10.0.0.1")})
 	if _, ok := d.Slices[0].Annotations[contract.AnnotationTTL]; ok {
 		t.Errorf("ttl annotation set without spec.ttl")
 	}
 	gd.Spec.TTL = ptr.To(int32(60))
-	d = computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1")})
+	d = computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "10.0.0.1")})
 	if got := d.Slices[0].Annotations[contract.AnnotationTTL]; got != "60" {
 		t.Errorf("ttl annotation %q, want 60", got)
 	}
@@ -289,7 +346,7 @@ func TestRefusalsInStatusAreBounded(t *testing.T) {
 	for i := range 5000 {
 		bad = append(bad, fmt.Sprintf("127.0.%d.%d", i/250, i%250+1))
 	}
-	d := computeDesired(testGatewayDNS("gw"), "xcc.test", []clusterInput{good("cluster-a", append(bad, "192.0.2.1")...)})
+	d := computeDesired(testGatewayDNS("gw"), "xcc.test", nil, []clusterInput{good("cluster-a", append(bad, "192.0.2.1")...)})
 	st := d.Clusters[0]
 	if st.Reason != ReasonPublished {
 		t.Fatalf("reason %s, want %s", st.Reason, ReasonPublished)
@@ -306,11 +363,11 @@ func TestTooManyAddressesKeepsTheLastOnes(t *testing.T) {
 	for i := range contract.MaxAddressesPerSlice + 1 {
 		many = append(many, fmt.Sprintf("10.0.%d.%d", i/250, i%250+1))
 	}
-	d := computeDesired(testGatewayDNS("gw"), "xcc.test", []clusterInput{good("cluster-a", many...)})
+	d := computeDesired(testGatewayDNS("gw"), "xcc.test", nil, []clusterInput{good("cluster-a", many...)})
 	if st := d.Clusters[0]; st.Reason != ReasonTooManyAddresses || !d.Keep["cluster-a"] || len(d.Slices) != 0 {
 		t.Errorf("reason %s keep %v slices %d; want %s, kept, none", st.Reason, d.Keep["cluster-a"], len(d.Slices), ReasonTooManyAddresses)
 	}
-	d = computeDesired(testGatewayDNS("gw"), "xcc.test", []clusterInput{good("cluster-a", many[:contract.MaxAddressesPerSlice]...)})
+	d = computeDesired(testGatewayDNS("gw"), "xcc.test", nil, []clusterInput{good("cluster-a", many[:contract.MaxAddressesPerSlice]...)})
 	if st := d.Clusters[0]; st.Reason != ReasonPublished || len(d.Slices) != 1 || len(d.Slices[0].Endpoints) != 10 {
 		t.Errorf("at the bound: reason %s, %d slices", st.Reason, len(d.Slices))
 	}
@@ -319,13 +376,13 @@ func TestTooManyAddressesKeepsTheLastOnes(t *testing.T) {
 // "any" is the etcd plugin's wildcard label: no published name has it, as
 // a cluster or as a namespace.
 func TestAnyIsNeverALabel(t *testing.T) {
-	d := computeDesired(testGatewayDNS("gw"), "xcc.test", []clusterInput{good("any", "192.0.2.1"), good("cluster-a", "192.0.2.2")})
+	d := computeDesired(testGatewayDNS("gw"), "xcc.test", nil, []clusterInput{good("any", "192.0.2.1"), good("cluster-a", "192.0.2.2")})
 	if d.Clusters[0].Reason != ReasonInvalidClusterName || d.Clusters[1].Reason != ReasonPublished || len(d.Slices) != 1 {
 		t.Errorf("cluster any: %+v, %d slices", d.Clusters, len(d.Slices))
 	}
 	gd := testGatewayDNS("gw")
 	gd.Namespace = "any"
-	d = computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "192.0.2.2")})
+	d = computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "192.0.2.2")})
 	if d.Clusters[0].Reason != ReasonInvalidNamespaceName || len(d.Slices) != 0 {
 		t.Errorf("namespace any: %+v, %d slices", d.Clusters, len(d.Slices))
 	}

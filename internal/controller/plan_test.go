@@ -23,9 +23,9 @@ func names(ss []*discoveryv1.EndpointSlice) []string {
 func TestComputePlan(t *testing.T) {
 	gd := testGatewayDNS("gw")
 	ref := "dev-team/gw"
-	desiredAB := computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2")})
+	desiredAB := computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2")})
 	nameA, nameB := desiredAB.Slices[0].Name, desiredAB.Slices[1].Name
-	movedA := computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.9"), good("cluster-b", "10.0.0.2")})
+	movedA := computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "10.0.0.9"), good("cluster-b", "10.0.0.2")})
 
 	foreign := desiredAB.Slices[0].DeepCopy()
 	foreign.Name = "hand-written"
@@ -70,7 +70,7 @@ func TestComputePlan(t *testing.T) {
 
 func TestMergeForUpdateKeepsOthersMarks(t *testing.T) {
 	gd := testGatewayDNS("gw")
-	d := computeDesired(gd, "xcc.test", []clusterInput{good("cluster-a", "10.0.0.1")})
+	d := computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "10.0.0.1")})
 	existing := d.Slices[0].DeepCopy()
 	existing.Labels["team"] = "x"
 	existing.Annotations[contract.AnnotationTTL] = "60"
@@ -90,7 +90,7 @@ func TestMergeForUpdateKeepsOthersMarks(t *testing.T) {
 func TestComputeDelta(t *testing.T) {
 	gd := testGatewayDNS("gw")
 	set := func(keep []string, clusters ...clusterInput) desiredSet {
-		d := computeDesired(gd, "xcc.test", clusters)
+		d := computeDesired(gd, "xcc.test", nil, clusters)
 		for _, k := range keep {
 			d.Keep[k] = true
 		}

@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 )
@@ -55,6 +56,7 @@ type Options struct {
 	Kubeconfig              string // management cluster; empty: in-cluster
 	SliceNamespace          string
 	Domain                  string
+	AllowedCIDRs            cidr.List // gateway and control-plane addresses must lie in one; empty: any
 	HTTPAddress             string
 	LeaderElect             bool
 	LeaderElectionNamespace string // empty: the pod's namespace, else DefaultLeaderElectionNamespace
@@ -141,7 +143,7 @@ func Run(ctx context.Context, o Options) error {
 		newClient := func(data []byte) (WorkloadClient, error) { return NewClientFromKubeconfig(data, policy) }
 		c := New(Config{
 			Kube: kube, Dynamic: dyn, ClusterResource: clusterGVR, NewClient: newClient,
-			SliceNamespace: o.SliceNamespace, Domain: o.Domain, Resync: o.Resync, Workers: o.Workers,
+			SliceNamespace: o.SliceNamespace, Domain: o.Domain, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
 			Metrics: metrics, Recorder: recorder,
 		})
 		readyCh := make(chan struct{})
