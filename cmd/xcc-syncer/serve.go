@@ -22,6 +22,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this cluster; empty: in-cluster config")
 	fs.StringVar(&o.Namespace, "namespace", serve.DefaultNamespace, "namespace whose EndpointSlices describe the records")
 	fs.StringVar(&o.Domain, "domain", skydnsrecord.DefaultDomain, "DNS zone the records live in")
+	fs.Var(&o.ReverseCIDRs, "reverse-cidrs", "comma-separated CIDRs whose addresses get PTR records pointing at the gateway or api name that has them (e.g. 192.0.2.0/24,2001:db8::/32); empty: none")
 	fs.StringVar(&o.HTTPAddress, "http-address", serve.DefaultHTTPAddress, "address of /healthz, /readyz and /metrics")
 	fs.DurationVar(&o.ReconcilePeriod, "reconcile-period", serve.DefaultReconcilePeriod, "how often every record is read back from etcd and repaired")
 	fs.IntVar(&o.MaxRecords, "max-records", serve.DefaultMaxRecords, "most records all EndpointSlices together may publish; a slice that would exceed it is refused")

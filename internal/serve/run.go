@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
@@ -46,6 +47,8 @@ type Options struct {
 	ReconcilePeriod time.Duration
 	// MaxRecords bounds the records all slices together may publish.
 	MaxRecords int
+	// ReverseCIDRs are the ranges whose addresses get PTR records.
+	ReverseCIDRs cidr.List
 	// HTTPReady, if set, is told the address the HTTP server bound (for
 	// HTTPAddress with port 0).
 	HTTPReady func(net.Addr)
@@ -78,7 +81,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("etcd client for %v: %w", endpoints, err)
 	}
 	defer cli.Close()
-	logger.Info("Using etcd", "endpoints", endpoints)
+	logger.Info("Using etcd", "endpoints", endpoints, "reverseCIDRs", o.ReverseCIDRs.String())
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -86,10 +89,11 @@ func Run(ctx context.Context, o Options) error {
 		Client:          kube,
 		Namespace:       o.Namespace,
 		Domain:          o.Domain,
-		Store:           store.New(cli, o.Domain),
+		Store:           store.New(cli, o.Domain).WithNames(reverseZones(o.ReverseCIDRs)...),
 		Metrics:         NewMetrics(reg),
 		ReconcilePeriod: o.ReconcilePeriod,
 		MaxRecords:      o.MaxRecords,
+		ReverseCIDRs:    o.ReverseCIDRs,
 	})
 
 	// Records on disk from an earlier run are worth answering before this
@@ -161,6 +165,15 @@ func keepSpace(ctx context.Context, cli *clientv3.Client, endpoint string) {
 	case had:
 		klog.FromContext(ctx).Info("Cleared etcd's NOSPACE alarm: compacted, defragmented and disarmed")
 	}
+}
+
+// reverseZones names the reverse zones that hold the addresses of cidrs.
+func reverseZones(cidrs cidr.List) []string {
+	zones := make([]string, len(cidrs))
+	for i, p := range cidrs {
+		zones[i] = cidr.ReverseZone(p)
+	}
+	return zones
 }
 
 func kubeClient(kubeconfig string) (kubernetes.Interface, error) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
 )
@@ -64,6 +66,11 @@ type Syncer struct {
 	// write (tests only).
 	afterList func()
 
+	// reverse are the CIDRs whose addresses get PTR records (reverse.go);
+	// reverseMu serialises their syncs.
+	reverse   cidr.List
+	reverseMu sync.Mutex
+
 	ready atomic.Bool
 }
 
@@ -78,6 +85,9 @@ type Config struct {
 	Workers         int
 	// MaxRecords bounds the records of all slices together; 0: DefaultMaxRecords.
 	MaxRecords int
+	// ReverseCIDRs are the ranges whose addresses get PTR records; the
+	// Store must own their reverse zones (store.WithNames).
+	ReverseCIDRs cidr.List
 }
 
 // New wires a Syncer to an informer on the EndpointSlices of cfg.Namespace.
@@ -104,6 +114,7 @@ func New(cfg Config) (*Syncer, informers.SharedInformerFactory) {
 		reconcilePeriod: cfg.ReconcilePeriod,
 		workers:         cfg.Workers,
 		budget:          newBudget(cfg.MaxRecords),
+		reverse:         cfg.ReverseCIDRs,
 	}
 	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.enqueue,
@@ -202,7 +213,8 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 	owner := Owner(namespace, name)
 	// The names whose records change: the ones the slice had and has.
 	dirs := map[string]bool{}
-	for k := range s.store.OwnedBy(owner) {
+	had := s.store.OwnedBy(owner)
+	for k := range had {
 		dirs[skydnsrecord.ParentKey(k)] = true
 	}
 	var desired skydnsrecord.Set
@@ -237,7 +249,11 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 		}
 		s.observe(ctx, res, "name", dir)
 	}
-	return nil
+	// The addresses whose claims change: the ones the slice had and has.
+	addrs := map[netip.Addr]bool{}
+	s.reverseAddrs(addrs, had)
+	s.reverseAddrs(addrs, desired)
+	return s.syncReverse(ctx, addrs)
 }
 
 // reconcileAll rebuilds the desired records of every slice in the cache and
@@ -274,7 +290,7 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 	if s.afterList != nil {
 		s.afterList()
 	}
-	res, err := s.store.Reconcile(ctx, WithNameRecords(desired))
+	res, err := s.store.Reconcile(ctx, WithReverseRecords(WithNameRecords(desired), s.reverse))
 	s.metrics.ReconcileDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.metrics.SyncErrors.Inc()

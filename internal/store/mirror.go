@@ -14,6 +14,7 @@ type mirror struct {
 	revs    map[string]int64
 	byOwner map[string]map[string]struct{} // owner -> keys
 	byDir   map[string]map[string]struct{} // key directory -> keys
+	byHost  map[string]map[string]struct{} // host -> keys (reverse records)
 }
 
 func newMirror(set skydnsrecord.Set, revs map[string]int64) *mirror {
@@ -22,6 +23,7 @@ func newMirror(set skydnsrecord.Set, revs map[string]int64) *mirror {
 		revs:    make(map[string]int64, len(set)),
 		byOwner: map[string]map[string]struct{}{},
 		byDir:   map[string]map[string]struct{}{},
+		byHost:  map[string]map[string]struct{}{},
 	}
 	for k, r := range set {
 		m.put(k, r, revs[k])
@@ -34,9 +36,13 @@ func (m *mirror) put(key string, r skydnsrecord.Record, rev int64) {
 	if old, ok := m.records[key]; ok && old.Owner != r.Owner {
 		unindex(m.byOwner, old.Owner, key)
 	}
+	if old, ok := m.records[key]; ok && old.Host != r.Host {
+		unindex(m.byHost, old.Host, key)
+	}
 	m.records[key] = r
 	index(m.byOwner, r.Owner, key)
 	index(m.byDir, skydnsrecord.ParentKey(key), key)
+	index(m.byHost, r.Host, key)
 }
 
 func (m *mirror) delete(key string) {
@@ -48,10 +54,14 @@ func (m *mirror) delete(key string) {
 	delete(m.revs, key)
 	unindex(m.byOwner, old.Owner, key)
 	unindex(m.byDir, skydnsrecord.ParentKey(key), key)
+	unindex(m.byHost, old.Host, key)
 }
 
 // owner returns a copy of the records of owner.
 func (m *mirror) owner(owner string) skydnsrecord.Set { return m.pick(m.byOwner[owner]) }
+
+// host returns a copy of the records whose host is host.
+func (m *mirror) host(host string) skydnsrecord.Set { return m.pick(m.byHost[host]) }
 
 // under returns a copy of the records directly in the key directory dir.
 func (m *mirror) under(dir string) skydnsrecord.Set { return m.pick(m.byDir[dir]) }

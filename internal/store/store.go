@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -35,6 +36,9 @@ var _ KV = (*clientv3.Client)(nil)
 type Store struct {
 	kv     KV
 	prefix string // the zone's key directory with a trailing slash
+	// extra are more key directories the store owns records in (reverse
+	// zones), each with a trailing slash; see WithNames.
+	extra []string
 
 	mu sync.Mutex
 	// owned mirrors the owned records in etcd as of the last Reconcile and
@@ -66,26 +70,48 @@ func (s *Store) Current(ctx context.Context) (skydnsrecord.Set, error) {
 	return owned, err
 }
 
-// read returns the owned records under the zone with their mod revisions,
-// and the keys that hold anything else.
+// read returns the owned records under the zone and the extra directories
+// (WithNames) with their mod revisions, and the keys that hold anything else.
 func (s *Store) read(ctx context.Context) (owned skydnsrecord.Set, revs map[string]int64, foreign map[string]bool, err error) {
-	resp, err := s.kv.Get(ctx, s.prefix, clientv3.WithPrefix())
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("etcd get prefix %q: %w", s.prefix, err)
-	}
-	owned = make(skydnsrecord.Set, len(resp.Kvs))
-	revs = make(map[string]int64, len(resp.Kvs))
-	foreign = map[string]bool{}
-	for _, kv := range resp.Kvs {
-		r, err := skydnsrecord.Unmarshal(kv.Value)
-		if err != nil || !r.Owned() {
-			foreign[string(kv.Key)] = true
-			continue
+	owned, revs, foreign = skydnsrecord.Set{}, map[string]int64{}, map[string]bool{}
+	for _, prefix := range append([]string{s.prefix}, s.extra...) {
+		resp, err := s.kv.Get(ctx, prefix, clientv3.WithPrefix())
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("etcd get prefix %q: %w", prefix, err)
 		}
-		owned[string(kv.Key)] = r
-		revs[string(kv.Key)] = kv.ModRevision
+		for _, kv := range resp.Kvs {
+			r, err := skydnsrecord.Unmarshal(kv.Value)
+			if err != nil || !r.Owned() {
+				foreign[string(kv.Key)] = true
+				continue
+			}
+			owned[string(kv.Key)] = r
+			revs[string(kv.Key)] = kv.ModRevision
+		}
 	}
 	return owned, revs, foreign, nil
+}
+
+// WithNames makes the store own records below the names too (reverse
+// zones such as 0.0.10.in-addr.arpa), beside its zone: Current and so
+// Reconcile read them, and a full reconcile deletes owned records there
+// that are not desired. Keys it did not write are never touched. Call it
+// before the first Reconcile.
+func (s *Store) WithNames(names ...string) *Store {
+	dirs := slices.Clone(s.extra)
+	for _, n := range names {
+		dirs = append(dirs, skydnsrecord.Key(n)+"/")
+	}
+	// A directory inside another, or inside the zone, would be read twice.
+	s.extra = nil
+	for _, d := range dirs {
+		inside := strings.HasPrefix(d, s.prefix) || slices.ContainsFunc(dirs, func(o string) bool { return o != d && strings.HasPrefix(d, o) })
+		if !inside && !slices.Contains(s.extra, d) {
+			s.extra = append(s.extra, d)
+		}
+	}
+	slices.Sort(s.extra)
+	return s
 }
 
 // Reconcile reads what is in etcd and makes the owned records equal
@@ -159,6 +185,14 @@ func (s *Store) OwnedBy(owner string) skydnsrecord.Set {
 
 // ownedBy is OwnedBy with s.mu held.
 func (s *Store) ownedBy(owner string) skydnsrecord.Set { return s.owned.owner(owner) }
+
+// OwnedWithHost returns the owned records whose host is host (an address
+// or a target name), of every owner and name.
+func (s *Store) OwnedWithHost(host string) skydnsrecord.Set {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owned.host(host)
+}
 
 // OwnedUnder returns the owned records whose keys lie directly in the key
 // directory dir (one level, not deeper).
