@@ -86,6 +86,7 @@ var renderCases = []renderCase{
 		"--set", "persistence.enabled=false", "--set", "patchCorefile.enabled=false", "--set", "service.clusterIP=10.96.0.53"}},
 	{golden: "management.yaml", chart: managementChart, args: []string{"-f", "testdata/management-values.yaml"}},
 	{golden: "management-standby.yaml", chart: managementChart, args: []string{"-f", "testdata/management-values.yaml", "--set", "replicas=2"}},
+	{golden: "workload-reverse.yaml", chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml", "--set", "reverseCIDRs={192.0.2.0/25,2001:db8::/32}"}},
 }
 
 func render(t *testing.T, c renderCase) string {
@@ -279,6 +280,31 @@ func TestManagementAllowedCIDRs(t *testing.T) {
 	}
 }
 
+// With reverseCIDRs the Corefile is the shipped one plus one server block
+// for those CIDRs importing its xcc-reverse snippet (what
+// cmd/coredns/corefile_test.go runs), and serve and the patch-corefile hook
+// get the same CIDRs.
+func TestWorkloadReverseCIDRs(t *testing.T) {
+	objs := objects(t, render(t, renderCases[len(renderCases)-1]))
+	shipped, err := os.ReadFile(filepath.Join(workloadChart, "files", "Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(shipped) + "\n# Reverse zones of the reverse CIDRs: PTR records only (the xcc-reverse snippet).\n" +
+		"192.0.2.0/25:{$DNS_PORT} 2001:db8::/32:{$DNS_PORT} {\n    import xcc-reverse\n}\n"
+	if got := fmt.Sprint(get(find(objs, "ConfigMap", releaseName+"-corefile"), "data", "Corefile")); got != want {
+		t.Errorf("rendered Corefile:\n%s", lineDiff(want, got))
+	}
+	const flag = `"--reverse-cidrs=192.0.2.0/25,2001:db8::/32"`
+	serveArgs, _ := json(t, get(find(objs, "Deployment", releaseName), "spec", "template", "spec", "containers", 0, "args"))
+	hookArgs, _ := json(t, get(find(objs, "Job", releaseName+"-patch-corefile-add"), "spec", "template", "spec", "containers", 0, "args"))
+	for what, args := range map[string]string{"serve": serveArgs, "patch-corefile hook": hookArgs} {
+		if !strings.Contains(args, flag) {
+			t.Errorf("%s args %s lack %s", what, args, flag)
+		}
+	}
+}
+
 // TestRenderedTypes decodes every rendered object strictly into its
 // Kubernetes API type: a misspelt or misplaced field fails here rather than
 // being dropped by the API server at install time.
@@ -337,6 +363,8 @@ func TestRenderRefusals(t *testing.T) {
 		{"workload with an unknown value", workloadChart, "additional properties", []string{"-f", "testdata/workload-values.yaml", "--set", "persistance.enabled=false"}},
 		{"three controllers", managementChart, "maximum", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=3"}},
 		{"an allowed CIDR that is not one", managementChart, "allowedCIDRs", []string{"-f", "testdata/management-values.yaml", "--set", "allowedCIDRs={192.0.2.0}"}},
+		{"a reverse CIDR CoreDNS refuses as a server block key", workloadChart, "reverseCIDRs", []string{"-f", "testdata/workload-values.yaml", "--set", "reverseCIDRs={::/0}"}},
+		{"a reverse CIDR that is not one", workloadChart, "reverseCIDRs", []string{"-f", "testdata/workload-values.yaml", "--set", "reverseCIDRs={10.0.0.1}"}},
 		{"two controllers without leader election", managementChart, "needs leaderElection", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=2", "--set", "leaderElection.enabled=false"}},
 		{"an exec allow entry that is a list", managementChart, "does not match pattern", []string{"-f", "testdata/management-values.yaml", "--set", `allowKubeconfigExec={aws\,sh}`}},
 		// The embedded etcd has no authentication: off loopback anyone could

@@ -5,6 +5,7 @@ package main
 // in this process answers from it, and miekg/dns asks over UDP and TCP.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -22,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/coredns"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
@@ -36,7 +38,21 @@ const (
 	upstreamTarget = "lb.example.net."
 	upstreamAddr   = "192.0.2.55"
 	waitFor        = 20 * time.Second
+	// reverseCIDRs are the operator's reverse CIDRs in these tests: a /25
+	// (CoreDNS serves it as 128 one-address zones) and an IPv6 /32.
+	reverseCIDRs = "192.0.2.0/25,2001:db8::/32"
 )
+
+// withReverse appends to the shipped Corefile the server block the
+// workload chart renders for the reverse CIDRs (its value reverseCIDRs).
+func withReverse(corefile string, cidrs string) string {
+	var keys []string
+	for c := range strings.SplitSeq(cidrs, ",") {
+		keys = append(keys, c+":{$DNS_PORT}")
+	}
+	return corefile + "\n# Reverse zones of the reverse CIDRs: PTR records only (the xcc-reverse snippet).\n" +
+		strings.Join(keys, " ") + " {\n    import xcc-reverse\n}\n"
+}
 
 func slice(name, hostname string, at discoveryv1.AddressType, ttl string, addrs ...string) *discoveryv1.EndpointSlice {
 	s := &discoveryv1.EndpointSlice{
@@ -82,6 +98,8 @@ func testSlices() []*discoveryv1.EndpointSlice {
 		// An IPv6 address in an IPv4 slice is refused, the rest kept.
 		slice("gw-e-ipv4", "*.gateway.cluster-e.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "2001:db8::e", "192.0.2.50"),
 		slice("gw-big-ipv4", "*.gateway.big.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", bigAddresses(60)...),
+		// cluster-d's API claims cluster-b's gateway address: no PTR for it.
+		slice("api-d-ipv4", "api.cluster-d.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "192.0.2.40"),
 	}
 }
 
@@ -101,26 +119,45 @@ func startWorld(t *testing.T, slices []*discoveryv1.EndpointSlice) *world {
 }
 
 // startWorldOrdered is startWorld with CoreDNS's plugins in the order of
-// directives.
+// directives. The Corefile has the server block the workload chart adds
+// for reverseCIDRs.
 func startWorldOrdered(t *testing.T, directives []string, slices []*discoveryv1.EndpointSlice) *world {
 	t.Helper()
 	corefile, err := os.ReadFile("Corefile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startWorldWith(t, directives, string(corefile), slices)
+	return startWorldWith(t, directives, withReverse(string(corefile), reverseCIDRs), slices)
 }
 
-// startWorldWith is startWorldOrdered with the Corefile text given.
+// startWorldWith is startWorldOrdered with the Corefile text given. serve
+// always publishes PTR records for reverseCIDRs.
 func startWorldWith(t testing.TB, directives []string, corefile string, slices []*discoveryv1.EndpointSlice) *world {
 	t.Helper()
 	srv, cli := etcdtest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	// An operator's own record, put by hand as `etcdctl put` would.
-	if _, err := cli.Put(ctx, "/skydns/test/xcc/custom/db", `{"host":"192.0.2.99","ttl":60}`); err != nil {
+	// An operator's own records, put by hand as `etcdctl put` would: a
+	// name, a PTR inside the reverse CIDRs, and one outside them.
+	for key, value := range map[string]string{
+		"/skydns/test/xcc/custom/db":       `{"host":"192.0.2.99","ttl":60}`,
+		"/skydns/arpa/in-addr/192/0/2/99":  `{"host":"db.custom.xcc.test","ttl":60}`,
+		"/skydns/arpa/in-addr/192/0/2/200": `{"host":"outside.custom.xcc.test","ttl":60}`,
+		// At the key of cluster-d's gateway address: the operator's PTR stays.
+		"/skydns/arpa/in-addr/192/0/2/30": `{"host":"ops.custom.xcc.test","ttl":60}`,
+	} {
+		if _, err := cli.Put(ctx, key, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reverse, err := cidr.Parse(reverseCIDRs)
+	if err != nil {
 		t.Fatal(err)
+	}
+	var reverseZones []string
+	for _, p := range reverse {
+		reverseZones = append(reverseZones, cidr.ReverseZone(p))
 	}
 
 	kube := fake.NewClientset()
@@ -131,7 +168,8 @@ func startWorldWith(t testing.TB, directives []string, corefile string, slices [
 	}
 	syncer, factory := serve.New(serve.Config{
 		Client: kube, Namespace: sliceNamespace, Domain: zone,
-		Store: store.New(cli, zone), Metrics: serve.NewMetrics(prometheus.NewRegistry()),
+		Store: store.New(cli, zone).WithNames(reverseZones...), Metrics: serve.NewMetrics(prometheus.NewRegistry()),
+		ReverseCIDRs: reverse,
 	})
 	factory.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
@@ -193,9 +231,22 @@ func startUpstream(t testing.TB) string {
 		}
 		_ = w.WriteMsg(m)
 	})
+	// Reverse names outside our reverse zones reach the upstream, which
+	// refuses them: a REFUSED answer shows our server did not answer.
+	mux.HandleFunc("arpa.", func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetRcode(r, dns.RcodeRefused)
+		_ = w.WriteMsg(m)
+	})
 	s := &dns.Server{PacketConn: pc, Handler: mux}
 	go func() { _ = s.ActivateAndServe() }()
 	t.Cleanup(func() { _ = s.Shutdown() })
+	// TCP on the same port: forward asks over the protocol it was asked with.
+	if l, err := net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+		ts := &dns.Server{Listener: l, Handler: mux}
+		go func() { _ = ts.ActivateAndServe() }()
+		t.Cleanup(func() { _ = ts.Shutdown() })
+	}
 	return pc.LocalAddr().String()
 }
 
@@ -294,6 +345,8 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 	const (
 		a   = "gateway.cluster-a.dev-team.clusters.xcc.test."
 		api = "api.cluster-a.dev-team.clusters.xcc.test."
+		// rev6b is the reverse name of cluster-b's 2001:db8::b.
+		rev6b = "b.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa."
 	)
 	type row struct {
 		name   string
@@ -347,6 +400,37 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 		{`\*.` + a, dns.TypeTXT, dns.RcodeSuccess, nil, true},
 		{"x.any." + a, dns.TypeAAAA, dns.RcodeSuccess, nil, true},
 		{"ANY.gateway.cluster-b.dev-team.clusters.xcc.test.", dns.TypeAAAA, dns.RcodeSuccess, []string{"any.gateway.cluster-b.dev-team.clusters.xcc.test. 30 IN AAAA 2001:db8::b"}, false},
+		// Reverse names inside the reverse CIDRs: a PTR to the name that
+		// answers with the address, with that record's TTL.
+		{"10.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, []string{"10.2.0.192.in-addr.arpa. 30 IN PTR " + a}, false},
+		{"11.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, []string{"11.2.0.192.in-addr.arpa. 30 IN PTR " + a}, false},
+		{"20.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, []string{"20.2.0.192.in-addr.arpa. 60 IN PTR " + api}, false},
+		{rev6b, dns.TypePTR, dns.RcodeSuccess, []string{rev6b + " 30 IN PTR gateway.cluster-b.dev-team.clusters.xcc.test."}, false},
+		// The operator's own PTRs inside the CIDRs are served, also at the
+		// key serve wanted for cluster-d's gateway address.
+		{"99.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, []string{"99.2.0.192.in-addr.arpa. 60 IN PTR db.custom.xcc.test."}, false},
+		{"30.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, []string{"30.2.0.192.in-addr.arpa. 60 IN PTR ops.custom.xcc.test."}, false},
+		// Two clusters claim 192.0.2.40: no PTR. No published address: none.
+		{"40.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, nil, true},
+		{"12.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, nil, true},
+		// Other types of reverse names are NODATA, never a CNAME to the
+		// PTR target, nor the subtree below an empty non-terminal.
+		{"10.2.0.192.in-addr.arpa.", dns.TypeA, dns.RcodeSuccess, nil, true},
+		{"8.b.d.0.1.0.0.2.ip6.arpa.", dns.TypeA, dns.RcodeSuccess, nil, true},
+		{"8.b.d.0.1.0.0.2.ip6.arpa.", dns.TypeTXT, dns.RcodeSuccess, nil, true},
+		// Outside the reverse CIDRs our server answers nothing, not even a
+		// PTR that is in etcd: the name goes to the upstream (which refuses).
+		{"200.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeRefused, nil, false},
+		{"5.100.51.198.in-addr.arpa.", dns.TypePTR, dns.RcodeRefused, nil, false},
+		{"2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeRefused, nil, false},
+	}
+	// The SOA of a negative answer in a reverse zone is that zone's: a
+	// one-address zone of the /25, the IPv6 /32.
+	soaZones := map[string]string{
+		"40.2.0.192.in-addr.arpa.":  "40.2.0.192.in-addr.arpa.",
+		"12.2.0.192.in-addr.arpa.":  "12.2.0.192.in-addr.arpa.",
+		"10.2.0.192.in-addr.arpa.":  "10.2.0.192.in-addr.arpa.",
+		"8.b.d.0.1.0.0.2.ip6.arpa.": "8.b.d.0.1.0.0.2.ip6.arpa.",
 	}
 	// Anywhere else they never reach etcd (TestWildcardLabelsSkipEtcd).
 	for _, q := range wildcardLabelQueries {
@@ -369,8 +453,9 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 					t.Fatalf("answer\n got %q\nwant %q", got, want)
 				}
 				if tc.soa {
-					if len(r.Ns) != 1 || r.Ns[0].Header().Rrtype != dns.TypeSOA || r.Ns[0].Header().Name != "xcc.test." {
-						t.Fatalf("authority %v, want the xcc.test SOA", r.Ns)
+					soaZone := cmp.Or(soaZones[tc.name], "xcc.test.")
+					if len(r.Ns) != 1 || r.Ns[0].Header().Rrtype != dns.TypeSOA || r.Ns[0].Header().Name != soaZone {
+						t.Fatalf("authority %v, want the %s SOA", r.Ns, soaZone)
 					}
 					// Negative answers are cached downstream for seconds, not minutes.
 					if ttl := min(r.Ns[0].Header().Ttl, r.Ns[0].(*dns.SOA).Minttl); ttl > 5 {
@@ -468,6 +553,25 @@ func TestWildcardLabelsSkipEtcd(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Without reverse CIDRs (the chart's default) the shipped Corefile, its
+// xcc-reverse snippet unused, serves the zone and no reverse name at all,
+// not even the PTRs serve keeps in etcd.
+func TestCorefileWithoutReverseCIDRs(t *testing.T) {
+	corefile, err := os.ReadFile("Corefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startWorldWith(t, coredns.Directives, string(corefile), testSlices())
+	if r := w.ask(t, "udp", "kuard.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA, 0); len(r.Answer) != 2 {
+		t.Errorf("gateway name: %v", r)
+	}
+	for _, name := range []string{"10.2.0.192.in-addr.arpa.", "99.2.0.192.in-addr.arpa."} {
+		if r := w.ask(t, "udp", name, dns.TypePTR, 0); r.Rcode != dns.RcodeRefused {
+			t.Errorf("PTR %s: %s, want the upstream's REFUSED", name, dns.RcodeToString[r.Rcode])
+		}
 	}
 }
 

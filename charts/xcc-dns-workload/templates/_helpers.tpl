@@ -30,7 +30,8 @@ app.kubernetes.io/component: dns
 {{- printf "%s:%s" $repo (default $root.Chart.AppVersion $img.tag) -}}
 {{- end -}}
 
-{{/* The Corefile: the value, else the shipped copy of cmd/coredns/Corefile (which serves xcc.test). */}}
+{{/* The Corefile: the value, else the shipped copy of cmd/coredns/Corefile (which serves xcc.test)
+and, for reverseCIDRs, a server block of those CIDRs importing its xcc-reverse snippet. */}}
 {{- define "xcc-dns-workload.corefile" -}}
 {{- if .Values.corefile -}}
 {{- .Values.corefile -}}
@@ -39,6 +40,11 @@ app.kubernetes.io/component: dns
 {{- fail "domain is not xcc.test: the shipped Corefile serves xcc.test, so give a Corefile for your zone in the corefile value" -}}
 {{- end -}}
 {{- .Files.Get "files/Corefile" -}}
+{{- with .Values.reverseCIDRs -}}
+{{- $keys := list -}}
+{{- range . -}}{{- $keys = append $keys (printf "%s:{$DNS_PORT}" .) -}}{{- end -}}
+{{- printf "\n# Reverse zones of the reverse CIDRs: PTR records only (the xcc-reverse snippet).\n%s {\n    import xcc-reverse\n}\n" (join " " $keys) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
