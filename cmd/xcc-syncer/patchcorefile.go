@@ -34,6 +34,7 @@ func runPatchCorefile(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Zone, "zone", corefile.DefaultZone, "zone forwarded to the xcc-dns server")
 	fs.StringVar(&o.ForwardTo, "forward-to", "", "address of the xcc-dns server, ip[:port]; this or --forward-to-service unless --remove")
 	fs.StringVar(&service, "forward-to-service", "", "namespace/name of the xcc-dns Service; its ClusterIP and DNS port are forwarded to")
+	fs.Var(&o.ReverseCIDRs, "reverse-cidrs", "comma-separated CIDRs whose reverse zones are forwarded too (xcc-syncer serve's --reverse-cidrs)")
 	fs.BoolVar(&o.Remove, "remove", false, "take the block out instead of adding it")
 	klog.InitFlags(fs)
 	_ = fs.Parse(args)
@@ -57,7 +58,7 @@ func runPatchCorefile(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	klog.InfoS("cluster DNS Corefile", "configmap", namespace+"/"+name, "zone", o.Zone, "forwardTo", o.ForwardTo, "result", action)
+	klog.InfoS("cluster DNS Corefile", "configmap", namespace+"/"+name, "zone", o.Zone, "forwardTo", o.ForwardTo, "reverseCIDRs", o.ReverseCIDRs.String(), "result", action)
 	return nil
 }
 

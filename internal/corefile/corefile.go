@@ -19,6 +19,8 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/parse"
 	"github.com/coredns/coredns/plugin/pkg/transport"
+
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 )
 
 const (
@@ -57,6 +59,12 @@ type Options struct {
 	ForwardTo string
 	// Remove takes the block out instead of adding it.
 	Remove bool
+	// ReverseCIDRs are forwarded too: the block's keys include them, and
+	// CoreDNS turns each into its reverse zones. Names in them then reach
+	// the xcc-dns server instead of this Corefile's other blocks (such as
+	// the kubernetes plugin's in-addr.arpa), so they are load-balancer
+	// ranges, never pod or Service ranges.
+	ReverseCIDRs cidr.List
 }
 
 // Action says what Patch did to the text.
@@ -75,7 +83,7 @@ const (
 // `errors` so a broken forward shows in cluster DNS's log, `cache` (see
 // CacheSeconds) and `forward`. The `.` block's `reload` already reloads the
 // whole Corefile, so the block does not need its own.
-func Block(zone, forwardTo string) (string, error) {
+func Block(zone, forwardTo string, reverse ...netip.Prefix) (string, error) {
 	z, err := normalizeZone(zone)
 	if err != nil {
 		return "", err
@@ -84,9 +92,13 @@ func Block(zone, forwardTo string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	keys := []string{z + ":" + DNSPort}
+	for _, p := range reverse {
+		keys = append(keys, p.String()+":"+DNSPort)
+	}
 	var b strings.Builder
 	b.WriteString(beginComment + "\n")
-	fmt.Fprintf(&b, "%s:%s {\n", z, DNSPort)
+	fmt.Fprintf(&b, "%s {\n", strings.Join(keys, " "))
 	b.WriteString(indent + "errors\n")
 	fmt.Fprintf(&b, "%scache %d\n", indent, CacheSeconds)
 	fmt.Fprintf(&b, "%sforward . %s\n", indent, target)
@@ -119,7 +131,7 @@ func Patch(old string, o Options) (string, Action, error) {
 		}
 		next, action = old[:start]+old[blk.end:], Removed
 	default:
-		want, err := Block(o.Zone, o.ForwardTo)
+		want, err := Block(o.Zone, o.ForwardTo, o.ReverseCIDRs...)
 		if err != nil {
 			return "", "", err
 		}
@@ -127,9 +139,13 @@ func Patch(old string, o Options) (string, Action, error) {
 			if old[blk.start:blk.end] == want {
 				return old, Unchanged, nil
 			}
+			// New reverse CIDRs may meet a block of the user's.
+			if err := checkZonesFree(old[:blk.start]+old[blk.end:], o); err != nil {
+				return "", "", err
+			}
 			next, action = old[:blk.start]+want+old[blk.end:], Replaced
 		} else {
-			if err := checkZoneFree(old, o.Zone); err != nil {
+			if err := checkZonesFree(old, o); err != nil {
 				return "", "", err
 			}
 			next, action = appendBlock(old, want), Added
@@ -188,15 +204,25 @@ func findBlock(s string) (*span, error) {
 	return found, nil
 }
 
-// checkZoneFree refuses to add a second server block for zone on port 53:
-// CoreDNS would not start with two (for example a block added by hand as the
-// original walkthrough did). The user removes theirs, then patches.
-func checkZoneFree(corefile, zone string) error {
-	z, err := normalizeZone(zone)
+// checkZonesFree refuses to add a second server block on port 53 for the
+// zone or a reverse zone of o: CoreDNS would not start with two (for
+// example a block added by hand as the original walkthrough did). The user
+// removes theirs, then patches.
+func checkZonesFree(corefile string, o Options) error {
+	z, err := normalizeZone(o.Zone)
 	if err != nil {
 		return err
 	}
-	want := plugin.Name(z).Normalize()
+	want := map[string]bool{plugin.Name(z).Normalize(): true}
+	for _, p := range o.ReverseCIDRs {
+		hosts, _, err := plugin.SplitHostPort(p.String())
+		if err != nil {
+			return fmt.Errorf("reverse CIDR %s: %w", p, err)
+		}
+		for _, h := range hosts {
+			want[plugin.Name(h).Normalize()] = true
+		}
+	}
 	blocks, err := caddyfile.Parse(fileName, strings.NewReader(corefile), nil)
 	if err != nil {
 		return fmt.Errorf("the current Corefile does not parse: %w", err)
@@ -215,8 +241,8 @@ func checkZoneFree(corefile, zone string) error {
 				port = DNSPort
 			}
 			for _, h := range hosts {
-				if port == DNSPort && plugin.Name(h).Normalize() == want {
-					return fmt.Errorf("the Corefile already has a server block for %s (key %q) outside the %q markers; remove it, then patch again", z, key, BeginMarker)
+				if n := plugin.Name(h).Normalize(); port == DNSPort && want[n] {
+					return fmt.Errorf("the Corefile already has a server block for %s (key %q) outside the %q markers; remove it, then patch again", strings.TrimSuffix(n, "."), key, BeginMarker)
 				}
 			}
 		}

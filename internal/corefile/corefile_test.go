@@ -3,6 +3,8 @@ package corefile
 import (
 	"strings"
 	"testing"
+
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 )
 
 // kubeadmCorefile is the Corefile kubeadm installs in kube-system/coredns.
@@ -89,8 +91,29 @@ xcc.test:53 {
 # xcc-dns end
 `
 
+// reverseBlock is the block Patch writes for the default zone, forwardTo
+// and the reverse CIDRs 192.0.2.0/24 and 2001:db8::/32.
+const reverseBlock = `# xcc-dns begin: managed by xcc-syncer patch-corefile; edits inside are overwritten
+xcc.test:53 192.0.2.0/24:53 2001:db8::/32:53 {
+    errors
+    cache 30
+    forward . 10.96.0.20:53
+}
+# xcc-dns end
+`
+
+func mustCIDRs(t *testing.T, s string) cidr.List {
+	t.Helper()
+	l, err := cidr.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func TestPatch(t *testing.T) {
 	add := Options{ForwardTo: forwardTo}
+	reverse := mustCIDRs(t, "192.0.2.0/24,2001:db8::/32")
 	patchedKubeadm := kubeadmCorefile + "\n" + blockFor
 	tests := []struct {
 		name    string
@@ -147,6 +170,37 @@ func TestPatch(t *testing.T) {
 		{name: "forward address with a brace", old: kubeadmCorefile, opts: Options{ForwardTo: "10.0.0.1 }"}, wantErr: "not ip"},
 		{name: "zone that would break the Corefile", old: kubeadmCorefile, opts: Options{ForwardTo: forwardTo, Zone: "xcc.test {"}, wantErr: "not a domain name"},
 		{name: "zone with a port", old: kubeadmCorefile, opts: Options{ForwardTo: forwardTo, Zone: "xcc.test:53"}, wantErr: "not a domain name"},
+		{
+			name: "reverse CIDRs are forwarded by the same block",
+			old:  kubeadmCorefile, opts: Options{ForwardTo: forwardTo, ReverseCIDRs: reverse},
+			want: kubeadmCorefile + "\n" + reverseBlock, action: Added,
+		},
+		{
+			name: "reverse CIDRs added to a patched Corefile replace the block",
+			old:  patchedKubeadm, opts: Options{ForwardTo: forwardTo, ReverseCIDRs: reverse},
+			want: kubeadmCorefile + "\n" + reverseBlock, action: Replaced,
+		},
+		{
+			name: "reverse CIDRs dropped again",
+			old:  kubeadmCorefile + "\n" + reverseBlock, opts: add,
+			want: patchedKubeadm, action: Replaced,
+		},
+		{
+			name: "a reverse zone the user serves already is refused",
+			old:  kubeadmCorefile + "2.0.192.in-addr.arpa:53 {\n    forward . 10.0.0.53\n}\n", opts: Options{ForwardTo: forwardTo, ReverseCIDRs: reverse},
+			wantErr: "already has a server block for 2.0.192.in-addr.arpa",
+		},
+		{
+			name: "a reverse zone the user serves already is refused when replacing too",
+			old:  patchedKubeadm + "1.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa:53 {\n    forward . 10.0.0.53\n}\n", opts: Options{ForwardTo: forwardTo, ReverseCIDRs: mustCIDRs(t, "2001:db8:0:1::/64")},
+			wantErr: "already has a server block for 1.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa",
+		},
+		{
+			name: "a wider reverse zone of the user's, or the kubernetes plugin's in-addr.arpa, is no clash",
+			old:  kubeadmCorefile + "192.in-addr.arpa:53 {\n    forward . 10.0.0.53\n}\n", opts: Options{ForwardTo: forwardTo, ReverseCIDRs: reverse},
+			want: kubeadmCorefile + "192.in-addr.arpa:53 {\n    forward . 10.0.0.53\n}\n\n" + reverseBlock, action: Added,
+		},
+		{name: "a reverse CIDR CoreDNS refuses as a key", old: kubeadmCorefile, opts: Options{ForwardTo: forwardTo, ReverseCIDRs: mustCIDRs(t, "::/0")}, wantErr: "invalid CIDR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
