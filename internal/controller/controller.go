@@ -99,6 +99,10 @@ type Controller struct {
 	// target cluster (apply.go).
 	published map[string]*published
 
+	// claims are the addresses each GatewayDNS's clusters publish
+	// (claims.go), to find one address claimed by two clusters.
+	claims *addressClaims
+
 	pendingMu sync.Mutex
 	// pending holds, per GatewayDNS key, the time of the oldest gateway
 	// Service event not yet written out (for ServiceToSlices).
@@ -127,6 +131,7 @@ func New(cfg Config) *Controller {
 		kubeInf:   informers.NewSharedInformerFactory(cfg.Kube, 0),
 		pending:   map[string]time.Time{},
 		published: map[string]*published{},
+		claims:    newAddressClaims(),
 	}
 	c.gdns = c.dynInf.ForResource(v1alpha1.GatewayDNSResource).Informer()
 	c.clusters = c.dynInf.ForResource(cfg.ClusterResource).Informer()
@@ -380,6 +385,12 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		return err
 	}
 	desired := computeDesired(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, inputs.clusters)
+	shared, affected := c.claims.set(key, clusterClaims(gd.Namespace, desired, c.claims.get(key)))
+	desired.Clusters = markAddressConflicts(desired.Clusters, gd.Namespace, shared)
+	for _, other := range affected {
+		// Its clusters' address conflicts may have changed with ours.
+		c.queue.Add(other)
+	}
 	writeErrs, written := c.apply(ctx, gd, desired, inputs.targets)
 	c.workloads.release(key, inputs.uses)
 
@@ -541,6 +552,10 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 	delete(c.pending, key)
 	c.pendingMu.Unlock()
 	c.forget(key)
+	_, affected := c.claims.set(key, nil)
+	for _, other := range affected {
+		c.queue.Add(other)
+	}
 	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
 		return fmt.Errorf("list clusters in %q: %w", namespace, err)
@@ -591,7 +606,7 @@ func (c *Controller) recordTransitions(gd *v1alpha1.GatewayDNS, p *published, cl
 		if old == cs.Reason || (!had && !complete) {
 			continue
 		}
-		if cs.Ready {
+		if cs.Reason == ReasonPublished {
 			c.cfg.Recorder.Eventf(gd, corev1.EventTypeNormal, cs.Reason, "cluster %s: %v", cs.Name, cs.Addresses)
 			continue
 		}

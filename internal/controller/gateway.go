@@ -33,6 +33,12 @@ const (
 	ReasonAddressNotAllowed         = "AddressNotAllowed"
 	ReasonTooManyAddresses          = "TooManyAddresses"
 	ReasonInvalidNamespaceName      = "InvalidNamespaceName"
+	// ReasonAddressConflict: another cluster publishes one of this
+	// cluster's addresses too. Its names are still published, but serve
+	// publishes no PTR for a shared address (either cluster could be the
+	// one lying about it). Conflict instead means an older GatewayDNS owns
+	// the cluster's names.
+	ReasonAddressConflict = "AddressConflict"
 )
 
 // clusterInput is what the informers know about one Cluster in the namespace
