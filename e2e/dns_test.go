@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
@@ -193,6 +194,50 @@ func TestIPv6Gateway(t *testing.T) {
 	expect(t, server, lab.GatewayHost("kuard", lab.ClusterA), dns.TypeAAAA, dns.RcodeSuccess)
 }
 
+// TestReverseLookup: `dig -x` from cluster-b. Addresses inside the
+// operator's reverse CIDRs answer a PTR to the gateway name that has them.
+// One outside is never answered by xcc-dns: our server sends it upstream
+// (which knows no such name), and cluster DNS names no xcc.test name for it.
+// (Cluster DNS's kubernetes plugin does answer it, from the gateway slice's
+// kubernetes.io/service-name label: 198-51-100-20.<gatewaydns>.xcc-dns.svc.)
+func TestReverseLookup(t *testing.T) {
+	server := clusterDNS(t)
+	ours := theLab.DNS[lab.ClusterB].XCCDNSAddr
+	for _, c := range []string{lab.ClusterA, lab.ClusterB} {
+		for _, ip := range theLab.Gateways[c].IPs {
+			name, err := dns.ReverseAddr(ip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inReverseCIDRs(t, ip) {
+				expect(t, server, name, dns.TypePTR, dns.RcodeSuccess, "gateway."+c+"."+lab.ClusterNamespace+".clusters."+lab.Zone+".")
+				continue
+			}
+			expect(t, ours, name, dns.TypePTR, dns.RcodeNameError)
+			r, err := lab.Query(server, name, dns.TypePTR)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range lab.Values(r, dns.TypePTR) {
+				if strings.HasSuffix(v, "."+lab.Zone+".") {
+					t.Errorf("PTR %s outside the reverse CIDRs answered %s", name, v)
+				}
+			}
+		}
+	}
+}
+
+func inReverseCIDRs(t *testing.T, ip string) bool {
+	t.Helper()
+	addr := netip.MustParseAddr(ip)
+	for c := range strings.SplitSeq(lab.ReverseCIDRs, ",") {
+		if netip.MustParsePrefix(c).Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestAPIName: api.<cluster> answers the Cluster's controlPlaneEndpoint.host
 // (a hostname in the lab, so a CNAME).
 func TestAPIName(t *testing.T) {
@@ -273,7 +318,7 @@ func TestPatchCorefile(t *testing.T) {
 	}
 	patch := func(extra ...string) string {
 		t.Helper()
-		args := append([]string{"patch-corefile", "--kubeconfig", w.Kubeconfig, "--forward-to", c.XCCDNSAddr}, extra...)
+		args := append([]string{"patch-corefile", "--kubeconfig", w.Kubeconfig, "--forward-to", c.XCCDNSAddr, "--reverse-cidrs", lab.ReverseCIDRs}, extra...)
 		out, err := exec.CommandContext(ctx, theLab.Bin("xcc-syncer"), args...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("xcc-syncer %s: %v\n%s", strings.Join(args, " "), err, out)

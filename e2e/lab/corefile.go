@@ -46,6 +46,9 @@ func localCorefile(text string, e corefileEdit) (string, error) {
 		switch {
 		case line == "":
 			out = append(out, raw)
+		case depth == 0 && opens && strings.HasPrefix(line, "("):
+			// A snippet: the server blocks that import it get bind.
+			out = append(out, raw)
 		case depth == 0 && opens:
 			keys := fields[:len(fields)-1]
 			for i, k := range keys {

@@ -56,6 +56,20 @@ func TestLocalCorefileOurs(t *testing.T) {
 	}
 }
 
+// A snippet gets no bind of its own: the server block that imports it
+// has one, and CoreDNS refuses to bind one address twice.
+func TestLocalCorefileSnippet(t *testing.T) {
+	src := "(xcc-reverse) {\n    prometheus :{$METRICS_PORT}\n}\n192.0.2.0/24:{$DNS_PORT} {\n    import xcc-reverse\n}\n"
+	got, err := localCorefile(src, corefileEdit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "(xcc-reverse) {\n    prometheus 127.0.0.1:{$METRICS_PORT}\n}\n192.0.2.0/24:{$DNS_PORT} {\n    bind 127.0.0.1\n    import xcc-reverse\n}\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func TestLocalCorefileUnbalanced(t *testing.T) {
 	for _, src := range []string{".:53 {\n", "}\n"} {
 		if _, err := localCorefile(src, corefileEdit{}); err == nil {

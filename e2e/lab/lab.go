@@ -33,8 +33,15 @@ const (
 	clusterCRDPath    = "config/crd/bases/cluster.x-k8s.io_clusters.yaml"
 	// GatewayDNSCRDPath is the GatewayDNS CRD in the repository.
 	GatewayDNSCRDPath = "charts/xcc-dns-management/crds/connectivity.tanzu.vmware.com_gatewaydns.yaml"
-	// CorefilePath is the Corefile of our DNS server in the repository.
-	CorefilePath = "cmd/coredns/Corefile"
+	// CorefileConfigMap is the workload chart's ConfigMap holding the
+	// Corefile of our DNS server (cmd/coredns/Corefile as the chart
+	// renders it, with the server block of its reverseCIDRs).
+	CorefileConfigMap = ReleaseName + "-corefile"
+	// ReverseCIDRs are the operator's reverse CIDRs in every workload
+	// cluster (the chart's reverseCIDRs, serve's and patch-corefile's
+	// --reverse-cidrs): cluster-a's gateway addresses and cluster-b's IPv6
+	// one lie inside, cluster-b's IPv4 one outside.
+	ReverseCIDRs = "192.0.2.0/24,2001:db8::/32"
 
 	// DefaultControlPlaneHost is Options.ControlPlaneHost's default.
 	DefaultControlPlaneHost = "{cluster}." + labDomain
@@ -253,7 +260,8 @@ func (l *Lab) startClusters(ctx context.Context) error {
 		// The workload chart creates namespace xcc-dns, serve's
 		// ServiceAccount and its Role.
 		if err := l.helmInstall(ctx, w, WorkloadChart,
-			"syncer.image.repository="+placeholderImage, "coredns.image.repository="+placeholderImage); err != nil {
+			"syncer.image.repository="+placeholderImage, "coredns.image.repository="+placeholderImage,
+			"reverseCIDRs={"+ReverseCIDRs+"}"); err != nil {
 			return err
 		}
 		if err := createGateway(ctx, w, l.Gateways[w.Name]); err != nil {

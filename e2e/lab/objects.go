@@ -241,6 +241,16 @@ func ClusterCorefile(ctx context.Context, w *Cluster) (string, error) {
 	return cm.Data[corefileKey], nil
 }
 
+// chartCorefile returns the Corefile of our DNS server as the workload
+// chart rendered it into w.
+func chartCorefile(ctx context.Context, w *Cluster) (string, error) {
+	cm, err := w.Client.CoreV1().ConfigMaps(SliceNamespace).Get(ctx, CorefileConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("get the chart's Corefile %s/%s on %s: %w", SliceNamespace, CorefileConfigMap, w.Name, err)
+	}
+	return cm.Data[corefileKey], nil
+}
+
 // LabelCluster sets (value not empty) or removes the label key on the
 // Cluster name in the management cluster, as `kubectl label` does.
 func LabelCluster(ctx context.Context, mgmt *Cluster, name, key, value string) error {

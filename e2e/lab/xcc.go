@@ -23,7 +23,7 @@ type WorkloadDNS struct {
 	ServeHTTP     string
 	EtcdClientURL string
 	EtcdDataDir   string
-	// XCCDNS is our CoreDNS (cmd/coredns/Corefile); XCCDNSAddr its DNS
+	// XCCDNS is our CoreDNS (the chart's Corefile); XCCDNSAddr its DNS
 	// address.
 	XCCDNS     *Process
 	XCCDNSAddr string
@@ -127,6 +127,7 @@ func (d *WorkloadDNS) start(ctx context.Context) error {
 			"--etcd-client-url", d.EtcdClientURL,
 			"--etcd-peer-url", fmt.Sprintf("http://%s:%d", loopback, ports[1]),
 			"--http-address", d.ServeHTTP,
+			"--reverse-cidrs", ReverseCIDRs,
 		}
 		p, err := startProcess(l.LogDir, "xcc-syncer-serve-"+w.Name, nil, l.Bin("xcc-syncer"), d.serveArgs...)
 		d.Serve = p
@@ -136,14 +137,15 @@ func (d *WorkloadDNS) start(ctx context.Context) error {
 		return err
 	}
 
-	// Our DNS server runs the repository's Corefile, bound to 127.0.0.1.
-	src, err := os.ReadFile(filepath.Join(l.RepoRoot, CorefilePath))
+	// Our DNS server runs the Corefile the workload chart rendered (the
+	// repository's, with its reverse CIDRs), bound to 127.0.0.1.
+	rendered, err := chartCorefile(ctx, w)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", CorefilePath, err)
+		return err
 	}
-	xccCorefile, err := localCorefile(string(src), corefileEdit{})
+	xccCorefile, err := localCorefile(rendered, corefileEdit{})
 	if err != nil {
-		return fmt.Errorf("%s: %w", CorefilePath, err)
+		return fmt.Errorf("the chart's Corefile: %w", err)
 	}
 	xccConf := filepath.Join(dir, "xcc-dns.Corefile")
 	if err := os.WriteFile(xccConf, []byte(xccCorefile), 0o644); err != nil {
@@ -169,7 +171,7 @@ func (d *WorkloadDNS) start(ctx context.Context) error {
 
 	// The walkthrough's patch step, done by the binary.
 	err = l.run(ctx, "patch-corefile-"+w.Name, l.Bin("xcc-syncer"), "patch-corefile",
-		"--kubeconfig", w.Kubeconfig, "--forward-to", d.XCCDNSAddr)
+		"--kubeconfig", w.Kubeconfig, "--forward-to", d.XCCDNSAddr, "--reverse-cidrs", ReverseCIDRs)
 	switch {
 	case errors.Is(err, errUnknownSubcommand):
 		// An xcc-syncer without patch-corefile: do the walkthrough's
