@@ -76,11 +76,15 @@ func sameSlice(existing, desired *discoveryv1.EndpointSlice) bool {
 			return false
 		}
 	}
-	// An annotation we set before (ttl) and no longer want must go.
+	// An annotation we set before (ttl) and no longer want must go, and so
+	// must the service-name label older versions wrote.
 	if _, had := existing.Annotations[contract.AnnotationTTL]; had {
 		if _, want := desired.Annotations[contract.AnnotationTTL]; !want {
 			return false
 		}
+	}
+	if _, had := existing.Labels[contract.LabelServiceName]; had {
+		return false
 	}
 	if len(existing.Endpoints) != len(desired.Endpoints) {
 		return false
@@ -105,6 +109,7 @@ func mergeForUpdate(existing, desired *discoveryv1.EndpointSlice) *discoveryv1.E
 	if labels == nil {
 		labels = map[string]string{}
 	}
+	delete(labels, contract.LabelServiceName)
 	maps.Copy(labels, desired.Labels)
 	ann := maps.Clone(existing.Annotations)
 	if ann == nil {
