@@ -20,7 +20,12 @@ var ErrAddressFamily = errors.New("address family does not match the slice's add
 // publishes it: IPv4 -> A, IPv6 -> AAAA, FQDN -> CNAME target. It returns
 // the canonical form. The controller only puts into a slice what this
 // accepts (see Classify), so the two sides cannot disagree.
-func ParseAddress(t discoveryv1.AddressType, s string) (string, error) {
+//
+// A CNAME target inside the zone is refused: the etcd plugin follows such
+// a target itself, past the Corefile's guards, so a target such as
+// any.clusters.<zone> would read and answer every record of the zone.
+// A load balancer's hostname is never a name of ours.
+func ParseAddress(t discoveryv1.AddressType, s, domain string) (string, error) {
 	switch t {
 	case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6:
 		ip, err := skydnsrecord.ParseAddress(s)
@@ -32,7 +37,14 @@ func ParseAddress(t discoveryv1.AddressType, s string) (string, error) {
 		}
 		return ip.String(), nil
 	case discoveryv1.AddressTypeFQDN:
-		return skydnsrecord.ParseTarget(s)
+		name, err := skydnsrecord.ParseTarget(s)
+		if err != nil {
+			return "", err
+		}
+		if zone := skydnsrecord.CanonicalName(domain); skydnsrecord.IsSubdomain(name, zone) {
+			return "", fmt.Errorf("target %q: %w: inside the zone %q", s, skydnsrecord.ErrInvalidName, zone)
+		}
+		return name, nil
 	default:
 		return "", fmt.Errorf("addressType %q: want IPv4, IPv6 or FQDN", t)
 	}
@@ -61,11 +73,11 @@ func (a Addresses) All() []string { return slices.Concat(a.IPv4, a.IPv6, a.FQDN)
 // reports into families, by the rules of ParseAddress. An entry in ips that
 // is not an address but a DNS name is taken as a hostname (some load
 // balancers report one there); an IPv4-mapped IPv6 address counts as IPv4.
-func Classify(ips, hostnames []string) Addresses {
+func Classify(ips, hostnames []string, domain string) Addresses {
 	var a Addresses
 	seen := map[string]bool{}
 	add := func(t discoveryv1.AddressType, s string) {
-		host, err := ParseAddress(t, s)
+		host, err := ParseAddress(t, s, domain)
 		if err != nil {
 			a.Refused = append(a.Refused, err.Error())
 			return

@@ -131,7 +131,7 @@ func Parse(slice *discoveryv1.EndpointSlice, domain string) (p Parsed, ok bool, 
 			continue
 		}
 		for _, addr := range ep.Addresses {
-			host, err := ParseAddress(slice.AddressType, addr)
+			host, err := ParseAddress(slice.AddressType, addr, domain)
 			if err != nil {
 				problems = append(problems, err)
 				continue

@@ -24,6 +24,7 @@ func TestRoundTrip(t *testing.T) {
 		"::ffff:127.0.0.1", "10.0.0.300", "1.2.3", "", " ", "lb.example.com", "LB.Example.COM.",
 		"localhost", "db.localhost", "gateway", "-a.example.com", "a..b", strings.Repeat("a", 64) + ".example.com",
 		"*.example.com", "under_score.example.com", "xn--bcher-kva.example",
+		"any.clusters.xcc.test", "gateway.cluster-b.dev-team.clusters.xcc.test", "XCC.test.",
 	}
 	var all []string
 	for i := range 250 {
@@ -38,7 +39,7 @@ func TestRoundTrip(t *testing.T) {
 		{"more than one endpoint's worth", all, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addrs := Classify(tc.ips, tc.hosts)
+			addrs := Classify(tc.ips, tc.hosts, "xcc.test")
 			src := Source{Namespace: "dev-team", GatewayDNS: "gw", Cluster: "cluster-a", Kind: KindGateway,
 				Hostname: GatewayHostname("cluster-a", "dev-team", "xcc.test"), TTL: 60}
 			var got []string
@@ -72,7 +73,7 @@ func TestRoundTrip(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	a := Classify([]string{"10.0.0.2", "10.0.0.1", "::ffff:10.0.0.1", "2001:db8::1", "255.255.255.255", "lb.example.com", "10.0.0.300"},
-		[]string{"LB.example.com", "localhost", "gateway"})
+		[]string{"LB.example.com", "localhost", "gateway", "any.clusters.xcc.test"}, "xcc.test")
 	if want := []string{"10.0.0.1", "10.0.0.2"}; !slices.Equal(a.IPv4, want) {
 		t.Errorf("IPv4 %v, want %v", a.IPv4, want)
 	}
@@ -82,8 +83,8 @@ func TestClassify(t *testing.T) {
 	if want := []string{"lb.example.com"}; !slices.Equal(a.FQDN, want) {
 		t.Errorf("FQDN %v, want %v", a.FQDN, want)
 	}
-	if len(a.Refused) != 4 {
-		t.Errorf("refused %q, want broadcast, 10.0.0.300, localhost and gateway", a.Refused)
+	if len(a.Refused) != 5 {
+		t.Errorf("refused %q, want broadcast, 10.0.0.300, localhost, gateway and the in-zone target", a.Refused)
 	}
 }
 
@@ -125,6 +126,10 @@ func TestParse(t *testing.T) {
 		{"wrong family refuses the address", func(s *discoveryv1.EndpointSlice) {
 			s.Endpoints[0].Addresses = append(s.Endpoints[0].Addresses, "2001:db8::1")
 		}, true, []string{"192.0.2.1"}, skydnsrecord.DefaultTTL, 1},
+		{"CNAME target inside the zone: refused", func(s *discoveryv1.EndpointSlice) {
+			s.AddressType = discoveryv1.AddressTypeFQDN
+			s.Endpoints[0].Addresses = []string{"any.clusters.xcc.test", "lb.example.com"}
+		}, true, []string{"lb.example.com"}, skydnsrecord.DefaultTTL, 1},
 		{"unknown address type: refused", func(s *discoveryv1.EndpointSlice) { s.AddressType = "IPX" }, false, nil, 0, 1},
 		{"ttl inside the API's bounds", func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationTTL] = "3600" }, true, []string{"192.0.2.1"}, 3600, 0},
 		{"ttl above the API's bounds: default", func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationTTL] = "86400" }, true, []string{"192.0.2.1"}, skydnsrecord.DefaultTTL, 1},

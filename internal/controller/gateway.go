@@ -121,7 +121,7 @@ func computeDesired(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, c
 		}
 		var notes []string
 		if c.APIHost != "" {
-			api := onlyAllowed(contract.Classify([]string{c.APIHost}, nil), allowed)
+			api := onlyAllowed(contract.Classify([]string{c.APIHost}, nil, domain), allowed)
 			st.APIAddresses = api.All()
 			out.Slices = append(out.Slices, contract.Build(source(c.Name, contract.KindAPI, contract.APIHostname(c.Name, gd.Namespace, domain)), api)...)
 			if len(api.Refused) > 0 {
@@ -162,7 +162,7 @@ func computeDesired(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, c
 					hosts = append(hosts, in.Hostname)
 				}
 			}
-			classified := contract.Classify(ips, hosts)
+			classified := contract.Classify(ips, hosts, domain)
 			gw := onlyAllowed(classified, allowed)
 			st.Addresses = gw.All()
 			if len(gw.Refused) > 0 {
