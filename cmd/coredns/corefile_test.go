@@ -26,6 +26,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/coredns"
+	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/serve"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
@@ -104,10 +105,11 @@ func testSlices() []*discoveryv1.EndpointSlice {
 }
 
 type world struct {
-	dns  *coredns.Server
-	etcd *clientv3.Client
-	kube *fake.Clientset
-	eps  []string
+	dns     *coredns.Server
+	etcd    *clientv3.Client
+	etcdSrv *etcdserver.Server
+	kube    *fake.Clientset
+	eps     []string
 }
 
 // startWorld starts etcd, the serve syncer on a fake API holding slices,
@@ -197,7 +199,7 @@ func startWorldWith(t testing.TB, directives []string, corefile string, slices [
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Stop() })
-	return &world{dns: d, etcd: cli, kube: kube, eps: srv.Endpoints()}
+	return &world{dns: d, etcd: cli, etcdSrv: srv, kube: kube, eps: srv.Endpoints()}
 }
 
 // freePort returns a TCP port that was free a moment ago. CoreDNS's
@@ -653,5 +655,37 @@ func eventually(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in time")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestStaleAnswersWhileEtcdIsDown: with etcd gone (serve restarting), a
+// name answered before is answered from the cache with a short TTL at
+// once, not after the etcd plugin's 5 s timeout; a name never answered
+// gets SERVFAIL once that timeout passes (it is the stock plugin's, fixed).
+func TestStaleAnswersWhileEtcdIsDown(t *testing.T) {
+	w := startWorld(t, []*discoveryv1.EndpointSlice{
+		slice("gw-s-ipv4", "*.gateway.stale.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "5", "192.0.2.77"),
+	})
+	const name = "kuard.gateway.stale.dev-team.clusters.xcc.test."
+	if r := w.ask(t, "udp", name, dns.TypeA, 0); len(r.Answer) != 1 {
+		t.Fatalf("before etcd stops: %v", r)
+	}
+	w.etcdSrv.Close()
+	time.Sleep(6 * time.Second) // past the record's 5 s TTL
+
+	began := time.Now()
+	r := w.ask(t, "udp", name, dns.TypeA, 0)
+	took := time.Since(began)
+	if got := lines(r.Answer); r.Rcode != dns.RcodeSuccess || len(got) != 1 || !strings.Contains(got[0], "192.0.2.77") || r.Answer[0].Header().Ttl != 5 {
+		t.Errorf("stale answer with etcd down: %s %v, want 192.0.2.77 with TTL 5", dns.RcodeToString[r.Rcode], got)
+	}
+	if took > 2*time.Second {
+		t.Errorf("stale answer took %s: the cache waited for etcd", took)
+	}
+	m := new(dns.Msg)
+	m.SetQuestion("kuard.gateway.never.dev-team.clusters.xcc.test.", dns.TypeA)
+	r, _, err := (&dns.Client{Timeout: 15 * time.Second}).Exchange(m, w.dns.UDP)
+	if err != nil || r.Rcode != dns.RcodeServerFailure {
+		t.Errorf("a name never answered, with etcd down: %v %v, want SERVFAIL", r, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -70,7 +71,8 @@ func (c *Config) withDefaults() {
 
 // Server is a running embedded etcd.
 type Server struct {
-	etcd *embed.Etcd
+	etcd  *embed.Etcd
+	close sync.Once
 }
 
 // Start starts etcd and returns once it is ready to serve, it failed, ctx
@@ -184,8 +186,9 @@ func (s *Server) Endpoints() []string {
 // Err reports a fatal error of the running server.
 func (s *Server) Err() <-chan error { return s.etcd.Err() }
 
-// Close stops etcd, letting in-flight requests finish.
-func (s *Server) Close() { s.etcd.Close() }
+// Close stops etcd, letting in-flight requests finish. Closing twice is
+// harmless (a test may stop etcd before its cleanup does).
+func (s *Server) Close() { s.close.Do(s.etcd.Close) }
 
 // SplitEndpoints parses a comma-separated --etcd-endpoints value.
 func SplitEndpoints(s string) []string {
