@@ -16,13 +16,8 @@ const (
 	AnnotationGatewayRef = "connectivity.tanzu.vmware.com/gateway-dns-ref"
 	AnnotationTTL        = "xcc-dns.io/ttl"
 
-	LabelManagedBy = "endpointslice.kubernetes.io/managed-by"
-	ManagedByValue = "xcc-dns-controller"
-	// LabelServiceName is not written: with it, the cluster DNS's
-	// kubernetes plugin answered PTR queries for every published address
-	// (as endpoints of a Service <gatewaydns> in the slice namespace), and
-	// kube-proxy would route a Service of that name to them. The
-	// controller removes it from slices it wrote before.
+	LabelManagedBy     = "endpointslice.kubernetes.io/managed-by"
+	ManagedByValue     = "xcc-dns-controller"
 	LabelServiceName   = "kubernetes.io/service-name"
 	LabelSourceCluster = "xcc-dns.io/source-cluster"
 	LabelRecord        = "xcc-dns.io/record"

@@ -52,6 +52,7 @@ func Build(src Source, addrs Addresses) []*discoveryv1.EndpointSlice {
 				Name: SliceName(src.Namespace, src.GatewayDNS, src.Cluster, src.Kind, strings.ToLower(string(f.t))),
 				Labels: map[string]string{
 					LabelManagedBy:     ManagedByValue,
+					LabelServiceName:   src.GatewayDNS,
 					LabelSourceCluster: src.Cluster,
 					LabelRecord:        string(src.Kind),
 				},

@@ -309,7 +309,7 @@ func checkSliceInvariants(t *testing.T, s *discoveryv1.EndpointSlice) {
 	if len(s.Name) > 63 || skydnsrecord.ValidateName(s.Name) != nil {
 		t.Errorf("slice name %q: not a DNS name of at most 63", s.Name)
 	}
-	if _, has := s.Labels[contract.LabelServiceName]; s.Labels[contract.LabelManagedBy] != contract.ManagedByValue || has {
+	if s.Labels[contract.LabelManagedBy] != contract.ManagedByValue || s.Labels[contract.LabelServiceName] != "gw" {
 		t.Errorf("slice %s labels %v", s.Name, s.Labels)
 	}
 	if s.Annotations[contract.AnnotationGatewayRef] != "dev-team/gw" {

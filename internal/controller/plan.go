@@ -76,15 +76,11 @@ func sameSlice(existing, desired *discoveryv1.EndpointSlice) bool {
 			return false
 		}
 	}
-	// An annotation we set before (ttl) and no longer want must go, and so
-	// must the service-name label older versions wrote.
+	// An annotation we set before (ttl) and no longer want must go.
 	if _, had := existing.Annotations[contract.AnnotationTTL]; had {
 		if _, want := desired.Annotations[contract.AnnotationTTL]; !want {
 			return false
 		}
-	}
-	if _, had := existing.Labels[contract.LabelServiceName]; had {
-		return false
 	}
 	if len(existing.Endpoints) != len(desired.Endpoints) {
 		return false
@@ -109,7 +105,6 @@ func mergeForUpdate(existing, desired *discoveryv1.EndpointSlice) *discoveryv1.E
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	delete(labels, contract.LabelServiceName)
 	maps.Copy(labels, desired.Labels)
 	ann := maps.Clone(existing.Annotations)
 	if ann == nil {

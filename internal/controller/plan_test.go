@@ -176,17 +176,3 @@ func TestListedClusters(t *testing.T) {
 		}
 	}
 }
-
-// Slices written before carry kubernetes.io/service-name, with which the
-// cluster DNS answered PTRs for every published address: an update drops it.
-func TestServiceNameLabelIsRemoved(t *testing.T) {
-	d := computeDesired(testGatewayDNS("gw"), "xcc.test", nil, []clusterInput{good("cluster-a", "10.0.0.1")})
-	existing := d.Slices[0].DeepCopy()
-	existing.Labels[contract.LabelServiceName] = "gw"
-	if sameSlice(existing, d.Slices[0]) {
-		t.Fatal("a slice with the service-name label is taken as up to date")
-	}
-	if u := mergeForUpdate(existing, d.Slices[0]); u.Labels[contract.LabelServiceName] != "" {
-		t.Errorf("update keeps the service-name label: %v", u.Labels)
-	}
-}
