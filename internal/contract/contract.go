@@ -18,6 +18,9 @@ const (
 
 	LabelManagedBy     = "endpointslice.kubernetes.io/managed-by"
 	ManagedByValue     = "xcc-dns-controller"
+	// LabelServiceName stays, although nothing of ours reads it: the
+	// cluster DNS's kubernetes plugin indexes every EndpointSlice, and for
+	// one without it answers PTR queries with a name it cannot send.
 	LabelServiceName   = "kubernetes.io/service-name"
 	LabelSourceCluster = "xcc-dns.io/source-cluster"
 	LabelRecord        = "xcc-dns.io/record"
