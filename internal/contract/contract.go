@@ -16,8 +16,8 @@ const (
 	AnnotationGatewayRef = "connectivity.tanzu.vmware.com/gateway-dns-ref"
 	AnnotationTTL        = "xcc-dns.io/ttl"
 
-	LabelManagedBy     = "endpointslice.kubernetes.io/managed-by"
-	ManagedByValue     = "xcc-dns-controller"
+	LabelManagedBy = "endpointslice.kubernetes.io/managed-by"
+	ManagedByValue = "xcc-dns-controller"
 	// LabelServiceName stays, although nothing of ours reads it: the
 	// cluster DNS's kubernetes plugin indexes every EndpointSlice, and for
 	// one without it answers PTR queries with a name it cannot send.
