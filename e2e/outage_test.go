@@ -17,9 +17,14 @@ import (
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
 )
 
+// staleTTL is the TTL our Corefile's cache gives answers it serves while
+// etcd cannot be read (serve_stale).
+const staleTTL = 5
+
 // TestManagementDown: with the management API server stopped,
-// cluster-b keeps answering; serve killed with SIGKILL and restarted while
-// the management cluster is still down answers from its etcd on disk.
+// cluster-b keeps answering; with serve killed by SIGKILL our DNS server
+// answers from its cache (stale, short TTL), and serve restarted while the
+// management cluster is still down answers from its etcd on disk.
 func TestManagementDown(t *testing.T) {
 	server := clusterDNS(t)
 	b := theLab.DNS[lab.ClusterB]
@@ -38,17 +43,22 @@ func TestManagementDown(t *testing.T) {
 
 	b.KillServe()
 	t.Logf("serve of cluster-b killed (SIGKILL); its etcd data dir %s stays", b.EtcdDataDir)
-	// Wait until our DNS server's cache no longer answers for it, so the
-	// answers after the restart come from serve's etcd.
+	// With serve and its etcd down, our DNS server answers from its cache:
+	// once the cached answer expires, stale, with a 5 s TTL, and quickly.
 	gone := time.Now()
 	for {
+		asked := time.Now()
 		r, err := lab.Query(b.XCCDNSAddr, kuardA, dns.TypeA)
-		if err != nil || r.Rcode != dns.RcodeSuccess {
-			t.Logf("our DNS stopped answering %s %s after serve was killed (%s)", kuardA, summaryErr(r, err), time.Since(gone).Round(10*time.Millisecond))
+		if err != nil || r.Rcode != dns.RcodeSuccess || strings.Join(lab.Values(r, dns.TypeA), ",") != strings.Join(want, ",") {
+			t.Fatalf("our DNS with serve and its etcd down: %s", summaryErr(r, err))
+		}
+		if r.Answer[0].Header().Ttl <= staleTTL {
+			t.Logf("our DNS answers %s stale (TTL %d) in %s, %s after serve was killed", kuardA, r.Answer[0].Header().Ttl,
+				time.Since(asked).Round(time.Millisecond), time.Since(gone).Round(10*time.Millisecond))
 			break
 		}
 		if time.Since(gone) > answerTimeout {
-			t.Fatalf("our DNS still answers %s %s after %s with serve and its etcd down", kuardA, summary(r), answerTimeout)
+			t.Fatalf("our DNS never turned to stale answers: %s", summary(r))
 		}
 		time.Sleep(pollInterval)
 	}
@@ -57,7 +67,17 @@ func TestManagementDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("serve restarted and ready after %s", time.Since(restarted).Round(10*time.Millisecond))
-	// Our DNS server, asked directly, answers from serve's etcd.
+	// Our DNS server, asked directly, answers from serve's etcd again: a
+	// fresh answer carries the record's TTL, not the stale one.
+	for end := time.Now().Add(answerTimeout); ; time.Sleep(pollInterval) {
+		r, err := lab.Query(b.XCCDNSAddr, kuardA, dns.TypeA)
+		if err == nil && r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0 && r.Answer[0].Header().Ttl > staleTTL {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("our DNS did not answer from etcd again after serve's restart: %s", summaryErr(r, err))
+		}
+	}
 	expect(t, b.XCCDNSAddr, kuardA, dns.TypeA, dns.RcodeSuccess, want...)
 	expect(t, server, kuardA, dns.TypeA, dns.RcodeSuccess, want...)
 	if _, err := os.Stat(b.EtcdDataDir); err != nil {
