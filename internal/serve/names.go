@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"maps"
 	"net/netip"
 	"strings"
 
@@ -59,20 +60,29 @@ func isTarget(host string) bool {
 // WithNameRecords adds the name record of every name in leaves: the set
 // serve writes for those leaves.
 func WithNameRecords(leaves skydnsrecord.Set) skydnsrecord.Set {
-	byDir := map[string]skydnsrecord.Set{}
-	for k, r := range leaves {
-		dir := skydnsrecord.ParentKey(k)
-		if byDir[dir] == nil {
-			byDir[dir] = skydnsrecord.Set{}
+	return withDerived(leaves, func(k string, _ skydnsrecord.Record) (string, bool) {
+		return skydnsrecord.ParentKey(k), true
+	}, nameRecord)
+}
+
+// withDerived returns records plus one record derived from each group of
+// them: group says which group a record is in (if any), derive makes the
+// group's record (if any). Name records and PTR records are both made so.
+func withDerived[K comparable](records skydnsrecord.Set, group func(string, skydnsrecord.Record) (K, bool),
+	derive func(K, skydnsrecord.Set) (string, skydnsrecord.Record, bool)) skydnsrecord.Set {
+	groups := map[K]skydnsrecord.Set{}
+	for k, r := range records {
+		if g, ok := group(k, r); ok {
+			if groups[g] == nil {
+				groups[g] = skydnsrecord.Set{}
+			}
+			groups[g][k] = r
 		}
-		byDir[dir][k] = r
 	}
-	out := make(skydnsrecord.Set, len(leaves)+len(byDir))
-	for k, r := range leaves {
-		out[k] = r
-	}
-	for dir, set := range byDir {
-		if k, r, ok := nameRecord(dir, set); ok {
+	out := make(skydnsrecord.Set, len(records)+len(groups))
+	maps.Copy(out, records)
+	for g, set := range groups {
+		if k, r, ok := derive(g, set); ok {
 			out[k] = r
 		}
 	}

@@ -96,25 +96,9 @@ func byGatewayFirst(a, b string) int {
 // WithReverseRecords adds to records the PTR record of every address
 // inside cidrs that records point at: the set serve writes.
 func WithReverseRecords(records skydnsrecord.Set, cidrs cidr.List) skydnsrecord.Set {
-	claims := map[netip.Addr]skydnsrecord.Set{}
-	for k, r := range records {
-		if ip, ok := reverseAddr(r.Host, cidrs); ok {
-			if claims[ip] == nil {
-				claims[ip] = skydnsrecord.Set{}
-			}
-			claims[ip][k] = r
-		}
-	}
-	out := make(skydnsrecord.Set, len(records)+len(claims))
-	for k, r := range records {
-		out[k] = r
-	}
-	for ip, set := range claims {
-		if k, r, ok := reverseRecord(ip, set); ok {
-			out[k] = r
-		}
-	}
-	return out
+	return withDerived(records, func(_ string, r skydnsrecord.Record) (netip.Addr, bool) {
+		return reverseAddr(r.Host, cidrs)
+	}, reverseRecord)
 }
 
 // reverseAddrs adds to addrs the hosts of records inside the reverse CIDRs.

@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
@@ -33,21 +34,8 @@ func ipv4Slice(name, hostname, addr string) *discoveryv1.EndpointSlice {
 // the slices, keeps its records: its sync waits for the reconcile instead
 // of being undone by it.
 func TestSliceSyncedDuringReconcileKeepsItsRecords(t *testing.T) {
-	_, cli := etcdtest.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	s, factory := New(Config{
-		Client:    fake.NewClientset(ipv4Slice("gw-a", "*.gateway.cluster-a.dev-team.clusters.xcc.test", "192.0.2.10")),
-		Namespace: DefaultNamespace, Domain: skydnsrecord.DefaultDomain,
-		Store: store.New(cli, skydnsrecord.DefaultDomain), Metrics: NewMetrics(prometheus.NewRegistry()),
-	})
-	factory.Start(ctx.Done())
-	t.Cleanup(func() { cancel(); factory.Shutdown() })
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced) {
-		t.Fatal("EndpointSlice cache did not sync")
-	}
-	if err := s.reconcileAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, cli, factory := startSyncer(t, 0, ipv4Slice("gw-a", "*.gateway.cluster-a.dev-team.clusters.xcc.test", "192.0.2.10"))
+	ctx := context.Background()
 
 	late := ipv4Slice("gw-b", "*.gateway.cluster-b.dev-team.clusters.xcc.test", "192.0.2.40")
 	synced := make(chan error, 1)
@@ -81,7 +69,7 @@ func TestSliceSyncedDuringReconcileKeepsItsRecords(t *testing.T) {
 
 // startSyncer runs a syncer on a real etcd over the given slices and
 // returns it after its first reconcile.
-func startSyncer(t *testing.T, maxRecords int, slices ...*discoveryv1.EndpointSlice) (*Syncer, *clientv3.Client) {
+func startSyncer(t *testing.T, maxRecords int, slices ...*discoveryv1.EndpointSlice) (*Syncer, *clientv3.Client, informers.SharedInformerFactory) {
 	t.Helper()
 	_, cli := etcdtest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -103,7 +91,7 @@ func startSyncer(t *testing.T, maxRecords int, slices ...*discoveryv1.EndpointSl
 	if err := s.reconcileAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return s, cli
+	return s, cli, factory
 }
 
 func countUnder(t *testing.T, cli *clientv3.Client, name string) int64 {
@@ -124,7 +112,7 @@ func TestRecordBudgetKeepsOlderSlices(t *testing.T) {
 	newer := ipv4Slice("gw-new", "*.gateway.cluster-b.dev-team.clusters.xcc.test", "192.0.2.20")
 	newer.Endpoints[0].Addresses = append(newer.Endpoints[0].Addresses, "192.0.2.21")
 	newer.CreationTimestamp = metav1.NewTime(time.Unix(2000, 0))
-	s, cli := startSyncer(t, 3, newer, older)
+	s, cli, _ := startSyncer(t, 3, newer, older)
 	if got := countUnder(t, cli, "gateway.cluster-a.dev-team.clusters.xcc.test"); got != 2 {
 		t.Errorf("older slice: %d records, want 2", got)
 	}
@@ -153,7 +141,7 @@ func TestHostileSlicesPublishNothing(t *testing.T) {
 	victim := ipv4Slice("victim", "*.gateway.cluster-b.dev-team.clusters.xcc.test", "192.0.2.20")
 	subName := ipv4Slice("sub", "evil.gateway.cluster-b.dev-team.clusters.xcc.test", "203.0.113.66")
 	otherNS := ipv4Slice("other", "*.gateway.cluster-c.other-team.clusters.xcc.test", "203.0.113.67")
-	_, cli := startSyncer(t, 0, victim, subName, otherNS)
+	_, cli, _ := startSyncer(t, 0, victim, subName, otherNS)
 	resp, err := cli.Get(context.Background(), skydnsrecord.Prefix+"/", clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
