@@ -25,6 +25,17 @@ HELM           := $(BIN)/helm-$(HELM_VERSION)
 
 export PATH := $(BIN):$(PATH)
 
+# VERSION is the charts' appVersion: the image tag the charts pull by
+# default, so make images/push tag with it and stamp it into the binaries.
+# COMMIT is the git commit, "-dirty" when tracked files have changes.
+VERSION_PKG := github.com/xcc-dns/xcc-dns/internal/version
+VERSION     := $(shell awk '$$1 == "appVersion:" {gsub(/"/, "", $$2); print $$2}' charts/xcc-dns-management/Chart.yaml)
+COMMIT      := $(shell if c=$$(git rev-parse HEAD 2>/dev/null); then git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; echo $$c; else echo unknown; fi)
+LDFLAGS     := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)
+# bin/ binaries are built as the images' are (static, no build paths), so
+# the lab runs what ships and both builds share Go's build cache.
+GO_BUILD    := CGO_ENABLED=0 $(GO) build -trimpath
+
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_.-]+:.*##/ {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,11 +45,11 @@ build: xcc-syncer coredns ## Build bin/xcc-syncer and bin/coredns.
 
 .PHONY: xcc-syncer
 xcc-syncer: ## Build bin/xcc-syncer.
-	$(GO) build -o $(BIN)/xcc-syncer ./cmd/xcc-syncer
+	$(GO_BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/xcc-syncer ./cmd/xcc-syncer
 
 .PHONY: coredns
 coredns: ## Build bin/coredns (stock CoreDNS with the plugins in cmd/coredns).
-	$(GO) build -o $(BIN)/coredns ./cmd/coredns
+	$(GO_BUILD) -ldflags '$(LDFLAGS) -X github.com/coredns/coredns/coremain.GitCommit=$(COMMIT)' -o $(BIN)/coredns ./cmd/coredns
 
 # Versioned tool binaries: built once, and again only when the version changes.
 $(ETCDCTL):
