@@ -66,7 +66,7 @@ $(GOLANGCI_LINT):
 tools: $(ETCDCTL) ## Build the pinned tools the unit and integration tests use.
 
 .PHONY: test
-test: tools verify-generate charts-test unit e2e ## Run every test: generated files current, unit, integration, chart and end-to-end.
+test: tools verify-generate charts-test unit images-test e2e ## Run every test: generated files current, unit, integration, chart, images and end-to-end.
 
 .PHONY: unit
 unit: tools ## Unit and integration tests of the main module (embedded etcd, in-process CoreDNS).
@@ -109,6 +109,39 @@ charts-test: $(HELM) ## helm lint and golden helm template tests of both charts.
 .PHONY: charts-golden
 charts-golden: $(HELM) ## Regenerate charts/testdata golden files (review the diff before committing).
 	HELM=$(HELM) $(GO) test $(GOTEST_FLAGS) ./charts -run 'TestGolden' -args -update
+
+# --- Images and charts for a registry: no container daemon (tools/image) ---
+
+IMAGES_DIR  := $(BIN)/images
+CHARTS_PKG  := $(BIN)/charts
+IMAGE_TOOL  := $(GO) run -C tools/image .
+IMAGE_NAMES := xcc-syncer coredns
+PLATFORMS   ?= linux/amd64,linux/arm64
+CHARTS      := xcc-dns-management xcc-dns-workload
+# The first run compiles every package for both platforms (minutes on two
+# busy cores); later runs only link, about a minute.
+IMAGES_TEST_TIMEOUT ?= 30m
+# REGISTRY_PLAIN_HTTP=1 pushes over plain HTTP, to a registry without TLS.
+REGISTRY_PLAIN_HTTP ?=
+
+.PHONY: images
+images: ## Build OCI image layouts of xcc-syncer and coredns (PLATFORMS, tag VERSION) into bin/images/.
+	$(IMAGE_TOOL) build -src $(CURDIR) -out $(IMAGES_DIR) -version $(VERSION) -commit $(COMMIT) -platforms $(PLATFORMS) $(IMAGE_NAMES)
+
+.PHONY: images-test
+images-test: $(HELM) ## Build the images, push them and the charts to an in-process registry, pull them back and run them.
+	cd tools/image && $(GO) vet ./... && HELM=$(HELM) $(GO) test $(GOTEST_FLAGS) -timeout $(IMAGES_TEST_TIMEOUT) ./...
+
+.PHONY: charts-package
+charts-package: $(HELM) ## helm package both charts into bin/charts/.
+	rm -rf $(CHARTS_PKG)
+	$(HELM) package $(addprefix charts/,$(CHARTS)) -d $(CHARTS_PKG)
+
+.PHONY: push
+push: images charts-package ## Push both images and both charts to REGISTRY, e.g. make push REGISTRY=registry.example.com/xcc-dns.
+	@test -n "$(REGISTRY)" || { echo "set REGISTRY, e.g. make push REGISTRY=registry.example.com/xcc-dns"; exit 1; }
+	$(IMAGE_TOOL) push -layouts $(IMAGES_DIR) -registry $(REGISTRY) -tag $(VERSION) $(if $(REGISTRY_PLAIN_HTTP),-insecure) $(IMAGE_NAMES)
+	for chart in $(CHARTS_PKG)/*.tgz; do $(HELM) push $$chart oci://$(REGISTRY) $(if $(REGISTRY_PLAIN_HTTP),--plain-http) || exit 1; done
 
 # ---------------------------------------------------------------------------
 # End-to-end lab: real kube-apiservers (built from the k8s.io/kubernetes

@@ -53,6 +53,31 @@ func TestCorefileCopy(t *testing.T) {
 	}
 }
 
+// TestOneAppVersion: make images and make push tag both images with one
+// version, the charts' appVersion, which each chart pulls by default.
+func TestOneAppVersion(t *testing.T) {
+	versions := map[string]string{}
+	for _, c := range []string{managementChart, workloadChart} {
+		b, err := os.ReadFile(filepath.Join(c, "Chart.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var chart struct {
+			AppVersion string `json:"appVersion"`
+		}
+		if err := yaml.Unmarshal(b, &chart); err != nil {
+			t.Fatalf("%s/Chart.yaml: %v", c, err)
+		}
+		if chart.AppVersion == "" {
+			t.Errorf("%s/Chart.yaml has no appVersion", c)
+		}
+		versions[c] = chart.AppVersion
+	}
+	if versions[managementChart] != versions[workloadChart] {
+		t.Errorf("appVersions differ: %v; both images are tagged with one", versions)
+	}
+}
+
 func helmBin(t *testing.T) string {
 	t.Helper()
 	h := os.Getenv(helmEnv)
