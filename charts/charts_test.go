@@ -56,26 +56,27 @@ func TestCorefileCopy(t *testing.T) {
 // TestOneAppVersion: make images and make push tag both images with one
 // version, the charts' appVersion, which each chart pulls by default.
 func TestOneAppVersion(t *testing.T) {
-	versions := map[string]string{}
-	for _, c := range []string{managementChart, workloadChart} {
-		b, err := os.ReadFile(filepath.Join(c, "Chart.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var chart struct {
-			AppVersion string `json:"appVersion"`
-		}
-		if err := yaml.Unmarshal(b, &chart); err != nil {
-			t.Fatalf("%s/Chart.yaml: %v", c, err)
-		}
-		if chart.AppVersion == "" {
-			t.Errorf("%s/Chart.yaml has no appVersion", c)
-		}
-		versions[c] = chart.AppVersion
+	if m, w := appVersion(t, managementChart), appVersion(t, workloadChart); m != w {
+		t.Errorf("appVersions differ: %s %s, %s %s; both images are tagged with one", managementChart, m, workloadChart, w)
 	}
-	if versions[managementChart] != versions[workloadChart] {
-		t.Errorf("appVersions differ: %v; both images are tagged with one", versions)
+}
+
+func appVersion(t *testing.T, chart string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chart, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	var c struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		t.Fatalf("%s/Chart.yaml: %v", chart, err)
+	}
+	if c.AppVersion == "" {
+		t.Fatalf("%s/Chart.yaml has no appVersion", chart)
+	}
+	return c.AppVersion
 }
 
 func helmBin(t *testing.T) string {
@@ -376,14 +377,72 @@ func TestRenderedTypes(t *testing.T) {
 	}
 }
 
+// TestImageValues: image.registry alone names every image, tagged with the
+// chart's appVersion (the tag make push uses); the per-image repository and
+// tag values still override it.
+func TestImageValues(t *testing.T) {
+	const registry = "registry.example.com/xcc-dns"
+	tag := appVersion(t, workloadChart)
+	for _, c := range []struct {
+		name  string
+		chart string
+		args  []string
+		want  map[string]string // container name -> image, in every Deployment and Job
+	}{
+		{"management, registry", managementChart, []string{"--set", "image.registry=" + registry},
+			map[string]string{"controller": registry + "/xcc-syncer:" + tag}},
+		{"management, tag", managementChart, []string{"--set", "image.registry=" + registry, "--set", "image.tag=0.2.0-rc.1"},
+			map[string]string{"controller": registry + "/xcc-syncer:0.2.0-rc.1"}},
+		{"management, repository override", managementChart, []string{"--set", "image.registry=" + registry, "--set", "image.repository=mirror.example.com/syncer"},
+			map[string]string{"controller": "mirror.example.com/syncer:" + tag}},
+		{"workload, registry", workloadChart, []string{"--set", "image.registry=" + registry},
+			map[string]string{"xcc-syncer": registry + "/xcc-syncer:" + tag, "coredns": registry + "/coredns:" + tag, "patch-corefile": registry + "/xcc-syncer:" + tag}},
+		{"workload, tag of both", workloadChart, []string{"--set", "image.registry=" + registry, "--set", "image.tag=dev"},
+			map[string]string{"xcc-syncer": registry + "/xcc-syncer:dev", "coredns": registry + "/coredns:dev", "patch-corefile": registry + "/xcc-syncer:dev"}},
+		{"workload, upstream CoreDNS", workloadChart, []string{"--set", "image.registry=" + registry,
+			"--set", "coredns.image.repository=registry.k8s.io/coredns/coredns", "--set", "coredns.image.tag=v1.15.0"},
+			map[string]string{"xcc-syncer": registry + "/xcc-syncer:" + tag, "coredns": "registry.k8s.io/coredns/coredns:v1.15.0", "patch-corefile": registry + "/xcc-syncer:" + tag}},
+		{"workload, both repositories and no registry", workloadChart, []string{
+			"--set", "syncer.image.repository=mirror.example.com/syncer", "--set", "syncer.image.tag=v1",
+			"--set", "coredns.image.repository=mirror.example.com/coredns"},
+			map[string]string{"xcc-syncer": "mirror.example.com/syncer:v1", "coredns": "mirror.example.com/coredns:" + tag, "patch-corefile": "mirror.example.com/syncer:v1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := map[string]string{}
+			for _, o := range objects(t, render(t, renderCase{chart: c.chart, args: c.args})) {
+				if o["kind"] != "Deployment" && o["kind"] != "Job" {
+					continue
+				}
+				containers, _ := get(o, "spec", "template", "spec", "containers").([]any)
+				for _, ct := range containers {
+					name, _ := get(ct, "name").(string)
+					image, _ := get(ct, "image").(string)
+					if prev, ok := got[name]; ok && prev != image {
+						t.Errorf("container %s has images %s and %s", name, prev, image)
+					}
+					got[name] = image
+				}
+			}
+			for name, want := range c.want {
+				if got[name] != want {
+					t.Errorf("container %s: image %q, want %q", name, got[name], want)
+				}
+			}
+		})
+	}
+}
+
 // TestRenderRefusals: values that would give a broken install fail at render.
 func TestRenderRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name, chart, want string
 		args              []string
 	}{
-		{"workload without images", workloadChart, "image.repository is required", nil},
-		{"management without image", managementChart, "image.repository is required", nil},
+		{"workload without a registry", workloadChart, "image.registry is required", nil},
+		{"management without a registry", managementChart, "image.registry is required", nil},
+		{"workload with one repository and no registry", workloadChart, "(or set coredns.image.repository)", []string{"--set", "syncer.image.repository=registry.example.com/other/syncer"}},
+		{"registry with a scheme", workloadChart, "does not match pattern", []string{"--set", "image.registry=https://registry.example.com/xcc-dns"}},
+		{"registry with a trailing slash", managementChart, "does not match pattern", []string{"--set", "image.registry=registry.example.com/xcc-dns/"}},
 		{"workload with another zone and the shipped Corefile", workloadChart, "domain is not xcc.test", []string{"-f", "testdata/workload-values.yaml", "--set", "domain=xcc.example"}},
 		{"workload with an unknown value", workloadChart, "additional properties", []string{"-f", "testdata/workload-values.yaml", "--set", "persistance.enabled=false"}},
 		{"three controllers", managementChart, "maximum", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=3"}},

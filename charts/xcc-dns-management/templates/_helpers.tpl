@@ -22,3 +22,17 @@ app.kubernetes.io/name: xcc-dns-management
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: controller
 {{- end -}}
+
+{{/*
+image renders repository:tag of the controller: the repository is
+image.repository, else <image.registry>/xcc-syncer; the tag is image.tag,
+else the chart's appVersion (the tag make push uses).
+*/}}
+{{- define "xcc-dns-management.image" -}}
+{{- $repo := .Values.image.repository -}}
+{{- if not $repo -}}
+{{- $registry := required "image.registry is required: the registry and path make push REGISTRY=... pushed the images to, for example registry.example.com/xcc-dns (or set image.repository)" .Values.image.registry -}}
+{{- $repo = printf "%s/xcc-syncer" $registry -}}
+{{- end -}}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}

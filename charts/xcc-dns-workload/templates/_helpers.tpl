@@ -23,11 +23,21 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: dns
 {{- end -}}
 
-{{/* image renders repository:tag of one image value; the repository is required (no public image exists). */}}
+{{/*
+image renders repository:tag of the syncer or coredns image: the repository
+is <what>.image.repository, else <image.registry>/<image name>; the tag is
+<what>.image.tag, else image.tag, else the chart's appVersion (the tag
+make push uses).
+*/}}
 {{- define "xcc-dns-workload.image" -}}
 {{- $img := index . 0 -}}{{- $what := index . 1 -}}{{- $root := index . 2 -}}
-{{- $repo := required (printf "%s.image.repository is required: no public image exists; build it from this repository, push it to your registry and set it" $what) $img.repository -}}
-{{- printf "%s:%s" $repo (default $root.Chart.AppVersion $img.tag) -}}
+{{- $name := get (dict "syncer" "xcc-syncer" "coredns" "coredns") $what -}}
+{{- $repo := $img.repository -}}
+{{- if not $repo -}}
+{{- $registry := required (printf "image.registry is required: the registry and path make push REGISTRY=... pushed the images to, for example registry.example.com/xcc-dns (or set %s.image.repository)" $what) $root.Values.image.registry -}}
+{{- $repo = printf "%s/%s" $registry $name -}}
+{{- end -}}
+{{- printf "%s:%s" $repo (default $root.Chart.AppVersion (default $root.Values.image.tag $img.tag)) -}}
 {{- end -}}
 
 {{/* The Corefile: the value, else the shipped copy of cmd/coredns/Corefile (which serves xcc.test)
