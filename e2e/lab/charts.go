@@ -22,17 +22,20 @@ const (
 	WorkloadChart   = "charts/xcc-dns-workload"
 	// chartTokenSeconds is the lifetime of the ServiceAccount tokens.
 	chartTokenSeconds = 4 * 60 * 60
-	// placeholderImage is every image value: no pod ever runs.
-	placeholderImage = "registry.example.com/xcc-dns/placeholder"
+	// ImageRegistry is the charts' one image value, as the README's install
+	// sets it. Nothing is pulled from it: no pod ever runs.
+	ImageRegistry = "registry.example.com/xcc-dns"
 )
 
 // helmInstall installs chart into c's namespace SliceNamespace with the
-// admin kubeconfig. Hooks are skipped (no kubelet runs their Jobs) and
-// the images are placeholders (no pod ever runs).
+// admin kubeconfig and the install command of the README: one image
+// value, image.registry, and the lab's own settings in set. Hooks are
+// skipped (no kubelet runs their Jobs).
 func (l *Lab) helmInstall(ctx context.Context, c *Cluster, chart string, set ...string) error {
 	args := []string{"install", ReleaseName, filepath.Join(l.RepoRoot, chart),
 		"--kubeconfig", c.Kubeconfig,
 		"--namespace", SliceNamespace, "--create-namespace",
+		"--set", "image.registry=" + ImageRegistry,
 		"--no-hooks",
 	}
 	for _, s := range set {

@@ -239,7 +239,7 @@ func (l *Lab) startClusters(ctx context.Context) error {
 	if _, err := os.Stat(gwdnsCRD); err == nil {
 		// The management chart installs the CRD (its crds/), the
 		// controller's ServiceAccount and its RBAC.
-		if err := l.helmInstall(ctx, mgmt, ManagementChart, "image.repository="+placeholderImage); err != nil {
+		if err := l.helmInstall(ctx, mgmt, ManagementChart); err != nil {
 			return err
 		}
 		if err := waitCRDEstablished(ctx, mgmt, gwdnsCRD); err != nil {
@@ -259,9 +259,7 @@ func (l *Lab) startClusters(ctx context.Context) error {
 		}
 		// The workload chart creates namespace xcc-dns, serve's
 		// ServiceAccount and its Role.
-		if err := l.helmInstall(ctx, w, WorkloadChart,
-			"syncer.image.repository="+placeholderImage, "coredns.image.repository="+placeholderImage,
-			"reverseCIDRs={"+ReverseCIDRs+"}"); err != nil {
+		if err := l.helmInstall(ctx, w, WorkloadChart, "reverseCIDRs={"+ReverseCIDRs+"}"); err != nil {
 			return err
 		}
 		if err := createGateway(ctx, w, l.Gateways[w.Name]); err != nil {
