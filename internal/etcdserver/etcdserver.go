@@ -23,14 +23,17 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultName          = "xcc-dns"
-	DefaultClientURL     = "http://127.0.0.1:2379"
-	DefaultPeerURL       = "http://127.0.0.1:2380"
-	DefaultQuotaBytes    = 256 << 20 // records are small: 10,000 take a few MB
-	DefaultStartTimeout  = 60 * time.Second
-	DefaultLogLevel      = "warn"
-	compactionMode       = "periodic"
-	compactionRetention  = "1h" // keep one hour of history, compact the rest
+	DefaultName         = "xcc-dns"
+	DefaultClientURL    = "http://127.0.0.1:2379"
+	DefaultPeerURL      = "http://127.0.0.1:2380"
+	DefaultQuotaBytes   = 256 << 20 // records are small: 10,000 take a few MB
+	DefaultStartTimeout = 60 * time.Second
+	DefaultLogLevel     = "warn"
+	compactionMode      = "periodic"
+	// compactionRetention keeps five minutes of history: the records are a
+	// copy of the EndpointSlices, so older revisions serve nobody, and with
+	// an hour of it heavy churn filled the 256 MiB quota (make bench-faults).
+	compactionRetention  = "5m"
 	initialClusterStateN = "new"
 )
 

@@ -32,7 +32,7 @@ const (
 	shutdownTimeout    = 5 * time.Second
 	// spaceCheckPeriod is how often the embedded etcd's NOSPACE alarm is
 	// looked for; while it stands no record can be written.
-	spaceCheckPeriod = time.Minute
+	spaceCheckPeriod = 10 * time.Second
 )
 
 // Options are the settings of `xcc-syncer serve`.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"sort"
 	"sync"
@@ -154,8 +155,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 		return errors.New("EndpointSlice cache did not sync")
 	}
 	// The first reconcile must land before the syncer is ready; retry it
-	// with back-off while etcd or the data misbehave.
-	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 8, Cap: 30 * time.Second}, func(ctx context.Context) (bool, error) {
+	// with back-off, for as long as it takes, while etcd or the data
+	// misbehave: exiting would also stop serving the records on disk.
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: math.MaxInt32, Cap: 30 * time.Second}, func(ctx context.Context) (bool, error) {
 		if err := s.reconcileAll(ctx); err != nil {
 			logger.Error(err, "First reconcile failed; retrying")
 			return false, nil
@@ -163,6 +165,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 		return true, nil
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("first reconcile: %w", err)
 	}
 	s.ready.Store(true)
