@@ -28,6 +28,16 @@ const (
 // (192.0.2.0/24, 2001:db8::/32).
 type List []netip.Prefix
 
+// MustParse is Parse for lists known to be valid, such as constants in
+// tests; it panics on an error.
+func MustParse(s string) List {
+	l, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
 // Parse reads a comma-separated list of CIDRs. Empty items are skipped, so
 // "" is the empty list. A CIDR with host bits set (192.0.2.5/24) is refused
 // rather than widened: it is more likely a typo than the intended range.

@@ -102,18 +102,10 @@ xcc.test:53 192.0.2.0/24:53 2001:db8::/32:53 {
 # xcc-dns end
 `
 
-func mustCIDRs(t *testing.T, s string) cidr.List {
-	t.Helper()
-	l, err := cidr.Parse(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
 
 func TestPatch(t *testing.T) {
 	add := Options{ForwardTo: forwardTo}
-	reverse := mustCIDRs(t, "192.0.2.0/24,2001:db8::/32")
+	reverse := cidr.MustParse("192.0.2.0/24,2001:db8::/32")
 	patchedKubeadm := kubeadmCorefile + "\n" + blockFor
 	tests := []struct {
 		name    string
@@ -192,7 +184,7 @@ func TestPatch(t *testing.T) {
 		},
 		{
 			name: "a reverse zone the user serves already is refused when replacing too",
-			old:  patchedKubeadm + "1.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa:53 {\n    forward . 10.0.0.53\n}\n", opts: Options{ForwardTo: forwardTo, ReverseCIDRs: mustCIDRs(t, "2001:db8:0:1::/64")},
+			old:  patchedKubeadm + "1.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa:53 {\n    forward . 10.0.0.53\n}\n", opts: Options{ForwardTo: forwardTo, ReverseCIDRs: cidr.MustParse("2001:db8:0:1::/64")},
 			wantErr: "already has a server block for 1.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa",
 		},
 		{
@@ -200,7 +192,7 @@ func TestPatch(t *testing.T) {
 			old:  kubeadmCorefile + "192.in-addr.arpa:53 {\n    forward . 10.0.0.53\n}\n", opts: Options{ForwardTo: forwardTo, ReverseCIDRs: reverse},
 			want: kubeadmCorefile + "192.in-addr.arpa:53 {\n    forward . 10.0.0.53\n}\n\n" + reverseBlock, action: Added,
 		},
-		{name: "a reverse CIDR CoreDNS refuses as a key", old: kubeadmCorefile, opts: Options{ForwardTo: forwardTo, ReverseCIDRs: mustCIDRs(t, "::/0")}, wantErr: "invalid CIDR"},
+		{name: "a reverse CIDR CoreDNS refuses as a key", old: kubeadmCorefile, opts: Options{ForwardTo: forwardTo, ReverseCIDRs: cidr.MustParse("::/0")}, wantErr: "invalid CIDR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,14 +24,6 @@ const (
 	apiB = "api.cluster-b.dev-team.clusters.xcc.test"
 )
 
-func mustCIDRs(t *testing.T, s string) cidr.List {
-	t.Helper()
-	l, err := cidr.Parse(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
 
 // ptrs returns the PTR records of a record set as reverse key -> target.
 func ptrs(set skydnsrecord.Set) map[string]string {
@@ -98,7 +90,7 @@ func TestWithReverseRecords(t *testing.T) {
 				maps.Copy(leaves, records)
 			}
 			// The name records hold addresses too; they are no claim of their own.
-			got := ptrs(WithReverseRecords(WithNameRecords(leaves), mustCIDRs(t, tt.cidrs)))
+			got := ptrs(WithReverseRecords(WithNameRecords(leaves), cidr.MustParse(tt.cidrs)))
 			if !maps.Equal(got, tt.want) {
 				t.Errorf("PTRs %v, want %v", got, tt.want)
 			}
@@ -112,7 +104,7 @@ func TestWithReverseRecords(t *testing.T) {
 func TestReverseFollowsSliceSyncs(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	cidrs := mustCIDRs(t, "192.0.2.0/24")
+	cidrs := cidr.MustParse("192.0.2.0/24")
 	s, factory := New(Config{
 		Client:    fake.NewClientset(ipv4Slice("gw-a", gwA, "192.0.2.10"), ipv4Slice("gw-out", gwB, "198.51.100.1")),
 		Namespace: DefaultNamespace, Domain: skydnsrecord.DefaultDomain,
