@@ -102,7 +102,6 @@ xcc.test:53 192.0.2.0/24:53 2001:db8::/32:53 {
 # xcc-dns end
 `
 
-
 func TestPatch(t *testing.T) {
 	add := Options{ForwardTo: forwardTo}
 	reverse := cidr.MustParse("192.0.2.0/24,2001:db8::/32")

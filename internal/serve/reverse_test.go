@@ -24,7 +24,6 @@ const (
 	apiB = "api.cluster-b.dev-team.clusters.xcc.test"
 )
 
-
 // ptrs returns the PTR records of a record set as reverse key -> target.
 func ptrs(set skydnsrecord.Set) map[string]string {
 	out := map[string]string{}
