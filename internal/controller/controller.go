@@ -28,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -36,12 +35,12 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
 // Defaults of the controller role.
@@ -85,7 +84,7 @@ type Config struct {
 // Controller keeps the EndpointSlices of every GatewayDNS in step.
 type Controller struct {
 	cfg       Config
-	queue     workqueue.TypedRateLimitingInterface[string]
+	queue     *watch.Queue
 	dynInf    dynamicinformer.DynamicSharedInformerFactory
 	kubeInf   informers.SharedInformerFactory
 	gdns      cache.SharedIndexInformer
@@ -124,15 +123,14 @@ func New(cfg Config) *Controller {
 		cfg.Recorder = &record.FakeRecorder{}
 	}
 	c := &Controller{
-		cfg: cfg,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: controllerName}),
+		cfg:       cfg,
 		dynInf:    dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, cfg.Resync),
 		kubeInf:   informers.NewSharedInformerFactory(cfg.Kube, 0),
 		pending:   map[string]time.Time{},
 		published: map[string]*published{},
 		claims:    newAddressClaims(),
 	}
+	c.queue = watch.New(watch.Config{Name: controllerName, Sync: c.syncKey, Failed: c.syncFailed})
 	c.gdns = c.dynInf.ForResource(v1alpha1.GatewayDNSResource).Informer()
 	c.clusters = c.dynInf.ForResource(cfg.ClusterResource).Informer()
 	secretInf := c.kubeInf.Core().V1().Secrets()
@@ -143,24 +141,20 @@ func New(cfg Config) *Controller {
 	_, _ = c.gdns.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueueNamespaceOf(obj) },
 		UpdateFunc: func(old, cur any) {
-			o, n := metaOf(old), metaOf(cur)
+			o, n := watch.Meta(old), watch.Meta(cur)
 			if o == nil || n == nil || o.GetGeneration() != n.GetGeneration() || o.GetDeletionTimestamp() != n.GetDeletionTimestamp() {
 				c.enqueueNamespaceOf(cur)
 				return
 			}
-			c.enqueue(cur)
+			c.queue.Enqueue(cur)
 		},
 		DeleteFunc: func(obj any) { c.enqueueNamespaceOf(obj) },
 	})
-	onClusterish := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueueNamespaceOf(obj) },
-		UpdateFunc: func(_, cur any) { c.enqueueNamespaceOf(cur) },
-		DeleteFunc: func(obj any) { c.enqueueNamespaceOf(obj) },
-	}
+	onClusterish := watch.OnEvent(c.enqueueNamespaceOf)
 	_, _ = c.clusters.AddEventHandler(onClusterish)
 	_, _ = secretInf.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
-			m := metaOf(obj)
+			m := watch.Meta(obj)
 			return m != nil && strings.HasSuffix(m.GetName(), kubeconfigSecretSuffix)
 		},
 		Handler: onClusterish,
@@ -202,54 +196,19 @@ func secretForCache(obj any) (any, error) {
 	return kept, nil
 }
 
-// metaOf returns the object metadata of an informer object or tombstone.
-func metaOf(obj any) metav1.Object {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, err := objectMeta(obj)
-	if err != nil {
-		return nil
-	}
-	return m
-}
-
-func objectMeta(obj any) (metav1.Object, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		return m, nil
-	}
-	return nil, fmt.Errorf("object %T has no metadata", obj)
-}
-
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.queue.Add(key)
-}
-
 // enqueueNamespaceOf enqueues the object itself when it is a GatewayDNS
 // (even a deleted one, so its slices go) and every GatewayDNS of its
 // namespace: Clusters, Secrets and other GatewayDNS change their result.
 func (c *Controller) enqueueNamespaceOf(obj any) {
-	m := metaOf(obj)
+	m := watch.Meta(obj)
 	if m == nil {
 		utilruntime.HandleError(fmt.Errorf("informer delivered %T", obj))
 		return
 	}
-	if u, ok := unwrap(obj).(*unstructured.Unstructured); ok && u.GroupVersionKind().GroupKind() == v1alpha1.GatewayDNSKind.GroupKind() {
-		c.enqueue(obj)
+	if u, ok := watch.Unwrap(obj).(*unstructured.Unstructured); ok && u.GroupVersionKind().GroupKind() == v1alpha1.GatewayDNSKind.GroupKind() {
+		c.queue.Enqueue(obj)
 	}
 	c.enqueueAllIn(m.GetNamespace())
-}
-
-func unwrap(obj any) any {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return t.Obj
-	}
-	return obj
 }
 
 func (c *Controller) enqueueAllIn(namespace string) {
@@ -259,7 +218,7 @@ func (c *Controller) enqueueAllIn(namespace string) {
 		return
 	}
 	for _, o := range objs {
-		c.enqueue(o)
+		c.queue.Enqueue(o)
 	}
 }
 
@@ -300,45 +259,28 @@ func (c *Controller) Run(ctx context.Context, ready chan<- struct{}) error {
 	if ready != nil {
 		close(ready)
 	}
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
-	}
-	<-ctx.Done()
-	logger.Info("Shutting down workers")
-	c.queue.ShutDown()
-	wg.Wait()
+	c.queue.Run(ctx, c.cfg.Workers)
+	logger.Info("Workers stopped")
 	return nil
 }
 
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
+// syncKey is the queue's sync: it counts the sync and logs under the key.
+func (c *Controller) syncKey(ctx context.Context, key string) error {
+	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "gatewayDNS", key))
+	c.cfg.Metrics.Syncs.Inc()
+	return c.syncHandler(ctx, key)
 }
 
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
+// syncFailed reports a failed sync; the queue requeues the key either way.
+func (c *Controller) syncFailed(ctx context.Context, key string, err error, retries int) {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "gatewayDNS", key)
-	ctx = klog.NewContext(ctx, logger)
-	c.cfg.Metrics.Syncs.Inc()
-	if err := c.syncHandler(ctx, key); err != nil {
-		if apierrors.IsConflict(err) {
-			// The cache was behind our own last write; retry with the newer object.
-			logger.V(2).Info("Conflict writing GatewayDNS; requeued", "err", err.Error())
-			c.queue.AddRateLimited(key)
-			return true
-		}
-		c.cfg.Metrics.SyncErrors.Inc()
-		logger.Error(err, "Sync failed; requeued", "retries", c.queue.NumRequeues(key))
-		c.queue.AddRateLimited(key)
-		return true
+	if apierrors.IsConflict(err) {
+		// The cache was behind our own last write; retry with the newer object.
+		logger.V(2).Info("Conflict writing GatewayDNS; requeued", "err", err.Error())
+		return
 	}
-	c.queue.Forget(key)
-	return true
+	c.cfg.Metrics.SyncErrors.Inc()
+	logger.Error(err, "Sync failed; requeued", "retries", retries)
 }
 
 // syncHandler brings the slices of one GatewayDNS in line. A GatewayDNS
@@ -456,7 +398,9 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 	}
 	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
 
-	sort.Slice(clusterObjs, func(i, j int) bool { return metaOf(clusterObjs[i]).GetName() < metaOf(clusterObjs[j]).GetName() })
+	sort.Slice(clusterObjs, func(i, j int) bool {
+		return watch.Meta(clusterObjs[i]).GetName() < watch.Meta(clusterObjs[j]).GetName()
+	})
 	for _, o := range clusterObjs {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
@@ -527,7 +471,7 @@ func (c *Controller) owners(namespace string, clusterObjs []any) (map[string]str
 	})
 	out := map[string]string{}
 	for _, o := range clusterObjs {
-		m := metaOf(o)
+		m := watch.Meta(o)
 		if m == nil {
 			continue
 		}
@@ -562,7 +506,7 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 	}
 	var errs []error
 	for _, o := range clusterObjs {
-		m := metaOf(o)
+		m := watch.Meta(o)
 		if m == nil || contract.ValidateLabel(m.GetName()) != nil {
 			continue
 		}

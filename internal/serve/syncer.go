@@ -24,12 +24,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
+	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
 // Defaults of the syncer.
@@ -51,7 +51,7 @@ type Syncer struct {
 	store           *store.Store
 	lister          discoverylisters.EndpointSliceLister
 	synced          cache.InformerSynced
-	queue           workqueue.TypedRateLimitingInterface[string]
+	queue           *watch.Queue
 	metrics         *Metrics
 	reconcilePeriod time.Duration
 	workers         int
@@ -110,30 +110,22 @@ func New(cfg Config) (*Syncer, informers.SharedInformerFactory) {
 		store:           cfg.Store,
 		lister:          inf.Lister(),
 		synced:          inf.Informer().HasSynced,
-		queue:           workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpointslices"}),
 		metrics:         cfg.Metrics,
 		reconcilePeriod: cfg.ReconcilePeriod,
 		workers:         cfg.Workers,
 		budget:          newBudget(cfg.MaxRecords),
 		reverse:         cfg.ReverseCIDRs,
 	}
-	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    s.enqueue,
-		UpdateFunc: func(_, obj any) { s.enqueue(obj) },
-		DeleteFunc: s.enqueue,
+	s.queue = watch.New(watch.Config{
+		Name: "endpointslices",
+		Sync: s.syncHandler,
+		Failed: func(ctx context.Context, key string, err error, _ int) {
+			s.metrics.SyncErrors.Inc()
+			utilruntime.HandleErrorWithContext(ctx, err, "Sync failed; requeued", "key", key)
+		},
 	})
+	_, _ = inf.Informer().AddEventHandler(s.queue.Handler())
 	return s, factory
-}
-
-// enqueue adds the namespace/name key of a slice; for a deleted slice whose
-// final state was missed it takes the key from the tombstone.
-func (s *Syncer) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("key of %T: %w", obj, err))
-		return
-	}
-	s.queue.Add(key)
 }
 
 // Ready reports whether the first full reconcile has completed.
@@ -173,37 +165,13 @@ func (s *Syncer) Run(ctx context.Context) error {
 	s.ready.Store(true)
 	logger.Info("Serving records", "records", s.store.Len())
 
-	for i := 0; i < s.workers; i++ {
-		go wait.UntilWithContext(ctx, s.runWorker, time.Second)
-	}
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := s.reconcileAll(ctx); err != nil {
 			logger.Error(err, "Periodic reconcile failed")
 		}
 	}, s.reconcilePeriod)
-	<-ctx.Done()
+	s.queue.Run(ctx, s.workers)
 	return nil
-}
-
-func (s *Syncer) runWorker(ctx context.Context) {
-	for s.processNext(ctx) {
-	}
-}
-
-func (s *Syncer) processNext(ctx context.Context) bool {
-	key, shutdown := s.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer s.queue.Done(key)
-	if err := s.syncHandler(ctx, key); err != nil {
-		s.metrics.SyncErrors.Inc()
-		utilruntime.HandleErrorWithContext(ctx, err, "Sync failed; requeued", "key", key)
-		s.queue.AddRateLimited(key)
-		return true
-	}
-	s.queue.Forget(key)
-	return true
 }
 
 // syncHandler makes the records of one slice equal to what it describes.
