@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -15,7 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,6 +28,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/httpserver"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 )
@@ -42,7 +40,6 @@ const (
 	leaseDuration                  = 15 * time.Second
 	renewDeadline                  = 10 * time.Second
 	retryPeriod                    = 2 * time.Second
-	shutdownTimeout                = 5 * time.Second
 	serviceAccountNamespaceFile    = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 	clusterAPIGroup                = "cluster.x-k8s.io"
 )
@@ -122,18 +119,21 @@ func Run(ctx context.Context, o Options) error {
 
 	var ready, leading atomic.Bool
 	var elector *leaderelection.LeaderElector
-	srvErr, err := serveHTTP(ctx, o.HTTPAddress, o.Profiling, reg, func() error {
-		if elector != nil && !leading.Load() {
-			return nil // a standby is ready to take over
-		}
-		if !ready.Load() {
-			return errors.New("informer caches not synced")
-		}
-		return nil
-	})
+	srv, err := httpserver.Start(ctx, httpserver.Config{Address: o.HTTPAddress, Gatherer: reg, Profiling: o.Profiling,
+		Ready: func(*http.Request) (string, error) {
+			if elector != nil && !leading.Load() {
+				return "ok", nil // a standby is ready to take over
+			}
+			if !ready.Load() {
+				return "", errors.New("informer caches not synced")
+			}
+			return "ok", nil
+		}})
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
+	srvErr := srv.Err()
 
 	if len(o.AllowKubeconfigExec) > 0 {
 		logger.Info("Kubeconfig Secrets may run these exec plugins", "commands", o.AllowKubeconfigExec)
@@ -240,42 +240,4 @@ func discoverClusterResource(d discovery.DiscoveryInterface) (schema.GroupVersio
 	}
 	return schema.GroupVersionResource{}, fmt.Errorf("no served Cluster API version (%v) has clusters; is the Cluster CRD installed? %w",
 		clusterAPIVersions, errors.Join(errs...))
-}
-
-// serveHTTP serves /healthz, /readyz and /metrics (and /debug/pprof/ when
-// profiling) until ctx ends.
-func serveHTTP(ctx context.Context, addr string, profiling bool, reg *prometheus.Registry, readyz func() error) (<-chan error, error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := readyz(); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	if profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	klog.FromContext(ctx).Info("Serving /healthz, /readyz, /metrics", "address", ln.Addr().String())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	errc := make(chan error, 1)
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("http server: %w", err)
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	return errc, nil
 }

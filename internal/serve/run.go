@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
+	"github.com/xcc-dns/xcc-dns/internal/httpserver"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
@@ -29,7 +29,6 @@ const (
 	DefaultHTTPAddress = ":8080"
 	etcdDialTimeout    = 5 * time.Second
 	etcdProbeTimeout   = 2 * time.Second
-	shutdownTimeout    = 5 * time.Second
 	// spaceCheckPeriod is how often the embedded etcd's NOSPACE alarm is
 	// looked for; while it stands no record can be written.
 	spaceCheckPeriod = 10 * time.Second
@@ -109,7 +108,7 @@ func Run(ctx context.Context, o Options) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	httpSrv, err := serveHTTP(ctx, o.HTTPAddress, o.HTTPReady, reg, func(r *http.Request) (string, error) {
+	ready := func(r *http.Request) (string, error) {
 		pctx, cancel := context.WithTimeout(r.Context(), etcdProbeTimeout)
 		defer cancel()
 		if _, err := cli.Get(pctx, "health", clientv3.WithCountOnly()); err != nil {
@@ -122,11 +121,12 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Sprintf("ok: serving %d keys from disk; EndpointSlices not synced yet (API server unreachable or slow)", onDisk), nil
 		}
 		return "", errors.New("first reconcile not done and no records on disk")
-	})
+	}
+	httpSrv, err := httpserver.Start(ctx, httpserver.Config{Address: o.HTTPAddress, Gatherer: reg, Ready: ready, Bound: o.HTTPReady})
 	if err != nil {
 		return err
 	}
-	defer shutdown(httpSrv)
+	defer httpSrv.Close()
 
 	if len(o.EtcdEndpoints) == 0 {
 		go wait.UntilWithContext(ctx, func(ctx context.Context) { keepSpace(ctx, cli, endpoints[0]) }, spaceCheckPeriod)
@@ -186,41 +186,4 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return cs, nil
-}
-
-// serveHTTP serves /healthz (the process runs), /readyz (ready(r) gives no
-// error; its text is the body) and /metrics on addr.
-func serveHTTP(ctx context.Context, addr string, bound func(net.Addr), reg *prometheus.Registry, ready func(*http.Request) (string, error)) (*http.Server, error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		state, err := ready(r)
-		if err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, state)
-	})
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %q: %w", addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "HTTP server stopped", "address", addr)
-		}
-	}()
-	klog.FromContext(ctx).Info("Serving health and metrics", "address", l.Addr().String())
-	if bound != nil {
-		bound(l.Addr())
-	}
-	return srv, nil
-}
-
-func shutdown(srv *http.Server) {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	_ = srv.Shutdown(ctx)
 }
