@@ -78,41 +78,21 @@ func faultSlice(g, i int) *discoveryv1.EndpointSlice {
 // writeGeneration makes every fault slice hold generation g.
 func writeGeneration(ctx context.Context, kube kubernetes.Interface, g int) error {
 	slicesAPI := kube.DiscoveryV1().EndpointSlices(lab.SliceNamespace)
-	work := make(chan int)
-	errs := make(chan error, benchWorkers)
-	var wg sync.WaitGroup
-	for range benchWorkers {
-		wg.Go(func() {
-			for i := range work {
-				want := faultSlice(g, i)
-				cur, err := slicesAPI.Get(ctx, want.Name, metav1.GetOptions{})
-				switch {
-				case apierrors.IsNotFound(err):
-					_, err = slicesAPI.Create(ctx, want, metav1.CreateOptions{})
-				case err == nil:
-					cur.Endpoints = want.Endpoints
-					_, err = slicesAPI.Update(ctx, cur, metav1.UpdateOptions{})
-				}
-				if err != nil {
-					errs <- fmt.Errorf("write %s: %w", want.Name, err)
-					return
-				}
-			}
-		})
-	}
-	var err error
-	for i := 0; i < faultNames && err == nil; i++ {
-		select {
-		case work <- i:
-		case err = <-errs:
+	return inParallel(faultNames, func(i int) error {
+		want := faultSlice(g, i)
+		cur, err := slicesAPI.Get(ctx, want.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = slicesAPI.Create(ctx, want, metav1.CreateOptions{})
+		case err == nil:
+			cur.Endpoints = want.Endpoints
+			_, err = slicesAPI.Update(ctx, cur, metav1.UpdateOptions{})
 		}
-	}
-	close(work)
-	wg.Wait()
-	if err == nil && len(errs) > 0 {
-		err = <-errs
-	}
-	return err
+		if err != nil {
+			return fmt.Errorf("write %s: %w", want.Name, err)
+		}
+		return nil
+	})
 }
 
 // checkRecords reports how serve's etcd differs from generation g: every
