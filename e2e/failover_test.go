@@ -385,12 +385,14 @@ func TestControllerFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 		want[phase] = desiredSlices(phases[phase])
+		created := time.Now()
 		if err := createFailoverGatewayDNS(ctx, mgmt, phase); err != nil {
 			t.Fatal(err)
 		}
 		if err := waitFirstSlice(ctx, phase, time.Minute); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("%s: first slice written %s after the GatewayDNS was created", phase, time.Since(created).Round(10*time.Millisecond))
 		before, err := theLab.ControllerLease(ctx)
 		if err != nil {
 			t.Fatal(err)
