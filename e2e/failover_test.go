@@ -33,9 +33,9 @@ const (
 	failoverLabel = "xcc-failover"
 	// failoverClusters is how many Clusters each phase adds at once, their
 	// kubeconfigs reaching the three workload API servers in turn: enough
-	// slices (about 700 per workload cluster) that the leader is still
+	// slices (350 per workload cluster) that the leader is still
 	// writing them when it is stopped.
-	failoverClusters = 300
+	failoverClusters = 150
 
 	// The controller's leader election (internal/controller/run.go) and
 	// client-go's: a standby tries every retryPeriod stretched by up to
@@ -313,12 +313,12 @@ func writtenAt(ctx context.Context, t *testing.T, gdns string, want map[sliceKey
 
 // TestControllerFailover runs two controller replicas with leader election
 // (one Lease, each its own identity) in place of the lab's single
-// controller. A GatewayDNS selecting 300 new Clusters is created and the
+// controller. A GatewayDNS selecting 150 new Clusters is created and the
 // leader gets SIGKILL while it writes their slices: the standby must
 // take the Lease within killTakeoverBound, and every target then hold
 // exactly the desired slices (none missing, none twice, none extra, each
 // with the right addresses). Then the killed replica is restarted as the
-// standby, a second GatewayDNS with 300 more Clusters is created, and the
+// standby, a second GatewayDNS with 150 more Clusters is created, and the
 // new leader gets SIGTERM mid-sync: it releases the Lease, so the standby
 // takes over within termHandoverBound, and both GatewayDNS converge.
 func TestControllerFailover(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -80,4 +81,22 @@ func (h *HangingAPIServer) Close() {
 		c.Close()
 	}
 	h.conns = nil
+}
+
+// Freeze stops the API server's process with SIGSTOP: the kernel still
+// accepts connections and requests on open ones, and nothing answers
+// them, as with a node that hangs. Thaw (SIGCONT) resumes it.
+func (c *Cluster) Freeze() error {
+	if c.proc == nil {
+		return fmt.Errorf("kube-apiserver of %s is not running", c.Name)
+	}
+	c.proc.signal(syscall.SIGSTOP)
+	return nil
+}
+
+// Thaw resumes an API server stopped by Freeze.
+func (c *Cluster) Thaw() {
+	if c.proc != nil {
+		c.proc.signal(syscall.SIGCONT)
+	}
 }
