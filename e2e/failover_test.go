@@ -281,7 +281,11 @@ func waitLeader(ctx context.Context, id string, timeout time.Duration) (lab.Leas
 		}
 		lastErr = err
 		if time.Now().After(deadline) {
-			return last, time.Time{}, fmt.Errorf("Lease not held by %s within %s: holder %q (%v)", id, timeout, last.Holder, lastErr)
+			err := fmt.Errorf("lease not held by %s within %s: holder %q", id, timeout, last.Holder)
+			if lastErr != nil {
+				err = fmt.Errorf("%w: %w", err, lastErr)
+			}
+			return last, time.Time{}, err
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
