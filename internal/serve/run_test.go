@@ -92,7 +92,7 @@ func TestRunAgainstExternalEtcd(t *testing.T) {
 	kube := fake.NewClientset(gatewaySlice())
 	base := runServe(t, serve.Options{
 		Client: kube, Namespace: serve.DefaultNamespace, Domain: "xcc.test",
-		EtcdEndpoints: srv.Endpoints(),
+		EtcdEndpoints: strings.Join(srv.Endpoints(), ","),
 	})
 	waitReady(t, base)
 	resp, err := cli.Get(context.Background(), "/skydns/test/xcc/clusters/dev-team/cluster-a/gateway/", clientv3.WithPrefix())
