@@ -28,16 +28,9 @@ const (
 	answerWithin = 20 * time.Second
 )
 
-// walkthroughGatewayDNS is the walkthrough's GatewayDNS: the envoy Service
-// of every selected cluster of dev-team, by its load-balancer status.
+// walkthroughGatewayDNS is the walkthrough's GatewayDNS.
 func walkthroughGatewayDNS() *v1alpha1.GatewayDNS {
-	return &v1alpha1.GatewayDNS{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "dev-team-gateway-dns"},
-		Spec: v1alpha1.GatewayDNSSpec{
-			Service:        "projectcontour/envoy",
-			ResolutionType: v1alpha1.ResolutionTypeLoadBalancer,
-		},
-	}
+	return testfixture.GatewayDNS("dev-team-gateway-dns")
 }
 
 // desired is what the controller would write into every workload cluster

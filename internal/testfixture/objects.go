@@ -7,6 +7,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
@@ -52,16 +53,27 @@ func WithTTL(s *discoveryv1.EndpointSlice, ttl string) *discoveryv1.EndpointSlic
 	return s
 }
 
+// GatewayDNS returns the walkthrough's GatewayDNS under name, in the
+// namespace dev-team: the envoy Service of every Cluster labelled
+// hasContour=true, by its load-balancer status.
+func GatewayDNS(name string) *v1alpha1.GatewayDNS {
+	return &v1alpha1.GatewayDNS{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: name, Generation: 1},
+		Spec: v1alpha1.GatewayDNSSpec{
+			ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"hasContour": "true"}},
+			Service:         "projectcontour/envoy",
+			ResolutionType:  v1alpha1.ResolutionTypeLoadBalancer,
+		},
+	}
+}
+
 // LoadBalancerService returns a LoadBalancer Service whose status holds
 // ingress as a load balancer (MetalLB, a cloud's) would set it: each entry
 // an IP if it parses as one, else a hostname.
 func LoadBalancerService(namespace, name string, ingress ...string) *corev1.Service {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: corev1.ServiceSpec{
-			Type:  corev1.ServiceTypeLoadBalancer,
-			Ports: []corev1.ServicePort{{Name: "https", Port: 443}},
-		},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
 	}
 	for _, in := range ingress {
 		if net.ParseIP(in) != nil {
