@@ -10,5 +10,5 @@
 // dnsworld, which links CoreDNS and its plugins: only the tests that ask
 // DNS import it.
 //
-// It is for tests only; nothing outside _test.go files imports it.
+// It is for tests only: nothing but tests and dnsworld imports it.
 package testfixture
