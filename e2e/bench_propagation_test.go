@@ -89,14 +89,14 @@ type propagationChange struct {
 	inDNS    time.Time     // cluster-b's cluster DNS answered it
 }
 
-// TestBenchPropagation changes the load-balancer address of gateway
+// testBenchPropagation changes the load-balancer address of gateway
 // Services on cluster-a 200 times and measures, for each change, how long
 // until cluster-b's serve has written the new address into its etcd, and
 // until cluster-b's cluster DNS answers it. Right before each change the
 // name is asked once, so both caches (the cluster DNS's and ours) hold the
 // old answer with its whole TTL: the end-to-end figure is the longest a
 // pod can be served the old address, with the shipped caches and TTL.
-func TestBenchPropagation(t *testing.T) {
+func testBenchPropagation(t *testing.T) {
 	b := requireBench(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()

@@ -39,7 +39,7 @@ type scaleFigures struct {
 	dbSize, dbInUse        int64         // that etcd's database file, and the part in use
 }
 
-// TestBenchScale adds Cluster API Clusters to the walkthrough's namespace,
+// testBenchScale adds Cluster API Clusters to the walkthrough's namespace,
 // all selected by its GatewayDNS, up to each size in turn (their kubeconfig
 // Secrets point at the lab's three workload API servers in turn, so every
 // one is also a target the controller writes slices to). For each size it
@@ -50,7 +50,7 @@ type scaleFigures struct {
 // serve's etcd (keys, database size).
 //
 // It leaves its Clusters behind: run it last.
-func TestBenchScale(t *testing.T) {
+func testBenchScale(t *testing.T) {
 	b := requireBench(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()

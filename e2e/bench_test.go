@@ -33,7 +33,8 @@ import (
 // set, names a file their tables are appended to.
 //
 // They change the shared lab (the scale benchmark leaves its Clusters
-// behind), so run them on their own: go test -run '^TestBench'.
+// behind): suite in main_test.go runs them after the tests that expect it
+// unchanged; run them on their own: go test -run '^TestE2E$/^Bench'.
 const (
 	benchEnv    = "XCC_BENCH"
 	benchOutEnv = "XCC_BENCH_OUT"

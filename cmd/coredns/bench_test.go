@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/coredns"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 var (
@@ -27,13 +27,10 @@ var (
 // tries on an A query before passing it on (the others stop at the type).
 func anyTypeMatches(tb testing.TB) []string {
 	tb.Helper()
-	text, err := os.ReadFile("Corefile")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	text := testfixture.ShippedCorefile(tb)
 	var out []string
 	anyType := false
-	for _, line := range strings.Split(string(text), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) >= 3 && f[0] == "template":
@@ -95,17 +92,14 @@ func BenchmarkWildcardLabelQuery(b *testing.B) {
 	const gateways = 1000
 	var published []*discoveryv1.EndpointSlice
 	for i := range gateways {
-		published = append(published, slice(fmt.Sprintf("gw-%d", i), fmt.Sprintf("*.gateway.c%d.dev-team.clusters.xcc.test", i),
-			discoveryv1.AddressTypeIPv4, "", fmt.Sprintf("198.18.%d.%d", i/250, i%250+1)))
+		published = append(published, testfixture.IPv4Slice(fmt.Sprintf("gw-%d", i), fmt.Sprintf("*.gateway.c%d.dev-team.clusters.xcc.test", i),
+			fmt.Sprintf("198.18.%d.%d", i/250, i%250+1)))
 	}
-	shipped, err := os.ReadFile("Corefile")
-	if err != nil {
-		b.Fatal(err)
-	}
+	shipped := testfixture.ShippedCorefile(b)
 	// A name is never empty: the guard matches nothing and falls through.
 	guardLine := "match " + strings.Join(wildcardGuard, " ")
-	unguarded := strings.Replace(string(shipped), guardLine, "match ^$", 1)
-	if unguarded == string(shipped) {
+	unguarded := strings.Replace(shipped, guardLine, "match ^$", 1)
+	if unguarded == shipped {
 		b.Fatalf("no %q in the Corefile", guardLine)
 	}
 	wildcard := func(i int) string { return fmt.Sprintf("r%d.x.any.clusters.xcc.test.", i) }
@@ -115,10 +109,10 @@ func BenchmarkWildcardLabelQuery(b *testing.B) {
 		name     func(i int) string
 		rcode    int
 	}{
-		{"shipped", string(shipped), wildcard, dns.RcodeNameError},
+		{"shipped", shipped, wildcard, dns.RcodeNameError},
 		{"unguarded", unguarded, wildcard, dns.RcodeSuccess},
 		// For scale: a name below a gateway that misses the cache.
-		{"gateway-miss", string(shipped), func(i int) string {
+		{"gateway-miss", shipped, func(i int) string {
 			return fmt.Sprintf("r%d.gateway.c%d.dev-team.clusters.xcc.test.", i, i%gateways)
 		}, dns.RcodeSuccess},
 	} {
@@ -127,7 +121,7 @@ func BenchmarkWildcardLabelQuery(b *testing.B) {
 			before, i := rangeRequests(b), 0
 			for b.Loop() {
 				i++
-				if r := w.ask(b, "udp", c.name(i), dns.TypeA, 0); r.Rcode != c.rcode {
+				if r := w.Ask(b, "udp", c.name(i), dns.TypeA, 0); r.Rcode != c.rcode {
 					b.Fatalf("rcode %s, want %s\n%s", dns.RcodeToString[r.Rcode], dns.RcodeToString[c.rcode], r)
 				}
 			}

@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -21,21 +20,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/xcc-dns/xcc-dns/internal/cidr"
-	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/coredns"
-	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
-	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
-	"github.com/xcc-dns/xcc-dns/internal/serve"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
-	"github.com/xcc-dns/xcc-dns/internal/store"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture/dnsworld"
 )
 
 const (
-	sliceNamespace = "xcc-dns"
-	zone           = "xcc.test"
 	upstreamTarget = "lb.example.net."
 	upstreamAddr   = "192.0.2.55"
 	waitFor        = 20 * time.Second
@@ -43,38 +35,6 @@ const (
 	// (CoreDNS serves it as 128 one-address zones) and an IPv6 /32.
 	reverseCIDRs = "192.0.2.0/25,2001:db8::/32"
 )
-
-// withReverse appends to the shipped Corefile the server block the
-// workload chart renders for the reverse CIDRs (its value reverseCIDRs).
-func withReverse(corefile string, cidrs string) string {
-	var keys []string
-	for c := range strings.SplitSeq(cidrs, ",") {
-		keys = append(keys, c+":{$DNS_PORT}")
-	}
-	return corefile + "\n# Reverse zones of the reverse CIDRs: PTR records only (the xcc-reverse snippet).\n" +
-		strings.Join(keys, " ") + " {\n    import xcc-reverse\n}\n"
-}
-
-func slice(name, hostname string, at discoveryv1.AddressType, ttl string, addrs ...string) *discoveryv1.EndpointSlice {
-	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: sliceNamespace,
-			Annotations: map[string]string{
-				contract.AnnotationHostname:   hostname,
-				contract.AnnotationGatewayRef: "dev-team/dev-team-gateway-dns",
-			},
-		},
-		AddressType: at,
-		// As the original controller wrote them: one endpoint holding every
-		// address, no ports.
-		Endpoints: []discoveryv1.Endpoint{{Addresses: addrs}},
-	}
-	if ttl != "" {
-		s.Annotations[contract.AnnotationTTL] = ttl
-	}
-	return s
-}
 
 func bigAddresses(n int) []string {
 	var out []string
@@ -87,35 +47,27 @@ func bigAddresses(n int) []string {
 // testSlices is the published world of the tests.
 func testSlices() []*discoveryv1.EndpointSlice {
 	return []*discoveryv1.EndpointSlice{
-		slice("gw-a-ipv4", "*.gateway.cluster-a.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "192.0.2.10", "192.0.2.11"),
-		slice("gw-b-ipv4", "*.gateway.cluster-b.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "192.0.2.40"),
-		slice("gw-b-ipv6", "*.gateway.cluster-b.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv6, "", "2001:db8::b"),
-		slice("gw-c-fqdn", "*.gateway.cluster-c.dev-team.clusters.xcc.test", discoveryv1.AddressTypeFQDN, "", upstreamTarget),
-		slice("api-a-ipv4", "api.cluster-a.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "60", "192.0.2.20"),
+		testfixture.Slice("gw-a-ipv4", "*.gateway.cluster-a.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "192.0.2.10", "192.0.2.11"),
+		testfixture.Slice("gw-b-ipv4", "*.gateway.cluster-b.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "192.0.2.40"),
+		testfixture.Slice("gw-b-ipv6", "*.gateway.cluster-b.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv6, "2001:db8::b"),
+		testfixture.Slice("gw-c-fqdn", "*.gateway.cluster-c.dev-team.clusters.xcc.test", discoveryv1.AddressTypeFQDN, upstreamTarget),
+		testfixture.WithTTL(testfixture.Slice("api-a-ipv4", "api.cluster-a.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "192.0.2.20"), "60"),
 		// A loopback address beside a valid one: only the valid one is served.
-		slice("gw-d-ipv4", "*.gateway.cluster-d.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "127.0.0.1", "192.0.2.30"),
+		testfixture.Slice("gw-d-ipv4", "*.gateway.cluster-d.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "127.0.0.1", "192.0.2.30"),
 		// A hostname outside the zone publishes nothing.
-		slice("evil", "*.gateway.evil.example.com", discoveryv1.AddressTypeIPv4, "", "192.0.2.66"),
+		testfixture.Slice("evil", "*.gateway.evil.example.com", discoveryv1.AddressTypeIPv4, "192.0.2.66"),
 		// An IPv6 address in an IPv4 slice is refused, the rest kept.
-		slice("gw-e-ipv4", "*.gateway.cluster-e.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "2001:db8::e", "192.0.2.50"),
-		slice("gw-big-ipv4", "*.gateway.big.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", bigAddresses(60)...),
+		testfixture.Slice("gw-e-ipv4", "*.gateway.cluster-e.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "2001:db8::e", "192.0.2.50"),
+		testfixture.Slice("gw-big-ipv4", "*.gateway.big.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, bigAddresses(60)...),
 		// cluster-d's API claims cluster-b's gateway address: no PTR for it.
-		slice("api-d-ipv4", "api.cluster-d.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "192.0.2.40"),
+		testfixture.Slice("api-d-ipv4", "api.cluster-d.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "192.0.2.40"),
 	}
-}
-
-type world struct {
-	dns     *coredns.Server
-	etcd    *clientv3.Client
-	etcdSrv *etcdserver.Server
-	kube    *fake.Clientset
-	eps     []string
 }
 
 // startWorld starts etcd, the serve syncer on a fake API holding slices,
 // an upstream resolver for CNAME targets, and CoreDNS with the shipped
 // Corefile.
-func startWorld(t *testing.T, slices []*discoveryv1.EndpointSlice) *world {
+func startWorld(t *testing.T, slices []*discoveryv1.EndpointSlice) *dnsworld.World {
 	t.Helper()
 	return startWorldOrdered(t, coredns.Directives, slices)
 }
@@ -123,178 +75,29 @@ func startWorld(t *testing.T, slices []*discoveryv1.EndpointSlice) *world {
 // startWorldOrdered is startWorld with CoreDNS's plugins in the order of
 // directives. The Corefile has the server block the workload chart adds
 // for reverseCIDRs.
-func startWorldOrdered(t *testing.T, directives []string, slices []*discoveryv1.EndpointSlice) *world {
+func startWorldOrdered(t *testing.T, directives []string, slices []*discoveryv1.EndpointSlice) *dnsworld.World {
 	t.Helper()
-	corefile, err := os.ReadFile("Corefile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startWorldWith(t, directives, withReverse(string(corefile), reverseCIDRs), slices)
+	return startWorldWith(t, directives, testfixture.WithReverse(testfixture.ShippedCorefile(t), reverseCIDRs), slices)
 }
 
 // startWorldWith is startWorldOrdered with the Corefile text given. serve
 // always publishes PTR records for reverseCIDRs.
-func startWorldWith(t testing.TB, directives []string, corefile string, slices []*discoveryv1.EndpointSlice) *world {
+func startWorldWith(t testing.TB, directives []string, corefile string, slices []*discoveryv1.EndpointSlice) *dnsworld.World {
 	t.Helper()
-	srv, cli := etcdtest.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-
-	// An operator's own records, put by hand as `etcdctl put` would: a
-	// name, a PTR inside the reverse CIDRs, and one outside them.
-	for key, value := range map[string]string{
-		"/skydns/test/xcc/custom/db":       `{"host":"192.0.2.99","ttl":60}`,
-		"/skydns/arpa/in-addr/192/0/2/99":  `{"host":"db.custom.xcc.test","ttl":60}`,
-		"/skydns/arpa/in-addr/192/0/2/200": `{"host":"outside.custom.xcc.test","ttl":60}`,
-		// At the key of cluster-d's gateway address: the operator's PTR stays.
-		"/skydns/arpa/in-addr/192/0/2/30": `{"host":"ops.custom.xcc.test","ttl":60}`,
-	} {
-		if _, err := cli.Put(ctx, key, value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reverse, err := cidr.Parse(reverseCIDRs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reverseZones []string
-	for _, p := range reverse {
-		reverseZones = append(reverseZones, cidr.ReverseZone(p))
-	}
-
-	kube := fake.NewClientset()
-	for _, s := range slices {
-		if _, err := kube.DiscoveryV1().EndpointSlices(sliceNamespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	syncer, factory := serve.New(serve.Config{
-		Client: kube, Namespace: sliceNamespace, Domain: zone,
-		Store: store.New(cli, zone).WithNames(reverseZones...), Metrics: serve.NewMetrics(prometheus.NewRegistry()),
-		ReverseCIDRs: reverse,
+	return dnsworld.Start(t, dnsworld.Config{
+		Corefile: corefile, Directives: directives, Slices: slices, ReverseCIDRs: reverseCIDRs,
+		// An operator's own records, put by hand as `etcdctl put` would: a
+		// name, a PTR inside the reverse CIDRs, and one outside them.
+		Records: map[string]string{
+			"/skydns/test/xcc/custom/db":       `{"host":"192.0.2.99","ttl":60}`,
+			"/skydns/arpa/in-addr/192/0/2/99":  `{"host":"db.custom.xcc.test","ttl":60}`,
+			"/skydns/arpa/in-addr/192/0/2/200": `{"host":"outside.custom.xcc.test","ttl":60}`,
+			// At the key of cluster-d's gateway address: the operator's PTR stays.
+			"/skydns/arpa/in-addr/192/0/2/30": `{"host":"ops.custom.xcc.test","ttl":60}`,
+		},
+		// It knows the one name a hostname load balancer points at.
+		Upstream: testfixture.StartUpstream(t, upstreamTarget, upstreamAddr),
 	})
-	factory.Start(ctx.Done())
-	t.Cleanup(func() { cancel(); factory.Shutdown() })
-	go func() {
-		if err := syncer.Run(ctx); err != nil {
-			t.Errorf("syncer: %v", err)
-		}
-	}()
-	deadline := time.Now().Add(waitFor)
-	for !syncer.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("syncer not ready")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-
-	t.Setenv("DNS_PORT", "0")
-	t.Setenv("ETCD_ENDPOINT", srv.Endpoints()[0])
-	t.Setenv("HEALTH_PORT", freePort(t))
-	t.Setenv("READY_PORT", freePort(t))
-	t.Setenv("METRICS_PORT", freePort(t))
-	t.Setenv("UPSTREAM", startUpstream(t))
-	d, err := coredns.StartOrdered(directives, corefile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Stop() })
-	return &world{dns: d, etcd: cli, etcdSrv: srv, kube: kube, eps: srv.Endpoints()}
-}
-
-// freePort returns a TCP port that was free a moment ago. CoreDNS's
-// health, ready and prometheus plugins cannot report a port 0 they bound.
-func freePort(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
-}
-
-// startUpstream starts a resolver that knows the one name a hostname load
-// balancer points at, standing in for the resolvers of /etc/resolv.conf.
-func startUpstream(t testing.TB) string {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := dns.NewServeMux()
-	mux.HandleFunc(upstreamTarget, func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		if r.Question[0].Qtype == dns.TypeA {
-			rr, _ := dns.NewRR(upstreamTarget + " 300 IN A " + upstreamAddr)
-			m.Answer = append(m.Answer, rr)
-		}
-		_ = w.WriteMsg(m)
-	})
-	// Reverse names outside our reverse zones reach the upstream, which
-	// refuses them: a REFUSED answer shows our server did not answer.
-	mux.HandleFunc("arpa.", func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetRcode(r, dns.RcodeRefused)
-		_ = w.WriteMsg(m)
-	})
-	s := &dns.Server{PacketConn: pc, Handler: mux}
-	go func() { _ = s.ActivateAndServe() }()
-	t.Cleanup(func() { _ = s.Shutdown() })
-	// TCP on the same port: forward asks over the protocol it was asked with.
-	if l, err := net.Listen("tcp", pc.LocalAddr().String()); err == nil {
-		ts := &dns.Server{Listener: l, Handler: mux}
-		go func() { _ = ts.ActivateAndServe() }()
-		t.Cleanup(func() { _ = ts.Shutdown() })
-	}
-	return pc.LocalAddr().String()
-}
-
-func (w *world) ask(t testing.TB, network, name string, qtype uint16, bufsize uint16) *dns.Msg {
-	t.Helper()
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(name), qtype)
-	if bufsize > 0 {
-		m.SetEdns0(bufsize, false)
-	}
-	addr := w.dns.UDP
-	if network == "tcp" {
-		addr = w.dns.TCP
-	}
-	c := &dns.Client{Net: network, Timeout: 5 * time.Second}
-	r, _, err := c.Exchange(m, addr)
-	if err != nil {
-		t.Fatalf("%s %s %s: %v", network, name, dns.TypeToString[qtype], err)
-	}
-	return r
-}
-
-// lines renders RRs as sorted zone-file lines, with TTLs.
-func lines(rrs []dns.RR) []string {
-	var out []string
-	for _, rr := range rrs {
-		if rr.Header().Rrtype == dns.TypeOPT {
-			continue
-		}
-		out = append(out, strings.Join(strings.Fields(rr.String()), " "))
-	}
-	slices.Sort(out)
-	return out
-}
-
-func normalise(zoneLines []string) []string {
-	var out []string
-	for _, l := range zoneLines {
-		rr, err := dns.NewRR(l)
-		if err != nil {
-			panic(fmt.Sprintf("bad expected line %q: %v", l, err))
-		}
-		out = append(out, strings.Join(strings.Fields(rr.String()), " "))
-	}
-	slices.Sort(out)
-	return out
 }
 
 // orders are the plugin orders the Corefile must answer alike in: this
@@ -441,15 +244,15 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 	for _, network := range []string{"udp", "tcp"} {
 		for _, tc := range tests {
 			t.Run(network+"/"+tc.name+"/"+dns.TypeToString[tc.qtype], func(t *testing.T) {
-				r := w.ask(t, network, tc.name, tc.qtype, 0)
+				r := w.Ask(t, network, tc.name, tc.qtype, 0)
 				if r.Rcode != tc.rcode {
 					t.Fatalf("rcode %s, want %s\n%v", dns.RcodeToString[r.Rcode], dns.RcodeToString[tc.rcode], r)
 				}
-				got, want := lines(r.Answer), normalise(tc.answer)
+				got, want := testfixture.Lines(r.Answer), testfixture.ZoneLines(tc.answer...)
 				if network == "tcp" {
 					// The second pass is served from the cache: TTLs may have
 					// counted down by a second or two.
-					got, want = stripTTL(got), stripTTL(want)
+					got, want = testfixture.StripTTL(got), testfixture.StripTTL(want)
 				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("answer\n got %q\nwant %q", got, want)
@@ -467,16 +270,6 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 			})
 		}
 	}
-}
-
-func stripTTL(ls []string) []string {
-	var out []string
-	for _, l := range ls {
-		f := strings.Fields(l)
-		f[1] = "TTL"
-		out = append(out, strings.Join(f, " "))
-	}
-	return out
 }
 
 // rangeMetric is the embedded etcd's count of the Range requests it served;
@@ -529,7 +322,7 @@ func TestWildcardLabelsSkipEtcd(t *testing.T) {
 			settle(t)
 			ask := func(q question) (*dns.Msg, float64) {
 				before := rangeRequests(t)
-				r := w.ask(t, "udp", q.name, q.qtype, 0)
+				r := w.Ask(t, "udp", q.name, q.qtype, 0)
 				return r, rangeRequests(t) - before
 			}
 			for _, q := range wildcardLabelQueries {
@@ -562,16 +355,12 @@ func TestWildcardLabelsSkipEtcd(t *testing.T) {
 // xcc-reverse snippet unused, serves the zone and no reverse name at all,
 // not even the PTRs serve keeps in etcd.
 func TestCorefileWithoutReverseCIDRs(t *testing.T) {
-	corefile, err := os.ReadFile("Corefile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := startWorldWith(t, coredns.Directives, string(corefile), testSlices())
-	if r := w.ask(t, "udp", "kuard.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA, 0); len(r.Answer) != 2 {
+	w := startWorldWith(t, coredns.Directives, testfixture.ShippedCorefile(t), testSlices())
+	if r := w.Ask(t, "udp", "kuard.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA, 0); len(r.Answer) != 2 {
 		t.Errorf("gateway name: %v", r)
 	}
 	for _, name := range []string{"10.2.0.192.in-addr.arpa.", "99.2.0.192.in-addr.arpa."} {
-		if r := w.ask(t, "udp", name, dns.TypePTR, 0); r.Rcode != dns.RcodeRefused {
+		if r := w.Ask(t, "udp", name, dns.TypePTR, 0); r.Rcode != dns.RcodeRefused {
 			t.Errorf("PTR %s: %s, want the upstream's REFUSED", name, dns.RcodeToString[r.Rcode])
 		}
 	}
@@ -580,15 +369,15 @@ func TestCorefileWithoutReverseCIDRs(t *testing.T) {
 func TestTruncatedOverUDPWholeOverTCP(t *testing.T) {
 	w := startWorld(t, testSlices())
 	const name = "kuard.gateway.big.dev-team.clusters.xcc.test."
-	udp := w.ask(t, "udp", name, dns.TypeA, 0)
+	udp := w.Ask(t, "udp", name, dns.TypeA, 0)
 	if !udp.Truncated {
 		t.Fatalf("60 A records over UDP with a 512-octet buffer: want TC set, got %d answers", len(udp.Answer))
 	}
-	tcp := w.ask(t, "tcp", name, dns.TypeA, 0)
+	tcp := w.Ask(t, "tcp", name, dns.TypeA, 0)
 	if tcp.Truncated || len(tcp.Answer) != 60 {
 		t.Fatalf("over TCP: truncated %v, %d answers; want all 60", tcp.Truncated, len(tcp.Answer))
 	}
-	big := w.ask(t, "udp", "other."+name[len("kuard."):], dns.TypeA, 4096)
+	big := w.Ask(t, "udp", "other."+name[len("kuard."):], dns.TypeA, 4096)
 	if big.Truncated || len(big.Answer) != 60 {
 		t.Fatalf("over UDP with a 4096-octet EDNS buffer: truncated %v, %d answers; want all 60", big.Truncated, len(big.Answer))
 	}
@@ -598,29 +387,29 @@ func TestSliceChangesReachDNS(t *testing.T) {
 	w := startWorld(t, testSlices())
 	ctx := context.Background()
 	// A new gateway appears: its name resolves (it was never cached).
-	if _, err := w.kube.DiscoveryV1().EndpointSlices(sliceNamespace).Create(ctx,
-		slice("gw-f-ipv4", "*.gateway.cluster-f.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "", "192.0.2.60"), metav1.CreateOptions{}); err != nil {
+	if _, err := w.Kube.DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).Create(ctx,
+		testfixture.Slice("gw-f-ipv4", "*.gateway.cluster-f.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "192.0.2.60"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, func() bool {
-		r := w.ask(t, "udp", fmt.Sprintf("n%d.gateway.cluster-f.dev-team.clusters.xcc.test.", time.Now().UnixNano()), dns.TypeA, 0)
+		r := w.Ask(t, "udp", fmt.Sprintf("n%d.gateway.cluster-f.dev-team.clusters.xcc.test.", time.Now().UnixNano()), dns.TypeA, 0)
 		return r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1
 	})
 	// A slice is deleted: its records leave etcd, the name is gone.
-	if err := w.kube.DiscoveryV1().EndpointSlices(sliceNamespace).Delete(ctx, "gw-a-ipv4", metav1.DeleteOptions{}); err != nil {
+	if err := w.Kube.DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).Delete(ctx, "gw-a-ipv4", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, func() bool {
-		resp, err := w.etcd.Get(ctx, "/skydns/test/xcc/clusters/dev-team/cluster-a/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := w.Etcd.Get(ctx, "/skydns/test/xcc/clusters/dev-team/cluster-a/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 		// Only the api name's record and its name record are left.
 		return err == nil && resp.Count == 2
 	})
-	r := w.ask(t, "udp", "fresh.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA, 0)
+	r := w.Ask(t, "udp", "fresh.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA, 0)
 	if r.Rcode != dns.RcodeNameError {
 		t.Fatalf("after deleting the slice: %s, want NXDOMAIN", dns.RcodeToString[r.Rcode])
 	}
 	// The hand record is still there.
-	if got := w.ask(t, "udp", "db.custom.xcc.test.", dns.TypeA, 0); len(got.Answer) != 1 {
+	if got := w.Ask(t, "udp", "db.custom.xcc.test.", dns.TypeA, 0); len(got.Answer) != 1 {
 		t.Fatalf("hand record gone: %v", got)
 	}
 }
@@ -633,7 +422,7 @@ func TestEtcdctlListsRecords(t *testing.T) {
 		t.Skip("ETCDCTL is not set; `make test` sets it to bin/etcdctl")
 	}
 	w := startWorld(t, testSlices())
-	out, err := exec.Command(etcdctl, "--endpoints", w.eps[0], "get", "--prefix", "/skydns/test/xcc/clusters/dev-team/cluster-a/").CombinedOutput()
+	out, err := exec.Command(etcdctl, "--endpoints", w.EtcdServer.Endpoints()[0], "get", "--prefix", "/skydns/test/xcc/clusters/dev-team/cluster-a/").CombinedOutput()
 	if err != nil {
 		t.Fatalf("etcdctl: %v\n%s", err, out)
 	}
@@ -664,19 +453,19 @@ func eventually(t *testing.T, cond func() bool) {
 // gets SERVFAIL once that timeout passes (it is the stock plugin's, fixed).
 func TestStaleAnswersWhileEtcdIsDown(t *testing.T) {
 	w := startWorld(t, []*discoveryv1.EndpointSlice{
-		slice("gw-s-ipv4", "*.gateway.stale.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "5", "192.0.2.77"),
+		testfixture.WithTTL(testfixture.Slice("gw-s-ipv4", "*.gateway.stale.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "192.0.2.77"), "5"),
 	})
 	const name = "kuard.gateway.stale.dev-team.clusters.xcc.test."
-	if r := w.ask(t, "udp", name, dns.TypeA, 0); len(r.Answer) != 1 {
+	if r := w.Ask(t, "udp", name, dns.TypeA, 0); len(r.Answer) != 1 {
 		t.Fatalf("before etcd stops: %v", r)
 	}
-	w.etcdSrv.Close()
+	w.EtcdServer.Close()
 	time.Sleep(6 * time.Second) // past the record's 5 s TTL
 
 	began := time.Now()
-	r := w.ask(t, "udp", name, dns.TypeA, 0)
+	r := w.Ask(t, "udp", name, dns.TypeA, 0)
 	took := time.Since(began)
-	if got := lines(r.Answer); r.Rcode != dns.RcodeSuccess || len(got) != 1 || !strings.Contains(got[0], "192.0.2.77") || r.Answer[0].Header().Ttl != 5 {
+	if got := testfixture.Lines(r.Answer); r.Rcode != dns.RcodeSuccess || len(got) != 1 || !strings.Contains(got[0], "192.0.2.77") || r.Answer[0].Header().Ttl != 5 {
 		t.Errorf("stale answer with etcd down: %s %v, want 192.0.2.77 with TTL 5", dns.RcodeToString[r.Rcode], got)
 	}
 	if took > 2*time.Second {
@@ -684,7 +473,7 @@ func TestStaleAnswersWhileEtcdIsDown(t *testing.T) {
 	}
 	m := new(dns.Msg)
 	m.SetQuestion("kuard.gateway.never.dev-team.clusters.xcc.test.", dns.TypeA)
-	r, _, err := (&dns.Client{Timeout: 15 * time.Second}).Exchange(m, w.dns.UDP)
+	r, _, err := (&dns.Client{Timeout: 15 * time.Second}).Exchange(m, w.DNS.UDP)
 	if err != nil || r.Rcode != dns.RcodeServerFailure {
 		t.Errorf("a name never answered, with etcd down: %v %v, want SERVFAIL", r, err)
 	}

@@ -24,41 +24,31 @@ const patchCorefileUserAgent = "xcc-syncer-patch-corefile"
 // pre-delete hooks; it can also be run by hand with a kubeconfig.
 func runPatchCorefile(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("patch-corefile", flag.ExitOnError)
-	var (
-		kubeconfig, namespace, name, service string
-		o                                    corefile.Options
-	)
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; empty: in-cluster config")
-	fs.StringVar(&namespace, "namespace", corefile.DefaultNamespace, "namespace of the cluster DNS ConfigMap")
-	fs.StringVar(&name, "configmap", corefile.DefaultConfigMap, "name of the cluster DNS ConfigMap (key "+corefile.CorefileKey+")")
-	fs.StringVar(&o.Zone, "zone", corefile.DefaultZone, "zone forwarded to the xcc-dns server")
-	fs.StringVar(&o.ForwardTo, "forward-to", "", "address of the xcc-dns server, ip[:port]; this or --forward-to-service unless --remove")
-	fs.StringVar(&service, "forward-to-service", "", "namespace/name of the xcc-dns Service; its ClusterIP and DNS port are forwarded to")
-	fs.Var(&o.ReverseCIDRs, "reverse-cidrs", "comma-separated CIDRs whose reverse zones are forwarded too (xcc-syncer serve's --reverse-cidrs)")
-	fs.BoolVar(&o.Remove, "remove", false, "take the block out instead of adding it")
+	var o corefile.CommandOptions
+	o.AddFlags(fs)
 	klog.InitFlags(fs)
 	_ = fs.Parse(args)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if !o.Remove && (o.ForwardTo == "") == (service == "") {
+	if !o.Remove && (o.ForwardTo == "") == (o.ForwardToService == "") {
 		return errors.New("give exactly one of --forward-to and --forward-to-service (or --remove)")
 	}
 
-	client, err := kubeClient(kubeconfig)
+	client, err := kubeClient(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
-	if !o.Remove && service != "" {
-		if o.ForwardTo, err = corefile.ServiceAddress(ctx, client, service); err != nil {
+	if !o.Remove && o.ForwardToService != "" {
+		if o.ForwardTo, err = corefile.ServiceAddress(ctx, client, o.ForwardToService); err != nil {
 			return err
 		}
 	}
-	action, err := corefile.ApplyToConfigMap(ctx, client, namespace, name, o)
+	action, err := corefile.ApplyToConfigMap(ctx, client, o.Namespace, o.ConfigMap, o.Options)
 	if err != nil {
 		return err
 	}
-	klog.InfoS("cluster DNS Corefile", "configmap", namespace+"/"+name, "zone", o.Zone, "forwardTo", o.ForwardTo, "reverseCIDRs", o.ReverseCIDRs.String(), "result", action)
+	klog.InfoS("cluster DNS Corefile", "configmap", o.Namespace+"/"+o.ConfigMap, "zone", o.Zone, "forwardTo", o.ForwardTo, "reverseCIDRs", o.ReverseCIDRs.String(), "result", action)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -65,6 +66,30 @@ type Options struct {
 	// AllowKubeconfigExec names the exec credential plugin commands a
 	// <cluster>-kubeconfig Secret may run in the controller; empty: none.
 	AllowKubeconfigExec []string
+}
+
+// AddFlags registers the flags of `xcc-syncer controller` on fs, with o's
+// fields as their targets.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; empty: in-cluster config")
+	fs.StringVar(&o.SliceNamespace, "slice-namespace", DefaultSliceNamespace, "namespace in each workload cluster that receives EndpointSlices (its presence opts the cluster in)")
+	fs.StringVar(&o.Domain, "domain", DefaultDomain, "DNS zone of the published names")
+	fs.Var(&o.AllowedCIDRs, "allowed-cidrs", "comma-separated CIDRs that gateway and control-plane addresses must lie in (e.g. 192.0.2.0/24,2001:db8::/32); empty: any")
+	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress)
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a coordination Lease so only one replica writes")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", DefaultLeaderElectionNamespaceFromPod(), "namespace of the leader election Lease")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "name of the leader election Lease")
+	fs.DurationVar(&o.Resync, "resync-period", DefaultResync, "how often every GatewayDNS is synced again, repairing drift in workload clusters")
+	fs.IntVar(&o.Workers, "workers", DefaultWorkers, "GatewayDNS synced concurrently")
+	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-address")
+	fs.Func("allow-kubeconfig-exec", "comma-separated exec credential plugin commands a <cluster>-kubeconfig Secret may run, matched exactly (e.g. aws,gke-gcloud-auth-plugin); default none", func(v string) error {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				o.AllowKubeconfigExec = append(o.AllowKubeconfigExec, name)
+			}
+		}
+		return nil
+	})
 }
 
 // DefaultLeaderElectionNamespaceFromPod is the pod's namespace when running

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // kubeadmCorefile is the Corefile kubeadm installs in kube-system/coredns.
@@ -35,25 +36,7 @@ const kubeadmCorefile = `.:53 {
 
 // walkthroughCorefile is the Corefile of the original walkthrough's patch
 // step, before its hand-written xcc.test block.
-const walkthroughCorefile = `.:53 {
-    errors
-    health {
-       lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-       pods insecure
-       fallthrough in-addr.arpa ip6.arpa
-       ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf
-    cache 30
-    loop
-    reload
-    loadbalance
-}
-`
+const walkthroughCorefile = testfixture.ClusterDNSCorefile
 
 // userBlocksCorefile has the user's own stub domain and a comment after
 // the main block, and no final newline.

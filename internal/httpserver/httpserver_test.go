@@ -3,27 +3,14 @@ package httpserver
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("read %s: %v", url, err)
-	}
-	return resp.StatusCode, string(b)
-}
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
+)
 
 func TestEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
@@ -59,7 +46,7 @@ func TestEndpoints(t *testing.T) {
 			if tc.readyErr != "" {
 				readyErr = errors.New(tc.readyErr)
 			}
-			code, body := get(t, base+tc.path)
+			code, body := testfixture.HTTPGet(t, base+tc.path)
 			if code != tc.code || !strings.Contains(body, tc.body) {
 				t.Errorf("profiling %v: GET %s (ready error %q) = %d %q, want %d containing %q",
 					profiling, tc.path, tc.readyErr, code, body, tc.code, tc.body)

@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
-	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 const (
@@ -49,31 +49,31 @@ func TestWithReverseRecords(t *testing.T) {
 		want   map[string]string
 	}{
 		{"inside the reverse CIDRs: a PTR to the gateway name", "192.0.2.0/24",
-			[]*discoveryv1.EndpointSlice{ipv4Slice("a", gwA, "192.0.2.10")},
+			[]*discoveryv1.EndpointSlice{testfixture.IPv4Slice("a", gwA, "192.0.2.10")},
 			map[string]string{ptr10: "gateway.cluster-a.dev-team.clusters.xcc.test"}},
 		{"no reverse CIDRs: none", "",
-			[]*discoveryv1.EndpointSlice{ipv4Slice("a", gwA, "192.0.2.10")}, map[string]string{}},
+			[]*discoveryv1.EndpointSlice{testfixture.IPv4Slice("a", gwA, "192.0.2.10")}, map[string]string{}},
 		{"outside the reverse CIDRs: none", "192.0.2.0/28,2001:db8::/32",
-			[]*discoveryv1.EndpointSlice{ipv4Slice("a", gwA, "192.0.2.20")}, map[string]string{}},
+			[]*discoveryv1.EndpointSlice{testfixture.IPv4Slice("a", gwA, "192.0.2.20")}, map[string]string{}},
 		{"an api address: a PTR to the api name", "192.0.2.0/24",
-			[]*discoveryv1.EndpointSlice{ipv4Slice("a", apiA, "192.0.2.10")},
+			[]*discoveryv1.EndpointSlice{testfixture.IPv4Slice("a", apiA, "192.0.2.10")},
 			map[string]string{ptr10: "api.cluster-a.dev-team.clusters.xcc.test"}},
 		{"gateway and api of one cluster on one address: the gateway", "192.0.2.0/24",
-			[]*discoveryv1.EndpointSlice{ipv4Slice("api", apiA, "192.0.2.10"), ipv4Slice("gw", gwA, "192.0.2.10")},
+			[]*discoveryv1.EndpointSlice{testfixture.IPv4Slice("api", apiA, "192.0.2.10"), testfixture.IPv4Slice("gw", gwA, "192.0.2.10")},
 			map[string]string{ptr10: "gateway.cluster-a.dev-team.clusters.xcc.test"}},
 		{"two clusters claim one address: none for it, the other keeps its own", "192.0.2.0/24",
-			[]*discoveryv1.EndpointSlice{ipv4Slice("a", gwA, "192.0.2.10"), ipv4Slice("b", apiB, "192.0.2.10"), ipv4Slice("b2", gwB, "192.0.2.11")},
+			[]*discoveryv1.EndpointSlice{testfixture.IPv4Slice("a", gwA, "192.0.2.10"), testfixture.IPv4Slice("b", apiB, "192.0.2.10"), testfixture.IPv4Slice("b2", gwB, "192.0.2.11")},
 			map[string]string{"/skydns/arpa/in-addr/192/0/2/11": "gateway.cluster-b.dev-team.clusters.xcc.test"}},
 		{"IPv6", "2001:db8::/32",
 			[]*discoveryv1.EndpointSlice{func() *discoveryv1.EndpointSlice {
-				s := ipv4Slice("a6", gwA, "2001:db8::a")
+				s := testfixture.IPv4Slice("a6", gwA, "2001:db8::a")
 				s.AddressType = discoveryv1.AddressTypeIPv6
 				return s
 			}()},
 			map[string]string{ptr6: "gateway.cluster-a.dev-team.clusters.xcc.test"}},
 		{"a hostname gateway is no address: none", "0.0.0.0/0",
 			[]*discoveryv1.EndpointSlice{func() *discoveryv1.EndpointSlice {
-				s := ipv4Slice("f", gwA, "192.0.2.10.nip.example")
+				s := testfixture.IPv4Slice("f", gwA, "192.0.2.10.nip.example")
 				s.AddressType = discoveryv1.AddressTypeFQDN
 				return s
 			}()}, map[string]string{}},
@@ -101,11 +101,11 @@ func TestWithReverseRecords(t *testing.T) {
 // appears, goes when a second cluster claims the address, and comes back
 // when that claim goes. After each step a full reconcile writes nothing.
 func TestReverseFollowsSliceSyncs(t *testing.T) {
-	_, cli := etcdtest.Start(t)
+	_, cli := testfixture.StartEtcd(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cidrs := cidr.MustParse("192.0.2.0/24")
 	s, factory := New(Config{
-		Client:    fake.NewClientset(ipv4Slice("gw-a", gwA, "192.0.2.10"), ipv4Slice("gw-out", gwB, "198.51.100.1")),
+		Client:    fake.NewClientset(testfixture.IPv4Slice("gw-a", gwA, "192.0.2.10"), testfixture.IPv4Slice("gw-out", gwB, "198.51.100.1")),
 		Namespace: DefaultNamespace, Domain: skydnsrecord.DefaultDomain,
 		Store:        store.New(cli, skydnsrecord.DefaultDomain).WithNames(reverseZones(cidrs)...),
 		Metrics:      NewMetrics(prometheus.NewRegistry()),
@@ -159,7 +159,7 @@ func TestReverseFollowsSliceSyncs(t *testing.T) {
 	}
 	ptrIn("first reconcile", "gateway.cluster-a.dev-team.clusters.xcc.test")
 
-	claim := ipv4Slice("api-b", apiB, "192.0.2.10")
+	claim := testfixture.IPv4Slice("api-b", apiB, "192.0.2.10")
 	if err := indexer.Add(claim); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestReverseFollowsSliceSyncs(t *testing.T) {
 	sync("api-b")
 	ptrIn("cluster-b's claim gone", "gateway.cluster-a.dev-team.clusters.xcc.test")
 
-	moved := ipv4Slice("gw-a", gwA, "198.51.100.7")
+	moved := testfixture.IPv4Slice("gw-a", gwA, "198.51.100.7")
 	if err := indexer.Update(moved); err != nil {
 		t.Fatal(err)
 	}

@@ -36,12 +36,14 @@ const (
 
 // Options are the settings of `xcc-syncer serve`.
 type Options struct {
-	Kubeconfig      string               // empty: in-cluster config
-	Client          kubernetes.Interface // set: used instead of Kubeconfig
-	Namespace       string
-	Domain          string
-	HTTPAddress     string
-	EtcdEndpoints   []string // set: use this etcd, start none
+	Kubeconfig  string               // empty: in-cluster config
+	Client      kubernetes.Interface // set: used instead of Kubeconfig
+	Namespace   string
+	Domain      string
+	HTTPAddress string
+	// EtcdEndpoints are the comma-separated client URLs of an existing
+	// etcd; set, none is started.
+	EtcdEndpoints   string
 	Etcd            etcdserver.Config
 	ReconcilePeriod time.Duration
 	// MaxRecords bounds the records all slices together may publish.
@@ -64,9 +66,10 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 
-	endpoints := o.EtcdEndpoints
+	external := etcdserver.SplitEndpoints(o.EtcdEndpoints)
+	endpoints := external
 	var etcdErr <-chan error
-	if len(endpoints) == 0 {
+	if len(external) == 0 {
 		logger.Info("Starting embedded etcd", "dataDir", o.Etcd.DataDir, "clientURL", o.Etcd.ClientURL)
 		srv, err := etcdserver.Start(ctx, o.Etcd)
 		if err != nil {
@@ -128,7 +131,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer httpSrv.Close()
 
-	if len(o.EtcdEndpoints) == 0 {
+	if len(external) == 0 {
 		go wait.UntilWithContext(ctx, func(ctx context.Context) { keepSpace(ctx, cli, endpoints[0]) }, spaceCheckPeriod)
 	}
 	factory.Start(ctx.Done())

@@ -2,7 +2,6 @@ package serve_test
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -11,26 +10,17 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
-	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
-	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/serve"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 func gatewaySlice() *discoveryv1.EndpointSlice {
-	return &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "gw-a-ipv4", Namespace: serve.DefaultNamespace,
-			Annotations: map[string]string{contract.AnnotationHostname: "*.gateway.cluster-a.dev-team.clusters.xcc.test", contract.AnnotationGatewayRef: "dev-team/gw"},
-		},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.10"}}},
-	}
+	return testfixture.IPv4Slice("gw-a-ipv4", "*.gateway.cluster-a.dev-team.clusters.xcc.test", "192.0.2.10")
 }
 
 // runServe runs the serve role until the test ends and returns the base
@@ -59,22 +49,11 @@ func runServe(t *testing.T, o serve.Options) string {
 	return ""
 }
 
-func httpGet(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 func waitReady(t *testing.T, base string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		code, _ := httpGet(t, base+"/readyz")
+		code, _ := testfixture.HTTPGet(t, base+"/readyz")
 		if code == http.StatusOK {
 			return
 		}
@@ -88,21 +67,21 @@ func waitReady(t *testing.T, base string) {
 // TestRunAgainstExternalEtcd runs serve with --etcd-endpoints pointing at
 // an etcd started on its own: the records land there.
 func TestRunAgainstExternalEtcd(t *testing.T) {
-	srv, cli := etcdtest.Start(t)
+	srv, cli := testfixture.StartEtcd(t)
 	kube := fake.NewClientset(gatewaySlice())
 	base := runServe(t, serve.Options{
 		Client: kube, Namespace: serve.DefaultNamespace, Domain: "xcc.test",
-		EtcdEndpoints: srv.Endpoints(),
+		EtcdEndpoints: strings.Join(srv.Endpoints(), ","),
 	})
 	waitReady(t, base)
 	resp, err := cli.Get(context.Background(), "/skydns/test/xcc/clusters/dev-team/cluster-a/gateway/", clientv3.WithPrefix())
 	if err != nil || len(resp.Kvs) != 1 || !strings.Contains(string(resp.Kvs[0].Value), `"host":"192.0.2.10"`) {
 		t.Fatalf("records in the external etcd: %v, %v", resp, err)
 	}
-	if code, body := httpGet(t, base+"/healthz"); code != http.StatusOK {
+	if code, body := testfixture.HTTPGet(t, base+"/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz %d %s", code, body)
 	}
-	code, body := httpGet(t, base+"/metrics")
+	code, body := testfixture.HTTPGet(t, base+"/metrics")
 	if code != http.StatusOK || !strings.Contains(body, "xcc_serve_records 2") || !strings.Contains(body, "xcc_serve_reconcile_duration_seconds_count") {
 		t.Fatalf("/metrics %d lacks the record gauge (1 leaf + 1 name record) or reconcile histogram:\n%s", code, body)
 	}
@@ -148,7 +127,7 @@ func TestRestartWithoutAPIServerServesFromDisk(t *testing.T) {
 	}
 	base := runServe(t, serve.Options{Client: unreachable, Namespace: serve.DefaultNamespace, Domain: "xcc.test", Etcd: etcdCfg})
 	waitReady(t, base)
-	if _, body := httpGet(t, base+"/readyz"); !strings.Contains(body, "from disk") {
+	if _, body := testfixture.HTTPGet(t, base+"/readyz"); !strings.Contains(body, "from disk") {
 		t.Errorf("/readyz body %q does not say it serves from disk", body)
 	}
 
@@ -156,7 +135,7 @@ func TestRestartWithoutAPIServerServesFromDisk(t *testing.T) {
 	empty.DataDir = t.TempDir()
 	base = runServe(t, serve.Options{Client: unreachable, Namespace: serve.DefaultNamespace, Domain: "xcc.test", Etcd: empty})
 	time.Sleep(2 * time.Second)
-	if code, body := httpGet(t, base+"/readyz"); code == http.StatusOK {
+	if code, body := testfixture.HTTPGet(t, base+"/readyz"); code == http.StatusOK {
 		t.Errorf("/readyz with nothing on disk and no API server: %d %s", code, body)
 	}
 }

@@ -5,23 +5,18 @@ import (
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 var sinkSet skydnsrecord.Set
 
 func BenchmarkSliceRecords(b *testing.B) {
 	for _, n := range []int{1, 10} {
-		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: "gw-a-ipv4", Namespace: DefaultNamespace,
-				Annotations: map[string]string{contract.AnnotationHostname: "*.gateway.cluster-a.dev-team.clusters.xcc.test", contract.AnnotationGatewayRef: "dev-team/gw"},
-			},
-			AddressType: discoveryv1.AddressTypeIPv4,
-		}
+		// One endpoint per address.
+		slice := testfixture.IPv4Slice("gw-a-ipv4", "*.gateway.cluster-a.dev-team.clusters.xcc.test")
+		slice.Endpoints = nil
 		for i := range n {
 			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("192.0.2.%d", i+1)}})
 		}

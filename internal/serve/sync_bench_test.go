@@ -7,16 +7,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // BenchmarkSyncSlice is serve's whole sync of one EndpointSlice that did
@@ -27,19 +24,13 @@ import (
 func BenchmarkSyncSlice(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("slices=%d", n), func(b *testing.B) {
-			_, cli := etcdtest.Start(b)
+			_, cli := testfixture.StartEtcd(b)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			objs := make([]runtime.Object, n)
 			for i := range n {
-				objs[i] = &discoveryv1.EndpointSlice{
-					ObjectMeta: metav1.ObjectMeta{
-						Name: fmt.Sprintf("gw-c%d-gateway-ipv4", i), Namespace: DefaultNamespace,
-						Annotations: map[string]string{contract.AnnotationHostname: fmt.Sprintf("*.gateway.c%d.dev-team.clusters.xcc.test", i), contract.AnnotationGatewayRef: "dev-team/gw"},
-					},
-					AddressType: discoveryv1.AddressTypeIPv4,
-					Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)}}},
-				}
+				objs[i] = testfixture.IPv4Slice(fmt.Sprintf("gw-c%d-gateway-ipv4", i), fmt.Sprintf("*.gateway.c%d.dev-team.clusters.xcc.test", i),
+					fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
 			}
 			s, factory := New(Config{
 				Client: fake.NewClientset(objs...), Namespace: DefaultNamespace, Domain: skydnsrecord.DefaultDomain,

@@ -16,28 +16,19 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
-
-func ipv4Slice(name, hostname, addr string) *discoveryv1.EndpointSlice {
-	return &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: DefaultNamespace, Annotations: map[string]string{contract.AnnotationHostname: hostname, contract.AnnotationGatewayRef: "dev-team/gw"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr}}},
-	}
-}
 
 // A slice that arrives while a full reconcile runs, after its snapshot of
 // the slices, keeps its records: its sync waits for the reconcile instead
 // of being undone by it.
 func TestSliceSyncedDuringReconcileKeepsItsRecords(t *testing.T) {
-	s, cli, factory := startSyncer(t, 0, ipv4Slice("gw-a", "*.gateway.cluster-a.dev-team.clusters.xcc.test", "192.0.2.10"))
+	s, cli, factory := startSyncer(t, 0, testfixture.IPv4Slice("gw-a", "*.gateway.cluster-a.dev-team.clusters.xcc.test", "192.0.2.10"))
 	ctx := context.Background()
 
-	late := ipv4Slice("gw-b", "*.gateway.cluster-b.dev-team.clusters.xcc.test", "192.0.2.40")
+	late := testfixture.IPv4Slice("gw-b", "*.gateway.cluster-b.dev-team.clusters.xcc.test", "192.0.2.40")
 	synced := make(chan error, 1)
 	s.afterList = func() {
 		// The informer learns of the slice and its sync starts; give it
@@ -71,7 +62,7 @@ func TestSliceSyncedDuringReconcileKeepsItsRecords(t *testing.T) {
 // returns it after its first reconcile.
 func startSyncer(t *testing.T, maxRecords int, slices ...*discoveryv1.EndpointSlice) (*Syncer, *clientv3.Client, informers.SharedInformerFactory) {
 	t.Helper()
-	_, cli := etcdtest.Start(t)
+	_, cli := testfixture.StartEtcd(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	objs := make([]runtime.Object, len(slices))
 	for i, s := range slices {
@@ -106,10 +97,10 @@ func countUnder(t *testing.T, cli *clientv3.Client, name string) int64 {
 // When the records do not all fit, the slices served longest keep theirs
 // and the newer one is refused whole, at a reconcile and at its own sync.
 func TestRecordBudgetKeepsOlderSlices(t *testing.T) {
-	older := ipv4Slice("gw-old", "*.gateway.cluster-a.dev-team.clusters.xcc.test", "192.0.2.10")
+	older := testfixture.IPv4Slice("gw-old", "*.gateway.cluster-a.dev-team.clusters.xcc.test", "192.0.2.10")
 	older.Endpoints[0].Addresses = append(older.Endpoints[0].Addresses, "192.0.2.11")
 	older.CreationTimestamp = metav1.NewTime(time.Unix(1000, 0))
-	newer := ipv4Slice("gw-new", "*.gateway.cluster-b.dev-team.clusters.xcc.test", "192.0.2.20")
+	newer := testfixture.IPv4Slice("gw-new", "*.gateway.cluster-b.dev-team.clusters.xcc.test", "192.0.2.20")
 	newer.Endpoints[0].Addresses = append(newer.Endpoints[0].Addresses, "192.0.2.21")
 	newer.CreationTimestamp = metav1.NewTime(time.Unix(2000, 0))
 	s, cli, _ := startSyncer(t, 3, newer, older)
@@ -138,9 +129,9 @@ func TestRecordBudgetKeepsOlderSlices(t *testing.T) {
 // name of another namespace, publishes nothing; the other slices are
 // served.
 func TestHostileSlicesPublishNothing(t *testing.T) {
-	victim := ipv4Slice("victim", "*.gateway.cluster-b.dev-team.clusters.xcc.test", "192.0.2.20")
-	subName := ipv4Slice("sub", "evil.gateway.cluster-b.dev-team.clusters.xcc.test", "203.0.113.66")
-	otherNS := ipv4Slice("other", "*.gateway.cluster-c.other-team.clusters.xcc.test", "203.0.113.67")
+	victim := testfixture.IPv4Slice("victim", "*.gateway.cluster-b.dev-team.clusters.xcc.test", "192.0.2.20")
+	subName := testfixture.IPv4Slice("sub", "evil.gateway.cluster-b.dev-team.clusters.xcc.test", "203.0.113.66")
+	otherNS := testfixture.IPv4Slice("other", "*.gateway.cluster-c.other-team.clusters.xcc.test", "203.0.113.67")
 	_, cli, _ := startSyncer(t, 0, victim, subName, otherNS)
 	resp, err := cli.Get(context.Background(), skydnsrecord.Prefix+"/", clientv3.WithPrefix())
 	if err != nil {

@@ -7,9 +7,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // benchRecords is n records of n gateways, one address each, as serve
@@ -34,7 +34,7 @@ func BenchmarkReconcile(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		desired := benchRecords(n)
 		b.Run(fmt.Sprintf("records=%d/from-empty", n), func(b *testing.B) {
-			_, cli := etcdtest.Start(b)
+			_, cli := testfixture.StartEtcd(b)
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -51,7 +51,7 @@ func BenchmarkReconcile(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("records=%d/unchanged", n), func(b *testing.B) {
-			_, cli := etcdtest.Start(b)
+			_, cli := testfixture.StartEtcd(b)
 			ctx := context.Background()
 			s := store.New(cli, zone)
 			if _, err := s.Reconcile(ctx, desired); err != nil {
@@ -74,7 +74,7 @@ func BenchmarkReconcile(b *testing.B) {
 func BenchmarkSyncOwnerUnchanged(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
-			_, cli := etcdtest.Start(b)
+			_, cli := testfixture.StartEtcd(b)
 			ctx := context.Background()
 			desired := benchRecords(n)
 			s := store.New(cli, zone)

@@ -4,16 +4,16 @@ import (
 	"context"
 	"testing"
 
-	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // A store given reverse zones reconciles them as it does its zone: owned
 // records there that are not desired go, records put by hand stay, and
 // nothing outside its directories is read or touched.
 func TestWithNamesReconcilesReverseZonesOnly(t *testing.T) {
-	_, cli := etcdtest.Start(t)
+	_, cli := testfixture.StartEtcd(t)
 	ctx := context.Background()
 	ptr := func(owner, host string) string {
 		v, err := skydnsrecord.Record{Host: host, TTL: skydnsrecord.DefaultTTL, Owner: owner}.Marshal()

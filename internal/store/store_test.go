@@ -7,9 +7,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/xcc-dns/xcc-dns/internal/etcdserver/etcdtest"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 const zone = "xcc.test"
@@ -49,7 +49,7 @@ func get(t *testing.T, cli *clientv3.Client, key string) (string, bool) {
 }
 
 func TestReconcileWritesNothingWhenUnchanged(t *testing.T) {
-	_, cli := etcdtest.Start(t)
+	_, cli := testfixture.StartEtcd(t)
 	ctx := context.Background()
 	s := store.New(cli, zone)
 	desired := set(
@@ -75,7 +75,7 @@ func TestReconcileWritesNothingWhenUnchanged(t *testing.T) {
 }
 
 func TestReconcileRepairsDriftAndKeepsHandRecords(t *testing.T) {
-	_, cli := etcdtest.Start(t)
+	_, cli := testfixture.StartEtcd(t)
 	ctx := context.Background()
 	s := store.New(cli, zone)
 	desired := set(
@@ -139,7 +139,7 @@ func TestReconcileRepairsDriftAndKeepsHandRecords(t *testing.T) {
 }
 
 func TestSyncOwnerTouchesOnlyThatOwner(t *testing.T) {
-	_, cli := etcdtest.Start(t)
+	_, cli := testfixture.StartEtcd(t)
 	ctx := context.Background()
 	s := store.New(cli, zone)
 	if _, err := s.SyncOwner(ctx, "x", nil); err == nil {
@@ -179,7 +179,7 @@ func TestSyncOwnerTouchesOnlyThatOwner(t *testing.T) {
 }
 
 func TestLargeReconcileSplitsTransactions(t *testing.T) {
-	_, cli := etcdtest.Start(t)
+	_, cli := testfixture.StartEtcd(t)
 	ctx := context.Background()
 	s := store.New(cli, zone)
 	const n = 3*store.MaxOpsPerTxn + 7
@@ -204,7 +204,7 @@ func TestLargeReconcileSplitsTransactions(t *testing.T) {
 }
 
 func TestRecordsWithoutOwnerAreRefused(t *testing.T) {
-	_, cli := etcdtest.Start(t)
+	_, cli := testfixture.StartEtcd(t)
 	s := store.New(cli, zone)
 	bad := skydnsrecord.Set{"/skydns/test/xcc/a/x1": {Host: "192.0.2.1", TTL: 30}}
 	if _, err := s.Reconcile(context.Background(), bad); err == nil {
@@ -216,7 +216,7 @@ func TestRecordsWithoutOwnerAreRefused(t *testing.T) {
 // at and whenever it arrives: before the first reconcile, at a key the
 // syncer wrote since, or at a key the syncer is about to write.
 func TestHandRecordsAtAnyKeyAreNeverWritten(t *testing.T) {
-	_, cli := etcdtest.Start(t)
+	_, cli := testfixture.StartEtcd(t)
 	ctx := context.Background()
 	s := store.New(cli, zone)
 	const owner = "EndpointSlice xcc-dns/a"
@@ -278,7 +278,7 @@ func TestHandRecordsAtAnyKeyAreNeverWritten(t *testing.T) {
 // An owned record changed behind the syncer's back (still with an owner)
 // fails the guard, is read again and repaired, not skipped.
 func TestOwnedRecordChangedBehindTheMirrorIsRepaired(t *testing.T) {
-	_, cli := etcdtest.Start(t)
+	_, cli := testfixture.StartEtcd(t)
 	ctx := context.Background()
 	s := store.New(cli, zone)
 	const owner = "EndpointSlice xcc-dns/a"
@@ -308,7 +308,7 @@ func TestOwnedRecordChangedBehindTheMirrorIsRepaired(t *testing.T) {
 // fewer records than both its old and its new state: every revision etcd
 // went through while the plan was written is checked.
 func TestLargeChangeNeverAnswersPartially(t *testing.T) {
-	_, cli := etcdtest.Start(t)
+	_, cli := testfixture.StartEtcd(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := store.New(cli, zone)

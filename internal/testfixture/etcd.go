@@ -1,8 +1,8 @@
-// Package etcdtest starts a real embedded etcd for tests.
-package etcdtest
+package testfixture
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -11,10 +11,10 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
 )
 
-// Start starts an embedded etcd on free loopback ports in a fresh
+// StartEtcd starts an embedded etcd on free loopback ports in a fresh
 // t.TempDir, and returns it with a client. Both are closed when the test
-// ends. It is for tests in other packages that need a real etcd.
-func Start(t testing.TB) (*etcdserver.Server, *clientv3.Client) {
+// ends.
+func StartEtcd(t testing.TB) (*etcdserver.Server, *clientv3.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), etcdserver.DefaultStartTimeout)
 	defer cancel()
@@ -34,4 +34,18 @@ func Start(t testing.TB) (*etcdserver.Server, *clientv3.Client) {
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	return srv, cli
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago, for a
+// server that cannot report the port it bound for port 0 (CoreDNS's
+// health, ready and prometheus plugins).
+func FreePort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
 }

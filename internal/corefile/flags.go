@@ -1,0 +1,28 @@
+package corefile
+
+import "flag"
+
+// CommandOptions are the settings of `xcc-syncer patch-corefile`: which
+// ConfigMap to patch, how to reach its cluster, and what Patch does.
+type CommandOptions struct {
+	Kubeconfig string // empty: in-cluster config
+	Namespace  string // of the cluster DNS ConfigMap
+	ConfigMap  string
+	// ForwardToService is the namespace/name of the xcc-dns Service whose
+	// ClusterIP and DNS port become Options.ForwardTo.
+	ForwardToService string
+	Options
+}
+
+// AddFlags registers the flags of `xcc-syncer patch-corefile` on fs, with
+// o's fields as their targets.
+func (o *CommandOptions) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; empty: in-cluster config")
+	fs.StringVar(&o.Namespace, "namespace", DefaultNamespace, "namespace of the cluster DNS ConfigMap")
+	fs.StringVar(&o.ConfigMap, "configmap", DefaultConfigMap, "name of the cluster DNS ConfigMap (key "+CorefileKey+")")
+	fs.StringVar(&o.Zone, "zone", DefaultZone, "zone forwarded to the xcc-dns server")
+	fs.StringVar(&o.ForwardTo, "forward-to", "", "address of the xcc-dns server, ip[:port]; this or --forward-to-service unless --remove")
+	fs.StringVar(&o.ForwardToService, "forward-to-service", "", "namespace/name of the xcc-dns Service; its ClusterIP and DNS port are forwarded to")
+	fs.Var(&o.ReverseCIDRs, "reverse-cidrs", "comma-separated CIDRs whose reverse zones are forwarded too (xcc-syncer serve's --reverse-cidrs)")
+	fs.BoolVar(&o.Remove, "remove", false, "take the block out instead of adding it")
+}

@@ -1,0 +1,22 @@
+package serve
+
+import (
+	"flag"
+
+	"github.com/xcc-dns/xcc-dns/internal/httpserver"
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+)
+
+// AddFlags registers the flags of `xcc-syncer serve` on fs, with o's
+// fields as their targets.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this cluster; empty: in-cluster config")
+	fs.StringVar(&o.Namespace, "namespace", DefaultNamespace, "namespace whose EndpointSlices describe the records")
+	fs.StringVar(&o.Domain, "domain", skydnsrecord.DefaultDomain, "DNS zone the records live in")
+	fs.Var(&o.ReverseCIDRs, "reverse-cidrs", "comma-separated CIDRs whose addresses get PTR records pointing at the gateway or api name that has them (e.g. 192.0.2.0/24,2001:db8::/32); empty: none")
+	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress)
+	fs.DurationVar(&o.ReconcilePeriod, "reconcile-period", DefaultReconcilePeriod, "how often every record is read back from etcd and repaired")
+	fs.IntVar(&o.MaxRecords, "max-records", DefaultMaxRecords, "most records all EndpointSlices together may publish; a slice that would exceed it is refused")
+	fs.StringVar(&o.EtcdEndpoints, "etcd-endpoints", "", "comma-separated client URLs of an existing etcd; set, no etcd is embedded")
+	o.Etcd.AddFlags(fs)
+}

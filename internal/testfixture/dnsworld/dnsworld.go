@@ -1,0 +1,139 @@
+// Package dnsworld starts the whole record path of one workload cluster in
+// a test process: EndpointSlices in a fake API server, serve's syncer, a
+// real embedded etcd, and stock CoreDNS answering from it.
+package dnsworld
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/coredns"
+	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
+	"github.com/xcc-dns/xcc-dns/internal/serve"
+	"github.com/xcc-dns/xcc-dns/internal/store"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
+)
+
+// Zone is the zone the syncer publishes in, the shipped Corefile's.
+const Zone = "xcc.test"
+
+// readyWithin bounds the wait for the syncer's first reconcile.
+const readyWithin = 20 * time.Second
+
+// Config says what world to start.
+type Config struct {
+	// Corefile is the text CoreDNS runs; its {$...} values are set by
+	// Start (DNS_PORT 0, ETCD_ENDPOINT, HEALTH_PORT, READY_PORT,
+	// METRICS_PORT, UPSTREAM).
+	Corefile string
+	// Directives is CoreDNS's plugin order; nil: coredns.Directives.
+	Directives []string
+	// Slices are in the fake API server when the syncer starts.
+	Slices []*discoveryv1.EndpointSlice
+	// ReverseCIDRs (comma-separated) get PTR records from serve.
+	ReverseCIDRs string
+	// Records are put into etcd before the syncer starts, key to value, as
+	// an operator's `etcdctl put` would.
+	Records map[string]string
+	// Upstream is the address of {$UPSTREAM}; empty: a
+	// testfixture.StartUpstream that knows no name.
+	Upstream string
+}
+
+// World is a started record path. Everything stops when the test ends.
+type World struct {
+	DNS        *coredns.Server
+	Etcd       *clientv3.Client
+	EtcdServer *etcdserver.Server
+	Kube       *fake.Clientset
+	Syncer     *serve.Syncer
+}
+
+// Start starts etcd, serve's syncer on a fake API holding c.Slices (and
+// waits for its first reconcile), and CoreDNS with c.Corefile.
+func Start(t testing.TB, c Config) *World {
+	t.Helper()
+	srv, cli := testfixture.StartEtcd(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	for key, value := range c.Records {
+		if _, err := cli.Put(ctx, key, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reverse, err := cidr.Parse(c.ReverseCIDRs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reverseZones []string
+	for _, p := range reverse {
+		reverseZones = append(reverseZones, cidr.ReverseZone(p))
+	}
+
+	kube := fake.NewClientset()
+	for _, s := range c.Slices {
+		if _, err := kube.DiscoveryV1().EndpointSlices(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncer, factory := serve.New(serve.Config{
+		Client: kube, Namespace: testfixture.SliceNamespace, Domain: Zone,
+		Store: store.New(cli, Zone).WithNames(reverseZones...), Metrics: serve.NewMetrics(prometheus.NewRegistry()),
+		ReverseCIDRs: reverse,
+	})
+	factory.Start(ctx.Done())
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
+	go func() {
+		if err := syncer.Run(ctx); err != nil {
+			t.Errorf("syncer: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(readyWithin)
+	for !syncer.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("syncer not ready")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	upstream := c.Upstream
+	if upstream == "" {
+		upstream = testfixture.StartUpstream(t, "upstream.invalid.", "192.0.2.1")
+	}
+	t.Setenv("DNS_PORT", "0")
+	t.Setenv("ETCD_ENDPOINT", srv.Endpoints()[0])
+	t.Setenv("HEALTH_PORT", testfixture.FreePort(t))
+	t.Setenv("READY_PORT", testfixture.FreePort(t))
+	t.Setenv("METRICS_PORT", testfixture.FreePort(t))
+	t.Setenv("UPSTREAM", upstream)
+	directives := c.Directives
+	if directives == nil {
+		directives = coredns.Directives
+	}
+	d, err := coredns.StartOrdered(directives, c.Corefile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop() })
+	return &World{DNS: d, Etcd: cli, EtcdServer: srv, Kube: kube, Syncer: syncer}
+}
+
+// Ask asks the world's CoreDNS over network ("udp" or "tcp"); see
+// testfixture.Ask.
+func (w *World) Ask(t testing.TB, network, name string, qtype uint16, bufsize uint16) *dns.Msg {
+	t.Helper()
+	addr := w.DNS.UDP
+	if network == "tcp" {
+		addr = w.DNS.TCP
+	}
+	return testfixture.Ask(t, network, addr, name, qtype, bufsize)
+}
