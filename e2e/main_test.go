@@ -105,9 +105,11 @@ var suite = []struct {
 	{"GatewayDNSDeleted", shared, testGatewayDNSDeleted},
 	{"PatchCorefile", shared, testPatchCorefile},
 	{"KubeconfigInstructionsRefused", shared, testKubeconfigInstructionsRefused},
+	{"ControllerFailover", shared, testControllerFailover},
 
 	{"BenchServeKills", bench, testBenchServeKills},
 	{"BenchPropagation", bench, testBenchPropagation},
+	{"BenchHangingTarget", bench, testBenchHangingTarget},
 	{"BenchScale", bench, testBenchScale},
 
 	{"ManagementDown", outage, testManagementDown},
