@@ -55,18 +55,27 @@ func TestParseGatewaysRefused(t *testing.T) {
 		return Build(gatewaysSource("cluster-a", Locality{Policy: PolicyLocal}, false), Classify([]string{"192.0.2.10"}, nil, "xcc.test"))[0]
 	}
 	for name, mutate := range map[string]func(*discoveryv1.EndpointSlice){
-		"unknown policy":             func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationLocality] = "nearest" },
-		"policy in API spelling":     func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationLocality] = "Local" },
-		"empty policy":               func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationLocality] = "" },
-		"failover without order":     func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationLocality] = "failover" },
-		"order without failover":     func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationFailoverOrder] = "cluster-a" },
-		"order with a bad cluster":   func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationLocality] = "failover"; s.Annotations[AnnotationFailoverOrder] = "a,B" },
-		"order with a cluster twice": func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationLocality] = "failover"; s.Annotations[AnnotationFailoverOrder] = "a,b,a" },
-		"order with an empty entry":  func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationLocality] = "failover"; s.Annotations[AnnotationFailoverOrder] = "a,,b" },
-		"no source cluster":          func(s *discoveryv1.EndpointSlice) { delete(s.Labels, LabelSourceCluster) },
-		"source cluster any":         func(s *discoveryv1.EndpointSlice) { s.Labels[LabelSourceCluster] = "any" },
-		"another GatewayDNS's name":  func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationGatewayRef] = "dev-team/other" },
-		"another namespace's name":   func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationGatewayRef] = "other/gw" },
+		"unknown policy":         func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationLocality] = "nearest" },
+		"policy in API spelling": func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationLocality] = "Local" },
+		"empty policy":           func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationLocality] = "" },
+		"failover without order": func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationLocality] = "failover" },
+		"order without failover": func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationFailoverOrder] = "cluster-a" },
+		"order with a bad cluster": func(s *discoveryv1.EndpointSlice) {
+			s.Annotations[AnnotationLocality] = "failover"
+			s.Annotations[AnnotationFailoverOrder] = "a,B"
+		},
+		"order with a cluster twice": func(s *discoveryv1.EndpointSlice) {
+			s.Annotations[AnnotationLocality] = "failover"
+			s.Annotations[AnnotationFailoverOrder] = "a,b,a"
+		},
+		"order with an empty entry": func(s *discoveryv1.EndpointSlice) {
+			s.Annotations[AnnotationLocality] = "failover"
+			s.Annotations[AnnotationFailoverOrder] = "a,,b"
+		},
+		"no source cluster":         func(s *discoveryv1.EndpointSlice) { delete(s.Labels, LabelSourceCluster) },
+		"source cluster any":        func(s *discoveryv1.EndpointSlice) { s.Labels[LabelSourceCluster] = "any" },
+		"another GatewayDNS's name": func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationGatewayRef] = "dev-team/other" },
+		"another namespace's name":  func(s *discoveryv1.EndpointSlice) { s.Annotations[AnnotationGatewayRef] = "other/gw" },
 	} {
 		s := good()
 		mutate(s)
@@ -168,7 +177,7 @@ func TestAnswered(t *testing.T) {
 	for loc, want := range map[*Locality]string{
 		{Policy: PolicyAll}: "cluster-a,cluster-b",
 		// cluster-d's DNS answers its own hostname gateway.
-		{Policy: PolicyLocal}:                                        "cluster-a,cluster-b,cluster-d",
+		{Policy: PolicyLocal}: "cluster-a,cluster-b,cluster-d",
 		{Policy: PolicyFailover, Order: []string{"cluster-b", "a"}}: "cluster-b",
 	} {
 		if got := keys(Answered(*loc, sources, selves)); got != want {
