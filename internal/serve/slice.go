@@ -19,7 +19,9 @@ func Owner(namespace, name string) string {
 // report it, and the slice's valid addresses are still published.
 func SliceRecords(slice *discoveryv1.EndpointSlice, domain string) (skydnsrecord.Set, []error) {
 	p, ok, problems := contract.Parse(slice, domain)
-	if !ok {
+	if !ok || p.Kind.MultiCluster() {
+		// A multi-cluster name's records are made from all its slices
+		// together (MultiRecords).
 		return nil, problems
 	}
 	owner := Owner(slice.Namespace, slice.Name)
