@@ -70,7 +70,7 @@ func Build(src Source, addrs Addresses) []*discoveryv1.EndpointSlice {
 			},
 			AddressType: f.t,
 		}
-		ready := !(src.Unhealthy && src.Kind.MultiCluster())
+		ready := !src.Unhealthy || !src.Kind.MultiCluster()
 		for chunk := range slices.Chunk(f.addrs, MaxAddressesPerEndpoint) {
 			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
 				Addresses:  slices.Clone(chunk),
