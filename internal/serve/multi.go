@@ -179,14 +179,15 @@ func (s *Syncer) self(ctx context.Context, namespace string) []string {
 	return self.Clusters
 }
 
-// noteSlice records what a slice key stands for and queues the
+// noteSlice records what a slice key stands for (slice nil: gone;
+// multiName: the multi-cluster name it publishes, if any) and queues the
 // multi-cluster names whose records it changes: the name it had and has,
 // and, for a self marker, every such name of its namespace.
-func (s *Syncer) noteSlice(key string, slice *discoveryv1.EndpointSlice) {
+func (s *Syncer) noteSlice(key string, slice *discoveryv1.EndpointSlice, multiName string) {
 	s.seenMu.Lock()
 	old := s.seen[key]
 	s.seenMu.Unlock()
-	now := s.remember(key, slice)
+	now := s.remember(key, slice, multiName)
 
 	names := map[string]bool{}
 	for _, n := range []string{old.multiName, now.multiName} {
@@ -214,10 +215,9 @@ func (s *Syncer) noteSlice(key string, slice *discoveryv1.EndpointSlice) {
 
 // remember records what the slice at key (nil: gone) stands for and
 // returns it.
-func (s *Syncer) remember(key string, slice *discoveryv1.EndpointSlice) seenSlice {
-	var now seenSlice
+func (s *Syncer) remember(key string, slice *discoveryv1.EndpointSlice, multiName string) seenSlice {
+	now := seenSlice{multiName: multiName}
 	if slice != nil {
-		now.multiName, _ = s.multiName(slice)
 		if ns, marker := slice.Annotations[contract.AnnotationSelfNamespace]; marker {
 			now.selfNamespace = ns
 		}

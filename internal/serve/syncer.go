@@ -219,12 +219,13 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 	slice, err := s.lister.EndpointSlices(namespace).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
-		s.noteSlice(key, nil)
+		s.noteSlice(key, nil, "")
 	case err != nil:
 		return fmt.Errorf("get EndpointSlice %s: %w", key, err)
 	default:
-		s.noteSlice(key, slice)
-		desired = s.sliceRecords(ctx, slice)
+		var multiName string
+		desired, multiName = s.sliceRecords(ctx, slice)
+		s.noteSlice(key, slice, multiName)
 	}
 	if !s.budget.admit(owner, len(desired)) {
 		s.refuseOverBudget(ctx, slice, len(desired))
@@ -273,10 +274,10 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 	desired := skydnsrecord.Set{}
 	multi := map[string]bool{}
 	for _, slice := range slices {
-		if now := s.remember(sliceKey(slice), slice); now.multiName != "" {
+		records, multiName := s.sliceRecords(ctx, slice)
+		if now := s.remember(sliceKey(slice), slice, multiName); now.multiName != "" {
 			multi[now.multiName] = true
 		}
-		records := s.sliceRecords(ctx, slice)
 		if !s.budget.admit(Owner(slice.Namespace, slice.Name), len(records)) {
 			s.refuseOverBudget(ctx, slice, len(records))
 			continue
@@ -315,13 +316,13 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 
 // sliceRecords computes a slice's records and reports, without failing the
 // sync, every part of it that was refused.
-func (s *Syncer) sliceRecords(ctx context.Context, slice *discoveryv1.EndpointSlice) skydnsrecord.Set {
-	records, problems := SliceRecords(slice, s.domain)
+func (s *Syncer) sliceRecords(ctx context.Context, slice *discoveryv1.EndpointSlice) (skydnsrecord.Set, string) {
+	records, multiName, problems := sliceRecords(slice, s.domain)
 	for _, p := range problems {
 		s.metrics.RefusedInputs.Inc()
 		klog.FromContext(ctx).Error(p, "Refused part of an EndpointSlice", "slice", klog.KObj(slice))
 	}
-	return records
+	return records, multiName
 }
 
 // refuseOverBudget reports a slice whose records do not fit in the budget.
