@@ -21,6 +21,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/coredns"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
@@ -46,7 +47,7 @@ func bigAddresses(n int) []string {
 
 // testSlices is the published world of the tests.
 func testSlices() []*discoveryv1.EndpointSlice {
-	return []*discoveryv1.EndpointSlice{
+	return append([]*discoveryv1.EndpointSlice{
 		testfixture.Slice("gw-a-ipv4", "*.gateway.cluster-a.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "192.0.2.10", "192.0.2.11"),
 		testfixture.Slice("gw-b-ipv4", "*.gateway.cluster-b.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "192.0.2.40"),
 		testfixture.Slice("gw-b-ipv6", "*.gateway.cluster-b.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv6, "2001:db8::b"),
@@ -61,7 +62,49 @@ func testSlices() []*discoveryv1.EndpointSlice {
 		testfixture.Slice("gw-big-ipv4", "*.gateway.big.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, bigAddresses(60)...),
 		// cluster-d's API claims cluster-b's gateway address: no PTR for it.
 		testfixture.Slice("api-d-ipv4", "api.cluster-d.dev-team.clusters.xcc.test", discoveryv1.AddressTypeIPv4, "192.0.2.40"),
+	}, multiClusterSlices()...)
+}
+
+// multiClusterSlices are the multi-cluster names as the controller writes
+// them into cluster-a: the same slices as in every cluster, and the self
+// marker saying this cluster is cluster-a.
+func multiClusterSlices() []*discoveryv1.EndpointSlice {
+	local := contract.Locality{Policy: contract.PolicyLocal}
+	failover := contract.Locality{Policy: contract.PolicyFailover, Order: []string{"cluster-b", "cluster-a"}}
+	all := contract.Locality{Policy: contract.PolicyAll}
+	out := []*discoveryv1.EndpointSlice{contract.BuildSelf(contract.Self{Namespace: "dev-team", Clusters: []string{"cluster-a"}})}
+	for _, g := range []struct {
+		gd, cluster string
+		loc         contract.Locality
+		healthy     bool
+		ips, hosts  []string
+	}{
+		// web: local; cluster-a, this cluster, answers its own gateway.
+		{"web", "cluster-a", local, true, []string{"192.0.2.10", "192.0.2.11"}, nil},
+		{"web", "cluster-b", local, true, []string{"192.0.2.40", "2001:db8::b"}, nil},
+		// edge: failover to cluster-a while cluster-b is unhealthy.
+		{"edge", "cluster-a", failover, true, []string{"192.0.2.10"}, nil},
+		{"edge", "cluster-b", failover, false, []string{"192.0.2.40", "2001:db8::b"}, nil},
+		// cdn: only a hostname gateway: a CNAME.
+		{"cdn", "cluster-c", all, true, nil, []string{upstreamTarget}},
+		// mixed: a hostname beside addresses contributes nothing.
+		{"mixed", "cluster-a", all, true, []string{"192.0.2.11"}, nil},
+		{"mixed", "cluster-c", all, true, nil, []string{upstreamTarget}},
+		// down: no healthy gateway; every published one answers.
+		{"down", "cluster-a", all, false, []string{"192.0.2.10"}, nil},
+		{"down", "cluster-b", all, false, []string{"192.0.2.40"}, nil},
+	} {
+		out = append(out, contract.Build(contract.Source{Namespace: "dev-team", GatewayDNS: g.gd, Cluster: g.cluster, Kind: contract.KindGateways,
+			Hostname: contract.GatewaysHostname(g.gd, "dev-team", dnsworld.Zone), Locality: g.loc, Unhealthy: !g.healthy}, contract.Classify(g.ips, g.hosts, dnsworld.Zone))...)
 	}
+	// A Service's name in the namespace's default subtree.
+	out = append(out, contract.Build(contract.Source{Namespace: "dev-team", GatewayDNS: "web", Cluster: "cluster-b", Kind: contract.KindName,
+		Hostname: contract.DefaultNameHostname("shop", "dev-team", dnsworld.Zone), TTL: 30, Locality: contract.Locality{Policy: contract.PolicyAll}},
+		contract.Classify([]string{"192.0.2.45"}, nil, dnsworld.Zone))...)
+	for _, s := range out {
+		s.Namespace = testfixture.SliceNamespace
+	}
+	return out
 }
 
 // startWorld starts etcd, the serve syncer on a fake API holding slices,
@@ -135,6 +178,13 @@ var wildcardLabelQueries = []question{
 	{"any.xcc.test.", dns.TypeTXT},
 	{"*.xcc.test.", dns.TypeSRV},
 	{"db.*.xcc.test.", dns.TypeA},
+	// The multi-cluster names: rewritten onto <gd>.any.gateways. or
+	// any.<ns>.gateways., which never reach etcd either.
+	{"kuard.web.any.gateways.xcc.test.", dns.TypeA},
+	{"x.any.dev-team.gateways.xcc.test.", dns.TypeA},
+	{"any.dev-team.gateways.xcc.test.", dns.TypeA},
+	{"*.gateways.xcc.test.", dns.TypeA},
+	{"any.dev-team.names.xcc.test.", dns.TypeA},
 }
 
 // TestCorefileAnswers asks the shipped Corefile, in this build's plugin
@@ -150,6 +200,7 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 	const (
 		a   = "gateway.cluster-a.dev-team.clusters.xcc.test."
 		api = "api.cluster-a.dev-team.clusters.xcc.test."
+		web = "web.dev-team.gateways.xcc.test."
 		// rev6b is the reverse name of cluster-b's 2001:db8::b.
 		rev6b = "b.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa."
 	)
@@ -192,6 +243,43 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 		// Unknown names: NXDOMAIN with the SOA.
 		{"kuard.gateway.nosuch.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
 		{"nosuch.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
+		// The multi-cluster gateway name, as cluster-a's DNS answers it,
+		// with the failover TTL. web is local: cluster-a's own gateway
+		// only, so AAAA (cluster-b's family) is NODATA here.
+		{"kuard." + web, dns.TypeA, dns.RcodeSuccess, []string{"kuard." + web + " 5 IN A 192.0.2.10", "kuard." + web + " 5 IN A 192.0.2.11"}, false},
+		{web, dns.TypeA, dns.RcodeSuccess, []string{web + " 5 IN A 192.0.2.10", web + " 5 IN A 192.0.2.11"}, false},
+		{"x.y." + web, dns.TypeA, dns.RcodeSuccess, []string{"x.y." + web + " 5 IN A 192.0.2.10", "x.y." + web + " 5 IN A 192.0.2.11"}, false},
+		{"KuArD.WEB.dev-team.gateways.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard." + web + " 5 IN A 192.0.2.10", "kuard." + web + " 5 IN A 192.0.2.11"}, false},
+		{"any." + web, dns.TypeA, dns.RcodeSuccess, []string{"any." + web + " 5 IN A 192.0.2.10", "any." + web + " 5 IN A 192.0.2.11"}, false},
+		{"kuard." + web, dns.TypeAAAA, dns.RcodeSuccess, nil, true},
+		{"kuard." + web, dns.TypeTXT, dns.RcodeSuccess, nil, true},
+		{web, dns.TypeCNAME, dns.RcodeSuccess, nil, true},
+		// edge fails over to cluster-a while cluster-b is unhealthy.
+		{"kuard.edge.dev-team.gateways.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.edge.dev-team.gateways.xcc.test. 5 IN A 192.0.2.10"}, false},
+		{"kuard.edge.dev-team.gateways.xcc.test.", dns.TypeAAAA, dns.RcodeSuccess, nil, true},
+		// Only a hostname gateway: the CNAME and its address.
+		// The whole answer lives as long as the CNAME's TTL.
+		{"kuard.cdn.dev-team.gateways.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.cdn.dev-team.gateways.xcc.test. 5 IN CNAME " + upstreamTarget, upstreamTarget + " 5 IN A " + upstreamAddr}, false},
+		{"kuard.cdn.dev-team.gateways.xcc.test.", dns.TypeCNAME, dns.RcodeSuccess, []string{"kuard.cdn.dev-team.gateways.xcc.test. 5 IN CNAME " + upstreamTarget}, false},
+		// A hostname beside addresses: the addresses only, never a CNAME beside them.
+		{"kuard.mixed.dev-team.gateways.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.mixed.dev-team.gateways.xcc.test. 5 IN A 192.0.2.11"}, false},
+		{"kuard.mixed.dev-team.gateways.xcc.test.", dns.TypeCNAME, dns.RcodeSuccess, nil, true},
+		// No healthy gateway: every published one rather than none.
+		{"kuard.down.dev-team.gateways.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.down.dev-team.gateways.xcc.test. 5 IN A 192.0.2.10", "kuard.down.dev-team.gateways.xcc.test. 5 IN A 192.0.2.40"}, false},
+		// Unknown GatewayDNS or namespace: NXDOMAIN.
+		{"kuard.nosuch.dev-team.gateways.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
+		{"kuard.web.other-team.gateways.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
+		// Empty non-terminals of the multi-cluster subtrees: NODATA.
+		{"gateways.xcc.test.", dns.TypeA, dns.RcodeSuccess, nil, true},
+		{"dev-team.gateways.xcc.test.", dns.TypeA, dns.RcodeSuccess, nil, true},
+		{"dev-team.gateways.xcc.test.", dns.TypeSRV, dns.RcodeSuccess, nil, true},
+		{"names.xcc.test.", dns.TypeTXT, dns.RcodeSuccess, nil, true},
+		{"dev-team.names.xcc.test.", dns.TypeA, dns.RcodeSuccess, nil, true},
+		// A Service's name: exactly that name.
+		{"shop.dev-team.names.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"shop.dev-team.names.xcc.test. 30 IN A 192.0.2.45"}, false},
+		{"shop.dev-team.names.xcc.test.", dns.TypeAAAA, dns.RcodeSuccess, nil, true},
+		{"www.shop.dev-team.names.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
+		{"nosuch.dev-team.names.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
 		// Refused input beside valid input: the valid part is served.
 		{"kuard.gateway.cluster-d.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.gateway.cluster-d.dev-team.clusters.xcc.test. 30 IN A 192.0.2.30"}, false},
 		{"kuard.gateway.cluster-e.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.gateway.cluster-e.dev-team.clusters.xcc.test. 30 IN A 192.0.2.50"}, false},

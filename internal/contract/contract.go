@@ -16,6 +16,18 @@ const (
 	AnnotationGatewayRef = "connectivity.tanzu.vmware.com/gateway-dns-ref"
 	AnnotationTTL        = "xcc-dns.io/ttl"
 
+	// AnnotationLocality and AnnotationFailoverOrder carry a GatewayDNS's
+	// locality policy on the slices of a multi-cluster name (KindGateways,
+	// KindName): how each cluster's DNS picks among the healthy sources.
+	// See Locality.
+	AnnotationLocality      = "xcc-dns.io/locality"
+	AnnotationFailoverOrder = "xcc-dns.io/failover-order"
+	// AnnotationSelfNamespace and AnnotationSelfClusters are on the self
+	// marker (BuildSelf): which Clusters of a namespace the cluster holding
+	// the marker is.
+	AnnotationSelfNamespace = "xcc-dns.io/self-namespace"
+	AnnotationSelfClusters  = "xcc-dns.io/self-clusters"
+
 	LabelManagedBy = "endpointslice.kubernetes.io/managed-by"
 	ManagedByValue = "xcc-dns-controller"
 	// LabelServiceName stays, although nothing of ours reads it: the
@@ -37,7 +49,24 @@ const (
 	// KindAPI is api.<cluster>.<ns>.clusters.<zone>: the control plane
 	// endpoint of a cluster, owned by namespace <ns>.
 	KindAPI Kind = "api"
+	// KindGateways is *.<gatewaydns>.<ns>.gateways.<zone>: the gateways of
+	// every cluster a GatewayDNS selects, one slice per (source cluster,
+	// address family), owned by namespace <ns> and GatewayDNS <gatewaydns>.
+	// Serve answers the healthy ones its locality policy picks.
+	KindGateways Kind = "gateways"
+	// KindName is <name>.<ns>.names.<zone>: a name a LoadBalancer Service
+	// in a selected cluster claims with the fqdn annotation, owned by
+	// namespace <ns>; every cluster that exports it is one source, as for
+	// KindGateways.
+	KindName Kind = "name"
+	// KindSelf labels the self marker, which publishes no name (BuildSelf).
+	KindSelf Kind = "self"
 )
+
+// MultiCluster reports whether the records of a name of kind k are made
+// from the slices of several source clusters together, by health and
+// locality (Select), rather than from each slice alone.
+func (k Kind) MultiCluster() bool { return k == KindGateways || k == KindName }
 
 // Bounds of what one slice may carry.
 const (

@@ -13,6 +13,12 @@ import (
 const (
 	// clustersLabel roots the per-cluster names: <cluster>.<ns>.clusters.<zone>.
 	clustersLabel = "clusters"
+	// gatewaysLabel roots the multi-cluster gateway names:
+	// <gatewaydns>.<ns>.gateways.<zone>.
+	gatewaysLabel = "gateways"
+	// namesLabel roots the names Services claim with the fqdn annotation,
+	// one subtree per namespace: <name>.<ns>.names.<zone>.
+	namesLabel = "names"
 	// wildcardLabel is the etcd plugin's other wildcard besides "*": a
 	// path label "any" makes it read the whole subtree. No name we publish
 	// may contain it, so no query for one of ours needs to reach etcd.
@@ -52,6 +58,18 @@ func clusterName(cluster, namespace, domain string) string {
 	return cluster + "." + namespace + "." + clustersLabel + "." + skydnsrecord.CanonicalName(domain)
 }
 
+// GatewaysHostname is the wildcard multi-cluster name of a GatewayDNS: the
+// gateways of every cluster it selects.
+func GatewaysHostname(gatewayDNS, namespace, domain string) string {
+	return "*." + gatewayDNS + "." + namespace + "." + gatewaysLabel + "." + skydnsrecord.CanonicalName(domain)
+}
+
+// DefaultNameHostname is the name a Service's fqdn annotation may claim in
+// the subtree every namespace is granted: <name>.<namespace>.names.<domain>.
+func DefaultNameHostname(name, namespace, domain string) string {
+	return name + "." + namespace + "." + namesLabel + "." + skydnsrecord.CanonicalName(domain)
+}
+
 // Hostname is a published hostname read back into its parts.
 type Hostname struct {
 	// Name is where the records are stored: the hostname without its
@@ -59,38 +77,62 @@ type Hostname struct {
 	Name      string
 	Kind      Kind
 	Namespace string
-	Cluster   string
+	// Cluster is the cluster in the name (KindGateway, KindAPI).
+	Cluster string
+	// GatewayDNS is the GatewayDNS in the name (KindGateways).
+	GatewayDNS string
 }
 
-// ParseHostname reads the hostname annotation of a slice written for a
-// GatewayDNS of namespace and checks that it is a name that namespace
-// owns: exactly *.gateway.<cluster>.<namespace>.clusters.<domain> or
-// api.<cluster>.<namespace>.clusters.<domain>. Anything else, including a
-// name below a gateway (which the etcd plugin's prefix read would add to
-// that gateway's answers) or another namespace's name, is refused.
-func ParseHostname(hostname, namespace, domain string) (Hostname, error) {
+// ParseHostname reads the hostname annotation of a slice written for the
+// GatewayDNS namespace/gatewayDNS and checks that it is a name that
+// GatewayDNS's namespace owns, exactly one of:
+//
+//	*.gateway.<cluster>.<namespace>.clusters.<domain>  (KindGateway)
+//	api.<cluster>.<namespace>.clusters.<domain>        (KindAPI)
+//	*.<gatewayDNS>.<namespace>.gateways.<domain>       (KindGateways; only the GatewayDNS's own)
+//	<name>.<namespace>.names.<domain>                  (KindName)
+//
+// Anything else, including a name below another (which the etcd plugin's
+// prefix read would add to that name's answers), another namespace's
+// name or another GatewayDNS's gateways name, is refused.
+func ParseHostname(hostname, namespace, gatewayDNS, domain string) (Hostname, error) {
 	name, wildcard, err := skydnsrecord.ParseHostname(hostname, domain)
 	if err != nil {
 		return Hostname{}, err
 	}
-	suffix := "." + clustersLabel + "." + skydnsrecord.CanonicalName(domain)
-	head, ok := strings.CutSuffix(name, suffix)
-	labels := strings.Split(head, ".")
-	if !ok || len(labels) != 3 {
-		return Hostname{}, fmt.Errorf("hostname %q: %w %q: want *.gateway.<cluster>.%s%s or api.<cluster>.%s%s",
-			hostname, ErrOutsideSubtree, namespace, namespace, suffix, namespace, suffix)
+	zone := skydnsrecord.CanonicalName(domain)
+	want := func() error {
+		return fmt.Errorf("hostname %q: %w %q: want *.gateway.<cluster>.%[3]s.%[4]s.%[5]s, api.<cluster>.%[3]s.%[4]s.%[5]s, *.%[6]s.%[3]s.%[7]s.%[5]s or <name>.%[3]s.%[8]s.%[5]s",
+			hostname, ErrOutsideSubtree, namespace, clustersLabel, zone, gatewayDNS, gatewaysLabel, namesLabel)
 	}
-	h := Hostname{Name: name, Kind: Kind(labels[0]), Cluster: labels[1], Namespace: labels[2]}
-	switch {
-	case h.Kind == KindGateway && wildcard, h.Kind == KindAPI && !wildcard:
+	// The labels below the zone, the last being the subtree.
+	labels := strings.Split(strings.TrimSuffix(name, "."+zone), ".")
+	if len(labels) != 4 && len(labels) != 3 {
+		return Hostname{}, want()
+	}
+	var h Hostname
+	switch subtree := labels[len(labels)-1]; {
+	case subtree == clustersLabel && len(labels) == 4:
+		h = Hostname{Name: name, Kind: Kind(labels[0]), Cluster: labels[1], Namespace: labels[2]}
+		switch {
+		case h.Kind == KindGateway && wildcard, h.Kind == KindAPI && !wildcard:
+		default:
+			return Hostname{}, want()
+		}
+	case subtree == gatewaysLabel && len(labels) == 3 && wildcard:
+		h = Hostname{Name: name, Kind: KindGateways, GatewayDNS: labels[0], Namespace: labels[1]}
+	case subtree == namesLabel && len(labels) == 3 && !wildcard:
+		h = Hostname{Name: name, Kind: KindName, Namespace: labels[1]}
 	default:
-		return Hostname{}, fmt.Errorf("hostname %q: %w %q: want *.gateway.<cluster>.%s%s or api.<cluster>.%s%s",
-			hostname, ErrOutsideSubtree, namespace, namespace, suffix, namespace, suffix)
+		return Hostname{}, want()
 	}
 	if h.Namespace != namespace {
 		return Hostname{}, fmt.Errorf("hostname %q: %w %q: it belongs to namespace %q", hostname, ErrOutsideSubtree, namespace, h.Namespace)
 	}
-	for _, l := range []string{h.Cluster, h.Namespace} {
+	if h.Kind == KindGateways && h.GatewayDNS != gatewayDNS {
+		return Hostname{}, fmt.Errorf("hostname %q: %w %s/%s: it belongs to GatewayDNS %s/%s", hostname, ErrOutsideSubtree, namespace, gatewayDNS, namespace, h.GatewayDNS)
+	}
+	for _, l := range labels[:len(labels)-1] {
 		if err := ValidateLabel(l); err != nil {
 			return Hostname{}, fmt.Errorf("hostname %q: %w", hostname, err)
 		}

@@ -59,11 +59,34 @@ func TestParseHostname(t *testing.T) {
 		// Not names at all.
 		{"", "dev-team", Hostname{}},
 		{"*.gateway.a.b.c.dev-team.clusters.xcc.test", "dev-team", Hostname{}},
+		// The multi-cluster gateway name: only the slice's own GatewayDNS's.
+		{"*.gw.dev-team.gateways.xcc.test", "dev-team",
+			Hostname{Name: "gw.dev-team.gateways.xcc.test", Kind: KindGateways, GatewayDNS: "gw", Namespace: "dev-team"}},
+		{"*.GW.Dev-Team.gateways.xcc.test.", "dev-team",
+			Hostname{Name: "gw.dev-team.gateways.xcc.test", Kind: KindGateways, GatewayDNS: "gw", Namespace: "dev-team"}},
+		{"*.other-gw.dev-team.gateways.xcc.test", "dev-team", Hostname{}},
+		{"*.gw.other-team.gateways.xcc.test", "dev-team", Hostname{}},
+		{"gw.dev-team.gateways.xcc.test", "dev-team", Hostname{}},
+		{"*.x.gw.dev-team.gateways.xcc.test", "dev-team", Hostname{}},
+		{"x.gw.dev-team.gateways.xcc.test", "dev-team", Hostname{}},
+		{"*.dev-team.gateways.xcc.test", "dev-team", Hostname{}},
+		{"*.gateways.xcc.test", "dev-team", Hostname{}},
+		{"*.any.dev-team.gateways.xcc.test", "dev-team", Hostname{}},
+		// Names Services claim: one label in the namespace's own subtree.
+		{"shop.dev-team.names.xcc.test", "dev-team",
+			Hostname{Name: "shop.dev-team.names.xcc.test", Kind: KindName, Namespace: "dev-team"}},
+		{"shop.other-team.names.xcc.test", "dev-team", Hostname{}},
+		{"*.shop.dev-team.names.xcc.test", "dev-team", Hostname{}},
+		{"*.dev-team.names.xcc.test", "dev-team", Hostname{}},
+		{"a.shop.dev-team.names.xcc.test", "dev-team", Hostname{}},
+		{"dev-team.names.xcc.test", "dev-team", Hostname{}},
+		{"any.dev-team.names.xcc.test", "dev-team", Hostname{}},
+		{"shop.dev-team.names.example.com", "dev-team", Hostname{}},
 		{"*.gateway.cluster_a.dev-team.clusters.xcc.test", "dev-team", Hostname{}},
 		{"*.gateway." + strings.Repeat("a", 64) + ".dev-team.clusters.xcc.test", "dev-team", Hostname{}},
 	}
 	for _, tt := range tests {
-		got, err := ParseHostname(tt.hostname, tt.namespace, "xcc.test")
+		got, err := ParseHostname(tt.hostname, tt.namespace, "gw", "xcc.test")
 		if tt.want == (Hostname{}) {
 			if err == nil {
 				t.Errorf("ParseHostname(%q, %q) = %+v, want refused", tt.hostname, tt.namespace, got)
@@ -77,7 +100,7 @@ func TestParseHostname(t *testing.T) {
 }
 
 func TestParseHostnameOtherNamespaceWrapsErrOutsideSubtree(t *testing.T) {
-	_, err := ParseHostname("*.gateway.cluster-a.other.clusters.xcc.test", "dev-team", "xcc.test")
+	_, err := ParseHostname("*.gateway.cluster-a.other.clusters.xcc.test", "dev-team", "gw", "xcc.test")
 	if !errors.Is(err, ErrOutsideSubtree) {
 		t.Errorf("err = %v, want ErrOutsideSubtree", err)
 	}
@@ -85,8 +108,9 @@ func TestParseHostnameOtherNamespaceWrapsErrOutsideSubtree(t *testing.T) {
 
 // What the controller builds, ParseHostname accepts for the same namespace.
 func TestBuiltNamesParse(t *testing.T) {
-	for _, h := range []string{GatewayHostname("cluster-a", "dev-team", "xcc.test"), APIHostname("cluster-a", "dev-team", "XCC.test.")} {
-		if _, err := ParseHostname(h, "dev-team", "xcc.test"); err != nil {
+	for _, h := range []string{GatewayHostname("cluster-a", "dev-team", "xcc.test"), APIHostname("cluster-a", "dev-team", "XCC.test."),
+		GatewaysHostname("gw", "dev-team", "xcc.test"), DefaultNameHostname("shop", "dev-team", "xcc.test.")} {
+		if _, err := ParseHostname(h, "dev-team", "gw", "xcc.test"); err != nil {
 			t.Errorf("ParseHostname(%q): %v", h, err)
 		}
 	}

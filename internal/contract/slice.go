@@ -32,6 +32,13 @@ type Source struct {
 	Hostname string
 	// TTL is the record TTL in seconds; 0 leaves serve's default.
 	TTL int32
+	// Locality is the GatewayDNS's policy, written on the slices of a
+	// multi-cluster name (Kind.MultiCluster) and only there.
+	Locality Locality
+	// Unhealthy marks every endpoint not ready: the source cluster's
+	// gateway is not to be answered while another one is healthy. Only
+	// multi-cluster names carry health; the others publish what they have.
+	Unhealthy bool
 }
 
 // Build returns one EndpointSlice per non-empty family of addrs, without a
@@ -63,14 +70,18 @@ func Build(src Source, addrs Addresses) []*discoveryv1.EndpointSlice {
 			},
 			AddressType: f.t,
 		}
+		ready := !src.Unhealthy || !src.Kind.MultiCluster()
 		for chunk := range slices.Chunk(f.addrs, MaxAddressesPerEndpoint) {
 			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
 				Addresses:  slices.Clone(chunk),
-				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)},
 			})
 		}
 		if src.TTL != 0 {
 			s.Annotations[AnnotationTTL] = strconv.Itoa(int(src.TTL))
+		}
+		if src.Kind.MultiCluster() {
+			src.Locality.annotate(s.Annotations)
 		}
 		out = append(out, s)
 	}
@@ -80,10 +91,20 @@ func Build(src Source, addrs Addresses) []*discoveryv1.EndpointSlice {
 // Parsed is what a slice asks serve to publish.
 type Parsed struct {
 	Hostname
-	// TTL in seconds, skydnsrecord.DefaultTTL when the slice sets none.
+	// TTL in seconds; when the slice sets none, skydnsrecord.DefaultTTL,
+	// or DefaultGatewaysTTL for a multi-cluster name.
 	TTL uint32
-	// Hosts are the canonical addresses or CNAME targets, one record each.
+	// Hosts are the canonical addresses or CNAME targets of the ready
+	// endpoints, one record each.
 	Hosts []string
+	// Unready are those of the endpoints that are not ready. Only a
+	// multi-cluster name publishes them, and only while no source of the
+	// name is healthy (Select).
+	Unready []string
+	// Source is the source cluster (label xcc-dns.io/source-cluster) and
+	// Locality the policy, of a multi-cluster name.
+	Source   string
+	Locality Locality
 }
 
 // Parse reads a slice the way serve publishes it. ok is false for a slice
@@ -101,10 +122,21 @@ func Parse(slice *discoveryv1.EndpointSlice, domain string) (p Parsed, ok bool, 
 	if err != nil {
 		return Parsed{}, false, []error{fmt.Errorf("annotation %s: %w", AnnotationGatewayRef, err)}
 	}
-	if p.Hostname, err = ParseHostname(hostname, ns, domain); err != nil {
+	_, gd, _ := ParseRef(slice.Annotations[AnnotationGatewayRef])
+	if p.Hostname, err = ParseHostname(hostname, ns, gd, domain); err != nil {
 		return Parsed{}, false, []error{fmt.Errorf("annotation %s: %w", AnnotationHostname, err)}
 	}
 	p.TTL = skydnsrecord.DefaultTTL
+	if p.Kind.MultiCluster() {
+		p.TTL = DefaultGatewaysTTL
+		p.Source = slice.Labels[LabelSourceCluster]
+		if err := ValidateLabel(p.Source); err != nil {
+			return Parsed{}, false, []error{fmt.Errorf("label %s=%q: the source cluster of a %s name: %w", LabelSourceCluster, p.Source, p.Kind, err)}
+		}
+		if p.Locality, err = parseLocality(slice.Annotations); err != nil {
+			return Parsed{}, false, []error{err}
+		}
+	}
 	if v, set := slice.Annotations[AnnotationTTL]; set {
 		n, err := strconv.ParseUint(v, 10, 32)
 		switch {
@@ -127,19 +159,27 @@ func Parse(slice *discoveryv1.EndpointSlice, domain string) (p Parsed, ok bool, 
 		return Parsed{}, false, append(problems, fmt.Errorf("%d addresses, more than %d in one slice: refused whole", count, MaxAddressesPerSlice))
 	}
 	seen := map[string]bool{}
-	for _, ep := range slice.Endpoints {
-		if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-			continue
-		}
-		for _, addr := range ep.Addresses {
-			host, err := ParseAddress(slice.AddressType, addr, domain)
-			if err != nil {
-				problems = append(problems, err)
+	for _, ready := range []bool{true, false} {
+		for _, ep := range slice.Endpoints {
+			// Ready unset means ready (the EndpointSlice API's rule).
+			if (ep.Conditions.Ready == nil || *ep.Conditions.Ready) != ready {
 				continue
 			}
-			if !seen[host] {
+			for _, addr := range ep.Addresses {
+				host, err := ParseAddress(slice.AddressType, addr, domain)
+				if err != nil {
+					problems = append(problems, err)
+					continue
+				}
+				if seen[host] {
+					continue
+				}
 				seen[host] = true
-				p.Hosts = append(p.Hosts, host)
+				if ready {
+					p.Hosts = append(p.Hosts, host)
+				} else {
+					p.Unready = append(p.Unready, host)
+				}
 			}
 		}
 	}

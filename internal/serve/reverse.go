@@ -49,7 +49,7 @@ func reverseAddr(host string, cidrs cidr.List) (netip.Addr, bool) {
 func reverseRecord(addr netip.Addr, claims skydnsrecord.Set) (string, skydnsrecord.Record, bool) {
 	names := map[string]skydnsrecord.Record{} // name -> one of its records there
 	for k, r := range claims {
-		if isNameOwner(r.Owner) || isReverseOwner(r.Owner) {
+		if isNameOwner(r.Owner) || isReverseOwner(r.Owner) || isMultiOwner(r.Owner) {
 			continue
 		}
 		name, err := skydnsrecord.Name(skydnsrecord.ParentKey(k))
@@ -97,6 +97,9 @@ func byGatewayFirst(a, b string) int {
 // inside cidrs that records point at: the set serve writes.
 func WithReverseRecords(records skydnsrecord.Set, cidrs cidr.List) skydnsrecord.Set {
 	return withDerived(records, func(_ string, r skydnsrecord.Record) (netip.Addr, bool) {
+		if isMultiOwner(r.Owner) {
+			return netip.Addr{}, false
+		}
 		return reverseAddr(r.Host, cidrs)
 	}, reverseRecord)
 }
@@ -104,6 +107,9 @@ func WithReverseRecords(records skydnsrecord.Set, cidrs cidr.List) skydnsrecord.
 // reverseAddrs adds to addrs the hosts of records inside the reverse CIDRs.
 func (s *Syncer) reverseAddrs(addrs map[netip.Addr]bool, records skydnsrecord.Set) {
 	for _, r := range records {
+		if isMultiOwner(r.Owner) {
+			continue
+		}
 		if ip, ok := reverseAddr(r.Host, s.reverse); ok {
 			addrs[ip] = true
 		}

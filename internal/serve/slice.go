@@ -18,14 +18,25 @@ func Owner(namespace, name string) string {
 // contract's (contract.Parse): every problem is returned so the caller can
 // report it, and the slice's valid addresses are still published.
 func SliceRecords(slice *discoveryv1.EndpointSlice, domain string) (skydnsrecord.Set, []error) {
+	records, _, problems := sliceRecords(slice, domain)
+	return records, problems
+}
+
+// sliceRecords is SliceRecords, and the multi-cluster name the slice
+// publishes, if it is one: such a name's records are made from all its
+// slices together (MultiRecords), never from one.
+func sliceRecords(slice *discoveryv1.EndpointSlice, domain string) (skydnsrecord.Set, string, []error) {
 	p, ok, problems := contract.Parse(slice, domain)
 	if !ok {
-		return nil, problems
+		return nil, "", problems
+	}
+	if p.Kind.MultiCluster() {
+		return nil, p.Name, problems
 	}
 	owner := Owner(slice.Namespace, slice.Name)
 	records := make(skydnsrecord.Set, len(p.Hosts))
 	for _, host := range p.Hosts {
 		records[skydnsrecord.RecordKey(p.Name, owner, host)] = skydnsrecord.Record{Host: host, TTL: p.TTL, Owner: owner}
 	}
-	return records, problems
+	return records, "", problems
 }

@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/netip"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,8 @@ const (
 // Syncer turns the EndpointSlices of one namespace into records.
 type Syncer struct {
 	domain          string
+	namespace       string
+	indexer         cache.Indexer
 	store           *store.Store
 	lister          discoverylisters.EndpointSliceLister
 	synced          cache.InformerSynced
@@ -72,7 +75,20 @@ type Syncer struct {
 	reverse   cidr.List
 	reverseMu sync.Mutex
 
+	// seen says what each slice key stood for when last synced, so that
+	// the sync of a deleted slice knows which multi-cluster names to
+	// recompute (multi.go).
+	seenMu sync.Mutex
+	seen   map[string]seenSlice
+
 	ready atomic.Bool
+}
+
+// seenSlice is what a slice key stood for: the multi-cluster name it
+// publishes, or the namespace whose self marker it is.
+type seenSlice struct {
+	multiName     string
+	selfNamespace string
 }
 
 // Config configures a Syncer.
@@ -105,8 +121,14 @@ func New(cfg Config) (*Syncer, informers.SharedInformerFactory) {
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, informerResync, informers.WithNamespace(cfg.Namespace))
 	inf := factory.Discovery().V1().EndpointSlices()
+	if err := inf.Informer().AddIndexers(indexers); err != nil {
+		panic(fmt.Sprintf("EndpointSlice indexers: %v", err)) // only before the informer starts
+	}
 	s := &Syncer{
 		domain:          skydnsrecord.CanonicalName(cfg.Domain),
+		namespace:       cfg.Namespace,
+		indexer:         inf.Informer().GetIndexer(),
+		seen:            map[string]seenSlice{},
 		store:           cfg.Store,
 		lister:          inf.Lister(),
 		synced:          inf.Informer().HasSynced,
@@ -177,6 +199,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 // syncHandler makes the records of one slice equal to what it describes.
 // A slice that is gone (NotFound) gets its records deleted.
 func (s *Syncer) syncHandler(ctx context.Context, key string) error {
+	if name, ok := strings.CutPrefix(key, nameKeyPrefix); ok {
+		return s.syncName(ctx, name)
+	}
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return fmt.Errorf("key %q: %w", key, err)
@@ -194,10 +219,13 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 	slice, err := s.lister.EndpointSlices(namespace).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
+		s.noteSlice(key, nil, "")
 	case err != nil:
 		return fmt.Errorf("get EndpointSlice %s: %w", key, err)
 	default:
-		desired = s.sliceRecords(ctx, slice)
+		var multiName string
+		desired, multiName = s.sliceRecords(ctx, slice)
+		s.noteSlice(key, slice, multiName)
 	}
 	if !s.budget.admit(owner, len(desired)) {
 		s.refuseOverBudget(ctx, slice, len(desired))
@@ -212,15 +240,9 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 	}
 	s.observe(ctx, res, "slice", key)
 	for dir := range dirs {
-		var want skydnsrecord.Set
-		if k, r, ok := nameRecord(dir, s.store.OwnedUnder(dir)); ok {
-			want = skydnsrecord.Set{k: r}
+		if err := s.syncNameRecord(ctx, dir); err != nil {
+			return err
 		}
-		res, err := s.store.SyncOwner(ctx, nameOwnerPrefix+dir, want)
-		if err != nil {
-			return fmt.Errorf("sync name record %s: %w", dir, err)
-		}
-		s.observe(ctx, res, "name", dir)
 	}
 	// The addresses whose claims change: the ones the slice had and has.
 	addrs := map[netip.Addr]bool{}
@@ -250,10 +272,29 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 	})
 	s.budget.reset()
 	desired := skydnsrecord.Set{}
+	multi := map[string]bool{}
 	for _, slice := range slices {
-		records := s.sliceRecords(ctx, slice)
+		records, multiName := s.sliceRecords(ctx, slice)
+		if now := s.remember(sliceKey(slice), slice, multiName); now.multiName != "" {
+			multi[now.multiName] = true
+		}
 		if !s.budget.admit(Owner(slice.Namespace, slice.Name), len(records)) {
 			s.refuseOverBudget(ctx, slice, len(records))
+			continue
+		}
+		for k, r := range records {
+			desired[k] = r
+		}
+	}
+	for _, name := range sortedKeys(multi) {
+		records, err := s.multiRecords(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !s.budget.admit(MultiOwner(name), len(records)) {
+			s.metrics.RefusedSlices.Inc()
+			klog.FromContext(ctx).Error(nil, "Refused a multi-cluster name: its records would exceed the records all slices may publish",
+				"name", name, "records", len(records), "maxRecords", s.budget.max)
 			continue
 		}
 		for k, r := range records {
@@ -275,13 +316,13 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 
 // sliceRecords computes a slice's records and reports, without failing the
 // sync, every part of it that was refused.
-func (s *Syncer) sliceRecords(ctx context.Context, slice *discoveryv1.EndpointSlice) skydnsrecord.Set {
-	records, problems := SliceRecords(slice, s.domain)
+func (s *Syncer) sliceRecords(ctx context.Context, slice *discoveryv1.EndpointSlice) (skydnsrecord.Set, string) {
+	records, multiName, problems := sliceRecords(slice, s.domain)
 	for _, p := range problems {
 		s.metrics.RefusedInputs.Inc()
 		klog.FromContext(ctx).Error(p, "Refused part of an EndpointSlice", "slice", klog.KObj(slice))
 	}
-	return records
+	return records, multiName
 }
 
 // refuseOverBudget reports a slice whose records do not fit in the budget.

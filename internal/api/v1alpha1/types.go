@@ -30,6 +30,62 @@ const (
 	MaxTTL = 3600
 )
 
+// DefaultGatewaysTTL is the TTL in seconds of the multi-cluster name
+// *.<gatewaydns>.<ns>.gateways.<domain> when spec.gatewaysTTL is unset:
+// a gateway that goes unhealthy leaves every answer within detection +
+// propagation + this TTL, since the caches on the way (ours and the
+// cluster DNS's) count the one TTL down.
+const DefaultGatewaysTTL = MinTTL
+
+// MaxFailoverOrder bounds spec.locality.failoverOrder.
+const MaxFailoverOrder = 100
+
+// LocalityPolicy says which healthy gateways the DNS of each cluster
+// answers for the multi-cluster name.
+// +kubebuilder:validation:Enum=All;Local;Failover
+type LocalityPolicy string
+
+const (
+	// LocalityAll answers every healthy gateway, in every cluster alike.
+	LocalityAll LocalityPolicy = "All"
+	// LocalityLocal answers, in each cluster, that cluster's own gateway
+	// while it is healthy, and every healthy gateway otherwise.
+	LocalityLocal LocalityPolicy = "Local"
+	// LocalityFailover answers the first healthy gateway of failoverOrder,
+	// in every cluster alike.
+	LocalityFailover LocalityPolicy = "Failover"
+)
+
+// Locality says how the multi-cluster name picks among healthy gateways.
+// +kubebuilder:validation:XValidation:rule="(has(self.policy) && self.policy == 'Failover') == (has(self.failoverOrder) && size(self.failoverOrder) > 0)",message="failoverOrder is required with policy Failover and only allowed with it"
+type Locality struct {
+	// Policy is All (every healthy gateway), Local (the asking cluster's
+	// own gateway while it is healthy, else every healthy one) or Failover
+	// (the first healthy gateway of failoverOrder; when none of those is
+	// healthy, every healthy gateway it does not list). When no selected
+	// cluster's gateway is healthy, every published gateway is answered.
+	// +kubebuilder:default=All
+	// +optional
+	Policy LocalityPolicy `json:"policy,omitempty"`
+	// FailoverOrder lists Cluster names of this namespace, first choice
+	// first. Only with policy Failover.
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	FailoverOrder []string `json:"failoverOrder,omitempty"`
+}
+
+// Health reasons of a selected Cluster's gateway (ClusterStatus.HealthReason).
+const (
+	HealthReasonHealthy             = "Healthy"
+	HealthReasonClusterDeleting     = "ClusterDeleting"
+	HealthReasonClusterNotAvailable = "ClusterNotAvailable"
+	HealthReasonNoAddress           = "NoAddress"
+	HealthReasonNoReadyEndpoints    = "NoReadyEndpoints"
+)
+
 // Condition types and reasons of a GatewayDNS.
 const (
 	// ConditionReady is True when every selected cluster that this
@@ -63,6 +119,20 @@ type GatewayDNSSpec struct {
 	// +kubebuilder:validation:Maximum=3600
 	// +optional
 	TTL *int32 `json:"ttl,omitempty"`
+
+	// Locality says which healthy gateways the multi-cluster name
+	// *.<name>.<namespace>.gateways.<domain> answers, per asking cluster.
+	// Unset: policy All.
+	// +optional
+	Locality *Locality `json:"locality,omitempty"`
+
+	// GatewaysTTL in seconds of the multi-cluster name; unset, 5 s, chosen
+	// for failover: a gateway that goes unhealthy leaves the answers of
+	// every cluster's DNS within detection + propagation + this TTL.
+	// +kubebuilder:validation:Minimum=5
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	GatewaysTTL *int32 `json:"gatewaysTTL,omitempty"`
 }
 
 // ClusterStatus reports one selected Cluster: the addresses published for
@@ -84,6 +154,19 @@ type ClusterStatus struct {
 	// Message says what is wrong in words, and what was refused.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Healthy is true when this cluster's gateway counts for the
+	// multi-cluster name: the Cluster is available and not being deleted,
+	// the gateway Service has an address and a ready endpoint.
+	// +optional
+	Healthy bool `json:"healthy"`
+	// HealthReason is Healthy or why not (ClusterDeleting,
+	// ClusterNotAvailable, NoAddress, NoReadyEndpoints, ...).
+	// +optional
+	HealthReason string `json:"healthReason,omitempty"`
+	// Answered is true when the DNS of at least one cluster answers this
+	// gateway for the multi-cluster name under the locality policy.
+	// +optional
+	Answered bool `json:"answered"`
 }
 
 // GatewayDNSStatus is what the controller observed and did.
@@ -102,6 +185,10 @@ type GatewayDNSStatus struct {
 	// ReadyClusters counts the selected Clusters whose gateway name is published.
 	// +optional
 	ReadyClusters int32 `json:"readyClusters"`
+	// HealthyClusters counts the selected Clusters whose gateway is
+	// healthy, so answered for the multi-cluster name.
+	// +optional
+	HealthyClusters int32 `json:"healthyClusters"`
 	// Clusters has one entry per selected Cluster, sorted by name, at most
 	// 1000: those not Ready first, then Ready ones by name. The whole
 	// GatewayDNS is one etcd value (1.5 MiB at most by default).
@@ -121,7 +208,9 @@ type GatewayDNSStatus struct {
 // +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.spec.service`
 // +kubebuilder:printcolumn:name="Resolution",type=string,JSONPath=`.spec.resolutionType`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyClusters`
+// +kubebuilder:printcolumn:name="Healthy",type=integer,JSONPath=`.status.healthyClusters`
 // +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.selectedClusters`
+// +kubebuilder:printcolumn:name="Locality",type=string,JSONPath=`.spec.locality.policy`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="name must be at most 63 characters: it is the kubernetes.io/service-name label of the EndpointSlices"
 type GatewayDNS struct {
