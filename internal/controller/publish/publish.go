@@ -131,28 +131,28 @@ func (p *record) observe(d desired.State) {
 }
 
 // recordFor returns the record of a GatewayDNS, making it on first use.
-func (c *Writer) recordFor(ref string) *record {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.records[ref]
+func (w *Writer) recordFor(ref string) *record {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.records[ref]
 	if p == nil {
 		p = &record{targets: map[string]targetState{}}
-		c.records[ref] = p
+		w.records[ref] = p
 	}
 	return p
 }
 
 // Forget drops the record of a GatewayDNS that is gone.
-func (c *Writer) Forget(ref string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.records, ref)
+func (w *Writer) Forget(ref string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.records, ref)
 }
 
 // Remove lists the target and deletes every slice written for ref there,
 // with the orphans of its namespace.
-func (c *Writer) Remove(ctx context.Context, ref string, t Target) error {
-	_, _, err := c.writeFull(ctx, t, ref, desired.State{})
+func (w *Writer) Remove(ctx context.Context, ref string, t Target) error {
+	_, _, err := w.writeFull(ctx, t, ref, desired.State{})
 	return err
 }
 
@@ -165,9 +165,9 @@ func (c *Writer) Remove(ctx context.Context, ref string, t Target) error {
 // one of them; the others take its state. Written one by one, each would
 // create the slices the first had just made and list the namespace again.
 // When that write fails, the others are written on their own, as any target.
-func (c *Writer) Publish(ctx context.Context, ref string, d desired.State, targets []Target) Results {
+func (w *Writer) Publish(ctx context.Context, ref string, d desired.State, targets []Target) Results {
 	logger := klog.FromContext(ctx)
-	p := c.recordFor(ref)
+	p := w.recordFor(ref)
 	p.observe(d)
 
 	results := make([]targetResult, len(targets))
@@ -176,7 +176,7 @@ func (c *Writer) Publish(ctx context.Context, ref string, d desired.State, targe
 	byDest := map[string][]int{} // destination -> indexes of the targets there, in order
 	var dests []string
 	for i, t := range targets {
-		uid, has, synced := t.Cluster.SliceNamespace(c.cfg.SliceNamespace)
+		uid, has, synced := t.Cluster.SliceNamespace(w.cfg.SliceNamespace)
 		switch {
 		case !synced:
 			// Not listed yet: the Namespace informer enqueues us once it has.
@@ -205,17 +205,17 @@ func (c *Writer) Publish(ctx context.Context, ref string, d desired.State, targe
 	writtenBy := map[int]int{} // index of a target -> index of the target that writes for it
 	for _, dest := range dests {
 		group := byDest[dest]
-		w := group[0]
+		first := group[0]
 		for _, i := range group {
 			if p.known(targets[i], uids[i]) {
-				w = i
+				first = i
 				break
 			}
 		}
-		writers = append(writers, w)
+		writers = append(writers, first)
 		for _, i := range group {
-			if i != w {
-				writtenBy[i] = w
+			if i != first {
+				writtenBy[i] = first
 			}
 		}
 	}
@@ -226,7 +226,7 @@ func (c *Writer) Publish(ctx context.Context, ref string, d desired.State, targe
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				results[i] = c.writeTarget(ctx, p, targets[i], uids[i], ref, d)
+				results[i] = w.writeTarget(ctx, p, targets[i], uids[i], ref, d)
 			})
 		}
 		wg.Wait()
@@ -234,8 +234,8 @@ func (c *Writer) Publish(ctx context.Context, ref string, d desired.State, targe
 	write(writers)
 	var alone []int
 	for i, j := range writtenBy {
-		if w := results[j]; w.err == nil && w.state != nil {
-			st := *w.state
+		if r := results[j]; r.err == nil && r.state != nil {
+			st := *r.state
 			st.client = targets[i].Cluster.Client()
 			results[i].state = &st
 			continue
@@ -276,16 +276,16 @@ func (p *record) known(t Target, uid types.UID) bool {
 // writeTarget brings one target, whose slice namespace has UID uid, to the
 // current generation of p: nothing when it has it, the delta when it has
 // the one before and was listed recently, otherwise a full list and write.
-func (c *Writer) writeTarget(ctx context.Context, p *record, t Target, uid types.UID, ref string, d desired.State) targetResult {
+func (w *Writer) writeTarget(ctx context.Context, p *record, t Target, uid types.UID, ref string, d desired.State) targetResult {
 	old := p.targets[t.Cluster.Key()]
-	fresh := p.known(t, uid) && time.Since(old.listed) < c.cfg.Resync/2
+	fresh := p.known(t, uid) && time.Since(old.listed) < w.cfg.Resync/2
 	var r targetResult
 	switch {
 	case fresh && old.written == p.gen:
 		r.state = &old
 		return r
 	case fresh && old.written+1 == p.gen:
-		kept, n, err := c.writeDelta(ctx, t, ref, p.delta, p.cur, old.kept)
+		kept, n, err := w.writeDelta(ctx, t, ref, p.delta, p.cur, old.kept)
 		r.written, r.err = n, err
 		if err == nil {
 			st := old
@@ -298,7 +298,7 @@ func (c *Writer) writeTarget(ctx context.Context, p *record, t Target, uid types
 		}
 		klog.FromContext(ctx).V(2).Info("Target has slices the controller did not know of; listing it", "cluster", t.Name)
 	}
-	kept, n, err := c.writeFull(ctx, t, ref, d)
+	kept, n, err := w.writeFull(ctx, t, ref, d)
 	r.written, r.err = r.written+n, err
 	if err == nil {
 		r.state = &targetState{written: p.gen, client: t.Cluster.Client(), nsUID: uid, listed: time.Now(), kept: kept}
@@ -307,20 +307,20 @@ func (c *Writer) writeTarget(ctx context.Context, p *record, t Target, uid types
 }
 
 // slices returns the slice client of a target's slice namespace.
-func (c *Writer) slices(t Target) discoveryclient.EndpointSliceInterface {
-	return t.Cluster.Client().DiscoveryV1().EndpointSlices(c.cfg.SliceNamespace)
+func (w *Writer) slices(t Target) discoveryclient.EndpointSliceInterface {
+	return t.Cluster.Client().DiscoveryV1().EndpointSlices(w.cfg.SliceNamespace)
 }
 
 // writeFull lists the target's slices and writes the difference to d
 // (computePlan), removing orphans of deleted GatewayDNS of the namespace
 // too. It returns the slices of kept source clusters the target has.
-func (c *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.State) (map[string]string, int, error) {
+func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.State) (map[string]string, int, error) {
 	lctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
 	defer cancel()
-	list, err := c.slices(t).List(lctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
+	list, err := w.slices(t).List(lctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
 		contract.LabelManagedBy: contract.ManagedByValue}).String()})
 	if err != nil {
-		return nil, 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.Name, c.cfg.SliceNamespace, err)
+		return nil, 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.Name, w.cfg.SliceNamespace, err)
 	}
 	existing := make([]*discoveryv1.EndpointSlice, 0, len(list.Items))
 	kept := map[string]string{}
@@ -332,12 +332,12 @@ func (c *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 		}
 	}
 	p := computePlan(ref, d.Slices, existing, d.Keep)
-	p.Delete = append(p.Delete, c.orphans(ref, existing)...)
+	p.Delete = append(p.Delete, w.orphans(ref, existing)...)
 	n := 0
 	var errs []error
 	for _, s := range p.Create {
 		// put, not create: the slice may have been made since the list.
-		changed, err := c.put(ctx, t, ref, s, true)
+		changed, err := w.put(ctx, t, ref, s, true)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -347,14 +347,14 @@ func (c *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 		}
 	}
 	for _, s := range p.Update {
-		if err := c.update(ctx, t, s); err != nil {
+		if err := w.update(ctx, t, s); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		n++
 	}
 	for _, s := range p.Delete {
-		if err := c.delete(ctx, t, s); err != nil {
+		if err := w.delete(ctx, t, s); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -372,7 +372,7 @@ var errUnknownSlices = errors.New("target holds slices not known to the controll
 // of gone names, and of the kept slices of source clusters released. Each
 // change reads the one slice it touches first, so a slice that is not the
 // controller's is never changed. It returns the kept slices the target now has.
-func (c *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta, to Generation, kept map[string]string) (map[string]string, int, error) {
+func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta, to Generation, kept map[string]string) (map[string]string, int, error) {
 	next := maps.Clone(kept)
 	if next == nil {
 		next = map[string]string{}
@@ -391,7 +391,7 @@ func (c *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 	n := 0
 	var errs []error
 	put := func(s *discoveryv1.EndpointSlice, isNew bool) {
-		changed, err := c.put(ctx, t, ref, s, isNew)
+		changed, err := w.put(ctx, t, ref, s, isNew)
 		if err != nil {
 			errs = append(errs, err)
 		} else if changed {
@@ -406,7 +406,7 @@ func (c *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 		// A new name that exists already means the target is not what
 		// this record says (another writer, or a target with the same
 		// destination): one list is then cheaper than reading every slice.
-		if err := c.create(ctx, t, s); err != nil {
+		if err := w.create(ctx, t, s); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return nil, n, errUnknownSlices
 			}
@@ -419,7 +419,7 @@ func (c *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 		put(s, false)
 	}
 	for _, name := range append(gone, dl.Delete...) {
-		s, err := c.get(ctx, t, name)
+		s, err := w.get(ctx, t, name)
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
@@ -429,7 +429,7 @@ func (c *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 		case !ownedBy(s, ref):
 			continue
 		}
-		if err := c.delete(ctx, t, s); err != nil {
+		if err := w.delete(ctx, t, s); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -445,16 +445,16 @@ func (c *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 // only if it exists already (made since the target was listed); otherwise
 // it is read first, then updated or created. A slice of that name that is
 // not the controller's is an error, never overwritten.
-func (c *Writer) put(ctx context.Context, t Target, ref string, s *discoveryv1.EndpointSlice, isNew bool) (bool, error) {
+func (w *Writer) put(ctx context.Context, t Target, ref string, s *discoveryv1.EndpointSlice, isNew bool) (bool, error) {
 	if isNew {
-		err := c.create(ctx, t, s)
+		err := w.create(ctx, t, s)
 		if !apierrors.IsAlreadyExists(err) {
 			return err == nil, err
 		}
 	}
-	existing, err := c.get(ctx, t, s.Name)
+	existing, err := w.get(ctx, t, s.Name)
 	if apierrors.IsNotFound(err) {
-		return true, c.create(ctx, t, s)
+		return true, w.create(ctx, t, s)
 	}
 	if err != nil {
 		return false, fmt.Errorf("get %s: %w", s.Name, err)
@@ -465,54 +465,54 @@ func (c *Writer) put(ctx context.Context, t Target, ref string, s *discoveryv1.E
 	if sameSlice(existing, s) {
 		return false, nil
 	}
-	return true, c.update(ctx, t, mergeForUpdate(existing, s))
+	return true, w.update(ctx, t, mergeForUpdate(existing, s))
 }
 
 // get, create, update and delete are the calls to a target's slices, each
 // bounded by workload.RequestTimeout.
-func (c *Writer) get(ctx context.Context, t Target, name string) (*discoveryv1.EndpointSlice, error) {
+func (w *Writer) get(ctx context.Context, t Target, name string) (*discoveryv1.EndpointSlice, error) {
 	ctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
 	defer cancel()
-	return c.slices(t).Get(ctx, name, metav1.GetOptions{})
+	return w.slices(t).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (c *Writer) create(ctx context.Context, t Target, s *discoveryv1.EndpointSlice) error {
+func (w *Writer) create(ctx context.Context, t Target, s *discoveryv1.EndpointSlice) error {
 	ctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
 	defer cancel()
 	s = s.DeepCopy()
-	s.Namespace = c.cfg.SliceNamespace
-	if _, err := c.slices(t).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+	s.Namespace = w.cfg.SliceNamespace
+	if _, err := w.slices(t).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create %s: %w", s.Name, err)
 	}
-	c.cfg.Written.WithLabelValues("create").Inc()
+	w.cfg.Written.WithLabelValues("create").Inc()
 	klog.FromContext(ctx).Info("Created EndpointSlice", "cluster", t.Name, "slice", s.Name,
 		"hostname", s.Annotations[contract.AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
 	return nil
 }
 
 // update writes s, which carries the resourceVersion of the slice it replaces.
-func (c *Writer) update(ctx context.Context, t Target, s *discoveryv1.EndpointSlice) error {
+func (w *Writer) update(ctx context.Context, t Target, s *discoveryv1.EndpointSlice) error {
 	ctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
 	defer cancel()
-	s.Namespace = c.cfg.SliceNamespace
-	if _, err := c.slices(t).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+	s.Namespace = w.cfg.SliceNamespace
+	if _, err := w.slices(t).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update %s: %w", s.Name, err)
 	}
-	c.cfg.Written.WithLabelValues("update").Inc()
+	w.cfg.Written.WithLabelValues("update").Inc()
 	klog.FromContext(ctx).Info("Updated EndpointSlice", "cluster", t.Name, "slice", s.Name,
 		"hostname", s.Annotations[contract.AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
 	return nil
 }
 
 // delete removes s if it is still the object that was read (same UID).
-func (c *Writer) delete(ctx context.Context, t Target, s *discoveryv1.EndpointSlice) error {
+func (w *Writer) delete(ctx context.Context, t Target, s *discoveryv1.EndpointSlice) error {
 	ctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
 	defer cancel()
-	err := c.slices(t).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+	err := w.slices(t).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete %s: %w", s.Name, err)
 	}
-	c.cfg.Written.WithLabelValues("delete").Inc()
+	w.cfg.Written.WithLabelValues("delete").Inc()
 	klog.FromContext(ctx).Info("Deleted EndpointSlice", "cluster", t.Name, "slice", s.Name,
 		"hostname", s.Annotations[contract.AnnotationHostname])
 	return nil
@@ -522,7 +522,7 @@ func (c *Writer) delete(ctx context.Context, t Target, s *discoveryv1.EndpointSl
 // longer exists: it was deleted while this cluster could not be reached, so
 // its cleanup skipped this cluster. The first full list of the cluster
 // again removes them. Slices of other namespaces are left to their own.
-func (c *Writer) orphans(ref string, existing []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+func (w *Writer) orphans(ref string, existing []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
 	namespace, _, _ := strings.Cut(ref, "/")
 	var out []*discoveryv1.EndpointSlice
 	for _, s := range existing {
@@ -531,7 +531,7 @@ func (c *Writer) orphans(ref string, existing []*discoveryv1.EndpointSlice) []*d
 		if s.Labels[contract.LabelManagedBy] != contract.ManagedByValue || !ok || other == ref || otherNS != namespace {
 			continue
 		}
-		if !c.cfg.Exists(other) {
+		if !w.cfg.Exists(other) {
 			out = append(out, s)
 		}
 	}
