@@ -7,8 +7,8 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/controller/publish"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // benchClusters is n selected clusters, each with a gateway address and an
@@ -30,7 +30,7 @@ func gatewayAddr(i int) string { return fmt.Sprintf("10.0.%d.%d", i/250, i%250+1
 // the last generation, and status. It reports the size of the status it
 // writes, which the API server stores in one object.
 func BenchmarkSyncCompute(b *testing.B) {
-	gd := fixture.GatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	for _, n := range []int{100, 1000, 10000} {
 		before := benchClusters(n, gatewayAddr)
 		after := benchClusters(n, func(i int) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // Two GatewayDNS whose clusters report one load-balancer address: both
@@ -19,7 +20,7 @@ import (
 // the other GatewayDNS (whose own inputs did not change) is synced again
 // and says Published.
 func TestControllerAddressConflictAcrossGatewayDNS(t *testing.T) {
-	gdA, gdB := fixture.GatewayDNS("gw-a"), fixture.GatewayDNS("gw-b")
+	gdA, gdB := testfixture.GatewayDNS("gw-a"), testfixture.GatewayDNS("gw-b")
 	gdA.Spec.ClusterSelector.MatchLabels = map[string]string{"team": "a"}
 	gdB.Spec.ClusterSelector.MatchLabels = map[string]string{"team": "b"}
 	workloadB := fakeWorkload(true, "10.0.0.1")

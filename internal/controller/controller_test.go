@@ -36,6 +36,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 var clusterGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
@@ -253,7 +254,7 @@ const (
 var contour = map[string]string{"hasContour": "true"}
 
 func TestControllerEndToEnd(t *testing.T) {
-	gd := fixture.GatewayDNS("dev-team-gateway-dns")
+	gd := testfixture.GatewayDNS("dev-team-gateway-dns")
 	e := newTestEnv(t,
 		[]runtime.Object{
 			kubeconfigSecret("cluster-a", "cluster-a"),
@@ -341,9 +342,9 @@ func TestControllerEndToEnd(t *testing.T) {
 }
 
 func TestControllerConflictOlderWins(t *testing.T) {
-	older := fixture.GatewayDNS("older")
+	older := testfixture.GatewayDNS("older")
 	older.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour))
-	newer := fixture.GatewayDNS("newer")
+	newer := testfixture.GatewayDNS("newer")
 	newer.CreationTimestamp = metav1.NewTime(time.Now())
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
@@ -388,7 +389,7 @@ func TestControllerConflictOlderWins(t *testing.T) {
 }
 
 func TestControllerUnreachableClusterKeepsSlices(t *testing.T) {
-	gd := fixture.GatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	a := fakeWorkload(true, "10.0.0.1")
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
@@ -430,7 +431,7 @@ func TestControllerRefusesKubeconfigInstructions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gd := fixture.GatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", string(execKubeconfig))},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, gd)},
@@ -477,7 +478,7 @@ func TestControllerRemovesOrphansOfItsNamespaceOnly(t *testing.T) {
 	}
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), gatewayDNSObject(t, fixture.GatewayDNS("gw"))},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", "h-other-team/gone IPv4 10.9.9.9"}, "cluster-a")
 }
@@ -485,7 +486,7 @@ func TestControllerRemovesOrphansOfItsNamespaceOnly(t *testing.T) {
 // Two GatewayDNS with the same service in one cluster share one client and
 // one Service informer; removing one keeps it, removing both stops it.
 func TestControllerSharesServiceInformers(t *testing.T) {
-	one, two := fixture.GatewayDNS("one"), fixture.GatewayDNS("two")
+	one, two := testfixture.GatewayDNS("one"), testfixture.GatewayDNS("two")
 	one.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"x": "1"}}
 	two.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"y": "1"}}
 	e := newTestEnv(t,
@@ -543,7 +544,7 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 	a, b := fakeWorkload(true, "10.0.0.1"), fakeWorkload(true, "10.0.0.2")
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, fixture.GatewayDNS("gw"))},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a", "cluster-b")
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
@@ -586,7 +587,7 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 	// A slice that a new cluster's gateway will need is in cluster-b
 	// already, with an old address (as a second writer would leave it):
 	// cluster-b is listed and the slice corrected; cluster-a is not listed.
-	stale := desired.Compute(fixture.GatewayDNS("gw"), "xcc.test", nil, []desired.Input{good("cluster-c", "10.0.0.99")}).Slices[0]
+	stale := desired.Compute(testfixture.GatewayDNS("gw"), "xcc.test", nil, []desired.Input{good("cluster-c", "10.0.0.99")}).Slices[0]
 	stale.Namespace = DefaultSliceNamespace
 	if _, err := b.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(e.ctx, stale, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -615,7 +616,7 @@ func TestControllerReleasesKeptSlices(t *testing.T) {
 	b := fakeWorkload(true, "10.0.0.2")
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, fixture.GatewayDNS("gw"))},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
@@ -646,7 +647,7 @@ func TestRecordTransitionsBeyondTheStatusList(t *testing.T) {
 	cs := func(name, reason string) v1alpha1.ClusterStatus {
 		return v1alpha1.ClusterStatus{Name: name, Reason: reason, Ready: reason == desired.ReasonPublished}
 	}
-	gd := fixture.GatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	// The stored status lists cluster-a only and left one cluster out.
 	gd.Status.Clusters = []v1alpha1.ClusterStatus{cs("cluster-a", desired.ReasonPublished)}
 	gd.Status.OmittedClusters = 1
@@ -702,7 +703,7 @@ func TestControllerWritesSameDestinationOnce(t *testing.T) {
 	b := withNamespaceUID("ns-b", "10.0.0.2")
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b"), kubeconfigSecret("cluster-c", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", contour, ""), gatewayDNSObject(t, fixture.GatewayDNS("gw"))},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
 	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2"}, "cluster-b")
@@ -768,7 +769,7 @@ func TestControllerSameDestinationWritesWhenTheFirstFails(t *testing.T) {
 	shared := withNamespaceUID("ns-shared", "10.0.0.2")
 	e := newTestEnvClients(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "reader")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, fixture.GatewayDNS("gw"))},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "shared": shared},
 		map[string]workload.Client{"reader": refusedWrites{shared}})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a")

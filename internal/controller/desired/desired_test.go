@@ -15,6 +15,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // good is a selected cluster whose gateway Service has the given IPs.
@@ -219,7 +220,7 @@ func TestComputeDesired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gd := fixture.GatewayDNS("gw")
+			gd := testfixture.GatewayDNS("gw")
 			if tt.mutate != nil {
 				tt.mutate(gd)
 			}
@@ -296,7 +297,7 @@ func checkSliceInvariants(t *testing.T, s *discoveryv1.EndpointSlice) {
 }
 
 func TestTTLAnnotation(t *testing.T) {
-	gd := fixture.GatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	d := Compute(gd, "xcc.test", nil, []Input{good("cluster-a", "10.0.0.1")})
 	if _, ok := d.Slices[0].Annotations[contract.AnnotationTTL]; ok {
 		t.Errorf("ttl annotation set without spec.ttl")
@@ -315,7 +316,7 @@ func TestRefusalsInStatusAreBounded(t *testing.T) {
 	for i := range 5000 {
 		bad = append(bad, fmt.Sprintf("127.0.%d.%d", i/250, i%250+1))
 	}
-	d := Compute(fixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("cluster-a", append(bad, "192.0.2.1")...)})
+	d := Compute(testfixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("cluster-a", append(bad, "192.0.2.1")...)})
 	st := d.Clusters[0]
 	if st.Reason != ReasonPublished {
 		t.Fatalf("reason %s, want %s", st.Reason, ReasonPublished)
@@ -332,11 +333,11 @@ func TestTooManyAddressesKeepsTheLastOnes(t *testing.T) {
 	for i := range contract.MaxAddressesPerSlice + 1 {
 		many = append(many, fmt.Sprintf("10.0.%d.%d", i/250, i%250+1))
 	}
-	d := Compute(fixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("cluster-a", many...)})
+	d := Compute(testfixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("cluster-a", many...)})
 	if st := d.Clusters[0]; st.Reason != ReasonTooManyAddresses || !d.Keep["cluster-a"] || len(d.Slices) != 0 {
 		t.Errorf("reason %s keep %v slices %d; want %s, kept, none", st.Reason, d.Keep["cluster-a"], len(d.Slices), ReasonTooManyAddresses)
 	}
-	d = Compute(fixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("cluster-a", many[:contract.MaxAddressesPerSlice]...)})
+	d = Compute(testfixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("cluster-a", many[:contract.MaxAddressesPerSlice]...)})
 	if st := d.Clusters[0]; st.Reason != ReasonPublished || len(d.Slices) != 1 || len(d.Slices[0].Endpoints) != 10 {
 		t.Errorf("at the bound: reason %s, %d slices", st.Reason, len(d.Slices))
 	}
@@ -345,11 +346,11 @@ func TestTooManyAddressesKeepsTheLastOnes(t *testing.T) {
 // "any" is the etcd plugin's wildcard label: no published name has it, as
 // a cluster or as a namespace.
 func TestAnyIsNeverALabel(t *testing.T) {
-	d := Compute(fixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("any", "192.0.2.1"), good("cluster-a", "192.0.2.2")})
+	d := Compute(testfixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("any", "192.0.2.1"), good("cluster-a", "192.0.2.2")})
 	if d.Clusters[0].Reason != ReasonInvalidClusterName || d.Clusters[1].Reason != ReasonPublished || len(d.Slices) != 1 {
 		t.Errorf("cluster any: %+v, %d slices", d.Clusters, len(d.Slices))
 	}
-	gd := fixture.GatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	gd.Namespace = "any"
 	d = Compute(gd, "xcc.test", nil, []Input{good("cluster-a", "192.0.2.2")})
 	if d.Clusters[0].Reason != ReasonInvalidNamespaceName || len(d.Slices) != 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 func names(ss []*discoveryv1.EndpointSlice) []string {
@@ -27,7 +28,7 @@ func good(name string, addrs ...string) desired.Input {
 }
 
 func TestComputePlan(t *testing.T) {
-	gd := fixture.GatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	ref := "dev-team/gw"
 	desiredAB := desired.Compute(gd, "xcc.test", nil, []desired.Input{good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2")})
 	nameA, nameB := desiredAB.Slices[0].Name, desiredAB.Slices[1].Name
@@ -75,7 +76,7 @@ func TestComputePlan(t *testing.T) {
 }
 
 func TestMergeForUpdateKeepsOthersMarks(t *testing.T) {
-	gd := fixture.GatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	d := desired.Compute(gd, "xcc.test", nil, []desired.Input{good("cluster-a", "10.0.0.1")})
 	existing := d.Slices[0].DeepCopy()
 	existing.Labels["team"] = "x"
@@ -94,7 +95,7 @@ func TestMergeForUpdateKeepsOthersMarks(t *testing.T) {
 }
 
 func TestComputeDelta(t *testing.T) {
-	gd := fixture.GatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	set := func(keep []string, clusters ...desired.Input) Generation {
 		d := desired.Compute(gd, "xcc.test", nil, clusters)
 		for _, k := range keep {
