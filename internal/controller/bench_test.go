@@ -6,12 +6,15 @@ import (
 	"testing"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/controller/publish"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // benchClusters is n selected clusters, each with a gateway address and an
 // API host, as one GatewayDNS of the walkthrough sees them.
-func benchClusters(n int, gatewayOf func(i int) string) []clusterInput {
-	out := make([]clusterInput, n)
+func benchClusters(n int, gatewayOf func(i int) string) []desired.Input {
+	out := make([]desired.Input, n)
 	for i := range out {
 		c := good(fmt.Sprintf("cluster-%05d", i), gatewayOf(i))
 		c.APIHost = fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)
@@ -27,7 +30,7 @@ func gatewayAddr(i int) string { return fmt.Sprintf("10.0.%d.%d", i/250, i%250+1
 // the last generation, and status. It reports the size of the status it
 // writes, which the API server stores in one object.
 func BenchmarkSyncCompute(b *testing.B) {
-	gd := testGatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	for _, n := range []int{100, 1000, 10000} {
 		before := benchClusters(n, gatewayAddr)
 		after := benchClusters(n, func(i int) string {
@@ -36,12 +39,12 @@ func BenchmarkSyncCompute(b *testing.B) {
 			}
 			return gatewayAddr(i)
 		})
-		prev := newDesiredSet(computeDesired(gd, "xcc.test", nil, before))
+		prev := publish.NewGeneration(desired.Compute(gd, "xcc.test", nil, before))
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
 			var st v1alpha1.GatewayDNSStatus
 			for b.Loop() {
-				d := computeDesired(gd, "xcc.test", nil, after)
-				dl := computeDelta(prev, newDesiredSet(d))
+				d := desired.Compute(gd, "xcc.test", nil, after)
+				dl := publish.ComputeDelta(prev, publish.NewGeneration(d))
 				if len(dl.Update) != 1 {
 					b.Fatalf("delta updates %d slices, want 1", len(dl.Update))
 				}

@@ -32,7 +32,11 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 var clusterGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
@@ -81,7 +85,7 @@ func capiCluster(name string, labels map[string]string, apiHost string) *unstruc
 
 func kubeconfigSecret(cluster, value string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: cluster + "-kubeconfig"},
-		Data: map[string][]byte{KubeconfigSecretKey: []byte(value)}}
+		Data: map[string][]byte{workload.KubeconfigSecretKey: []byte(value)}}
 }
 
 func gatewayDNSObject(t *testing.T, gd *v1alpha1.GatewayDNS) *unstructured.Unstructured {
@@ -103,7 +107,7 @@ func fakeWorkload(optIn bool, addrs ...string) *fake.Clientset {
 		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}})
 	}
 	if len(addrs) > 0 {
-		objs = append(objs, lbService(ips(addrs...)...))
+		objs = append(objs, fixture.LBService(fixture.IPs(addrs...)...))
 	}
 	return fake.NewClientset(objs...)
 }
@@ -115,7 +119,7 @@ func newTestEnv(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Objec
 
 // newTestEnvClients is newTestEnv where the kubeconfigs in clients get
 // those clients instead of a fake of workloads.
-func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Object, workloads map[string]*fake.Clientset, clients map[string]WorkloadClient) *testEnv {
+func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Object, workloads map[string]*fake.Clientset, clients map[string]workload.Client) *testEnv {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -146,7 +150,7 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 		events: record.NewFakeRecorder(1000)}
 	e.ctrl = New(Config{
 		Kube: e.mgmt, Dynamic: dyn, ClusterResource: clusterGVR,
-		NewClient: func(raw []byte) (WorkloadClient, error) {
+		NewClient: func(raw []byte) (workload.Client, error) {
 			if c, ok := clients[string(raw)]; ok {
 				return c, nil
 			}
@@ -155,7 +159,7 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 			}
 			// Anything else goes through the production factory: garbage
 			// is KubeconfigInvalid, an exec kubeconfig KubeconfigRefused.
-			return NewClientFromKubeconfig(raw, kubeconfig.Policy{})
+			return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{})
 		},
 		SliceNamespace: DefaultSliceNamespace, Domain: "xcc.test", Resync: time.Hour, Workers: 2,
 		Recorder: e.events,
@@ -178,7 +182,7 @@ func (e *testEnv) slices(cluster string) []string {
 	}
 	var out []string
 	for i := range list.Items {
-		out = append(out, sliceView(&list.Items[i]))
+		out = append(out, fixture.SliceView(&list.Items[i]))
 	}
 	slices.Sort(out)
 	return out
@@ -236,6 +240,11 @@ func reasonsOf(st v1alpha1.GatewayDNSStatus) string {
 	return strings.Join(out, " ")
 }
 
+// good is a selected cluster whose gateway Service has the given IPs.
+func good(name string, addrs ...string) desired.Input {
+	return desired.Input{Name: name, Selected: true, ServiceSynced: true, Service: fixture.LBService(fixture.IPs(addrs...)...)}
+}
+
 const (
 	gwA  = "*.gateway.cluster-a.dev-team.clusters.xcc.test"
 	gwB  = "*.gateway.cluster-b.dev-team.clusters.xcc.test"
@@ -245,7 +254,7 @@ const (
 var contour = map[string]string{"hasContour": "true"}
 
 func TestControllerEndToEnd(t *testing.T) {
-	gd := testGatewayDNS("dev-team-gateway-dns")
+	gd := testfixture.GatewayDNS("dev-team-gateway-dns")
 	e := newTestEnv(t,
 		[]runtime.Object{
 			kubeconfigSecret("cluster-a", "cluster-a"),
@@ -281,7 +290,7 @@ func TestControllerEndToEnd(t *testing.T) {
 	}
 
 	t.Run("a load-balancer change reaches every cluster without a resync", func(t *testing.T) {
-		svc := lbService(ips("10.0.0.9")...)
+		svc := fixture.LBService(fixture.IPs("10.0.0.9")...)
 		if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, svc, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -322,20 +331,20 @@ func TestControllerEndToEnd(t *testing.T) {
 
 	t.Run("with no GatewayDNS left every workload client and informer stops", func(t *testing.T) {
 		err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			e.ctrl.workloads.mu.Lock()
-			defer e.ctrl.workloads.mu.Unlock()
-			return len(e.ctrl.workloads.clusters) == 0, nil
+			clusters, _, _ := e.ctrl.workloads.Watched()
+			return clusters == 0, nil
 		})
 		if err != nil {
-			t.Errorf("workload clusters still watched: %d", len(e.ctrl.workloads.clusters))
+			clusters, _, _ := e.ctrl.workloads.Watched()
+			t.Errorf("workload clusters still watched: %d", clusters)
 		}
 	})
 }
 
 func TestControllerConflictOlderWins(t *testing.T) {
-	older := testGatewayDNS("older")
+	older := testfixture.GatewayDNS("older")
 	older.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour))
-	newer := testGatewayDNS("newer")
+	newer := testfixture.GatewayDNS("newer")
 	newer.CreationTimestamp = metav1.NewTime(time.Now())
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
@@ -380,7 +389,7 @@ func TestControllerConflictOlderWins(t *testing.T) {
 }
 
 func TestControllerUnreachableClusterKeepsSlices(t *testing.T) {
-	gd := testGatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	a := fakeWorkload(true, "10.0.0.1")
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
@@ -394,12 +403,12 @@ func TestControllerUnreachableClusterKeepsSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
-		return strings.Contains(reasonsOf(s), "cluster-a="+ReasonKubeconfigMissing)
+		return strings.Contains(reasonsOf(s), "cluster-a="+desired.ReasonKubeconfigMissing)
 	})
 	if c := findCondition(st, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("Ready %+v", c)
 	}
-	if !e.sawEvent("Warning", ReasonKubeconfigMissing, "cluster-a") {
+	if !e.sawEvent("Warning", desired.ReasonKubeconfigMissing, "cluster-a") {
 		t.Errorf("no Warning event for cluster-a losing its kubeconfig")
 	}
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
@@ -422,19 +431,19 @@ func TestControllerRefusesKubeconfigInstructions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gd := testGatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", string(execKubeconfig))},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, gd)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
 
 	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
-		return reasonsOf(s) == "cluster-a="+ReasonPublished+" cluster-b="+ReasonKubeconfigRefused
+		return reasonsOf(s) == "cluster-a="+desired.ReasonPublished+" cluster-b="+desired.ReasonKubeconfigRefused
 	})
 	if msg := st.Clusters[1].Message; !strings.Contains(msg, `users["b"].exec refused`) {
 		t.Errorf("cluster-b message %q does not name exec", msg)
 	}
-	if !e.sawEvent("Warning", ReasonKubeconfigRefused, "cluster-b", "exec") {
+	if !e.sawEvent("Warning", desired.ReasonKubeconfigRefused, "cluster-b", "exec") {
 		t.Error("no Warning Event KubeconfigRefused for cluster-b naming exec")
 	}
 	e.eventually([]string{gwA + " IPv4 10.0.0.1"}, "cluster-a")
@@ -469,7 +478,7 @@ func TestControllerRemovesOrphansOfItsNamespaceOnly(t *testing.T) {
 	}
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), gatewayDNSObject(t, testGatewayDNS("gw"))},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", "h-other-team/gone IPv4 10.9.9.9"}, "cluster-a")
 }
@@ -477,7 +486,7 @@ func TestControllerRemovesOrphansOfItsNamespaceOnly(t *testing.T) {
 // Two GatewayDNS with the same service in one cluster share one client and
 // one Service informer; removing one keeps it, removing both stops it.
 func TestControllerSharesServiceInformers(t *testing.T) {
-	one, two := testGatewayDNS("one"), testGatewayDNS("two")
+	one, two := testfixture.GatewayDNS("one"), testfixture.GatewayDNS("two")
 	one.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"x": "1"}}
 	two.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"y": "1"}}
 	e := newTestEnv(t,
@@ -485,17 +494,7 @@ func TestControllerSharesServiceInformers(t *testing.T) {
 		[]runtime.Object{capiCluster("cluster-a", map[string]string{"x": "1", "y": "1"}, ""), gatewayDNSObject(t, one), gatewayDNSObject(t, two)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1"}, "cluster-a")
-	watch := func() (clusters, services, users int) {
-		e.ctrl.workloads.mu.Lock()
-		defer e.ctrl.workloads.mu.Unlock()
-		for _, w := range e.ctrl.workloads.clusters {
-			for _, sw := range w.services {
-				services++
-				users += len(sw.users)
-			}
-		}
-		return len(e.ctrl.workloads.clusters), services, users
-	}
+	watch := e.ctrl.workloads.Watched
 	// "one" is older by name at equal creation time: it owns cluster-a and
 	// watches the Service; "two" reports Conflict and watches nothing.
 	if c, s, u := watch(); c != 1 || s != 1 || u != 1 {
@@ -545,7 +544,7 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 	a, b := fakeWorkload(true, "10.0.0.1"), fakeWorkload(true, "10.0.0.2")
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testGatewayDNS("gw"))},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a", "cluster-b")
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
@@ -556,7 +555,7 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 
 	setLB := func(addr string) {
 		t.Helper()
-		if _, err := a.CoreV1().Services("projectcontour").UpdateStatus(e.ctx, lbService(ips(addr)...), metav1.UpdateOptions{}); err != nil {
+		if _, err := a.CoreV1().Services("projectcontour").UpdateStatus(e.ctx, fixture.LBService(fixture.IPs(addr)...), metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -582,13 +581,13 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 		t.Errorf("a target whose write failed was not listed again")
 	}
 	if sliceLists(a) != listsA {
-		t.Errorf("a target in step was listed again: %d -> %d", listsA, sliceLists(a))
+		t.Errorf("a target whose state was known was listed again: %d -> %d", listsA, sliceLists(a))
 	}
 
 	// A slice that a new cluster's gateway will need is in cluster-b
 	// already, with an old address (as a second writer would leave it):
 	// cluster-b is listed and the slice corrected; cluster-a is not listed.
-	stale := computeDesired(testGatewayDNS("gw"), "xcc.test", nil, []clusterInput{good("cluster-c", "10.0.0.99")}).Slices[0]
+	stale := desired.Compute(testfixture.GatewayDNS("gw"), "xcc.test", nil, []desired.Input{good("cluster-c", "10.0.0.99")}).Slices[0]
 	stale.Namespace = DefaultSliceNamespace
 	if _, err := b.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(e.ctx, stale, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -604,7 +603,7 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
 	e.eventually([]string{gwA + " IPv4 10.0.0.10", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3"}, "cluster-a", "cluster-b")
 	if sliceLists(b) == listsB {
-		t.Errorf("cluster-b held a slice it was not known to and was not listed")
+		t.Errorf("cluster-b had a slice it was not known to and was not listed")
 	}
 	if sliceLists(a) != listsA {
 		t.Errorf("cluster-a was listed again: %d -> %d", listsA, sliceLists(a))
@@ -617,7 +616,7 @@ func TestControllerReleasesKeptSlices(t *testing.T) {
 	b := fakeWorkload(true, "10.0.0.2")
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testGatewayDNS("gw"))},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
@@ -626,7 +625,7 @@ func TestControllerReleasesKeptSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
-		return strings.Contains(reasonsOf(s), "cluster-a="+ReasonKubeconfigMissing)
+		return strings.Contains(reasonsOf(s), "cluster-a="+desired.ReasonKubeconfigMissing)
 	})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
 	lists := sliceLists(b)
@@ -644,15 +643,14 @@ func TestControllerReleasesKeptSlices(t *testing.T) {
 // leaves out come from what the controller remembers.
 func TestRecordTransitionsBeyondTheStatusList(t *testing.T) {
 	events := record.NewFakeRecorder(100)
-	c := &Controller{cfg: Config{Recorder: events}}
+	c := &Controller{cfg: Config{Recorder: events}, reasons: newLastReasons()}
 	cs := func(name, reason string) v1alpha1.ClusterStatus {
-		return v1alpha1.ClusterStatus{Name: name, Reason: reason, Ready: reason == ReasonPublished}
+		return v1alpha1.ClusterStatus{Name: name, Reason: reason, Ready: reason == desired.ReasonPublished}
 	}
-	gd := testGatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	// The stored status lists cluster-a only and left one cluster out.
-	gd.Status.Clusters = []v1alpha1.ClusterStatus{cs("cluster-a", ReasonPublished)}
+	gd.Status.Clusters = []v1alpha1.ClusterStatus{cs("cluster-a", desired.ReasonPublished)}
 	gd.Status.OmittedClusters = 1
-	p := &published{}
 	count := func() int {
 		n := 0
 		for {
@@ -665,15 +663,15 @@ func TestRecordTransitionsBeyondTheStatusList(t *testing.T) {
 		}
 	}
 
-	c.recordTransitions(gd, p, []v1alpha1.ClusterStatus{cs("cluster-a", ReasonServiceNotFound), cs("cluster-b", ReasonPublished)})
+	c.recordTransitions(gd, []v1alpha1.ClusterStatus{cs("cluster-a", desired.ReasonServiceNotFound), cs("cluster-b", desired.ReasonPublished)})
 	if n := count(); n != 1 {
 		t.Errorf("first sync since start: %d events, want 1 (cluster-a changed; cluster-b unknown)", n)
 	}
-	c.recordTransitions(gd, p, []v1alpha1.ClusterStatus{cs("cluster-a", ReasonServiceNotFound), cs("cluster-b", ReasonPublished)})
+	c.recordTransitions(gd, []v1alpha1.ClusterStatus{cs("cluster-a", desired.ReasonServiceNotFound), cs("cluster-b", desired.ReasonPublished)})
 	if n := count(); n != 0 {
 		t.Errorf("nothing changed: %d events", n)
 	}
-	c.recordTransitions(gd, p, []v1alpha1.ClusterStatus{cs("cluster-a", ReasonServiceNotFound), cs("cluster-b", ReasonNoLoadBalancerIngress)})
+	c.recordTransitions(gd, []v1alpha1.ClusterStatus{cs("cluster-a", desired.ReasonServiceNotFound), cs("cluster-b", desired.ReasonNoLoadBalancerIngress)})
 	if n := count(); n != 1 {
 		t.Errorf("cluster-b changed: %d events, want 1", n)
 	}
@@ -696,16 +694,16 @@ func sliceActions(c *fake.Clientset, verb string) int {
 func withNamespaceUID(uid types.UID, addrs ...string) *fake.Clientset {
 	return fake.NewClientset(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace, UID: uid}},
-		lbService(ips(addrs...)...))
+		fixture.LBService(fixture.IPs(addrs...)...))
 }
 
-// Two Clusters whose kubeconfigs reach one workload cluster are one place:
-// it is listed and written once per sync, not once per Cluster.
-func TestControllerWritesTwinTargetsOnce(t *testing.T) {
+// Two Clusters whose kubeconfigs reach one workload cluster have the same
+// destination: it is listed and written once per sync, not once per Cluster.
+func TestControllerWritesSameDestinationOnce(t *testing.T) {
 	b := withNamespaceUID("ns-b", "10.0.0.2")
 	e := newTestEnv(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b"), kubeconfigSecret("cluster-c", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", contour, ""), gatewayDNSObject(t, testGatewayDNS("gw"))},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
 	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2"}, "cluster-b")
@@ -718,7 +716,7 @@ func TestControllerWritesTwinTargetsOnce(t *testing.T) {
 	}
 
 	before := len(b.Actions())
-	if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, lbService(ips("10.0.0.9")...), metav1.UpdateOptions{}); err != nil {
+	if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, fixture.LBService(fixture.IPs("10.0.0.9")...), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually([]string{gwA + " IPv4 10.0.0.9", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2"}, "cluster-b")
@@ -763,16 +761,17 @@ func (refusedSlices) Update(context.Context, *discoveryv1.EndpointSlice, metav1.
 	return nil, errRefused
 }
 
-// When the twin that writes a place fails, the other writes it on its own.
-func TestControllerTwinWritesWhenTheFirstFails(t *testing.T) {
+// When the target that writes a destination fails, the other target with
+// that destination writes it on its own.
+func TestControllerSameDestinationWritesWhenTheFirstFails(t *testing.T) {
 	// cluster-b and, later, cluster-c reach one workload cluster; only
 	// cluster-c's kubeconfig may write there.
 	shared := withNamespaceUID("ns-shared", "10.0.0.2")
 	e := newTestEnvClients(t,
 		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "reader")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testGatewayDNS("gw"))},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "shared": shared},
-		map[string]WorkloadClient{"reader": refusedWrites{shared}})
+		map[string]workload.Client{"reader": refusedWrites{shared}})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a")
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
 	if got := e.slices("shared"); len(got) != 0 {
@@ -811,9 +810,9 @@ func TestSecretForCache(t *testing.T) {
 			},
 			Type: "cluster.x-k8s.io/secret",
 			Data: map[string][]byte{
-				KubeconfigSecretKey: []byte("kubeconfig"),
-				"password":          []byte("secret"),
-				"tls.key":           []byte("key"),
+				workload.KubeconfigSecretKey: []byte("kubeconfig"),
+				"password":                   []byte("secret"),
+				"tls.key":                    []byte("key"),
 			},
 			StringData: map[string]string{"token": "secret"},
 		}
@@ -825,7 +824,7 @@ func TestSecretForCache(t *testing.T) {
 		}
 	}
 	noValue := full("cluster-b-kubeconfig")
-	delete(noValue.Data, KubeconfigSecretKey)
+	delete(noValue.Data, workload.KubeconfigSecretKey)
 	tombstone := cache.DeletedFinalStateUnknown{Key: "dev-team/x", Obj: full("x")}
 
 	cases := []struct {
@@ -834,7 +833,7 @@ func TestSecretForCache(t *testing.T) {
 		want any
 	}{
 		{"kubeconfig Secret keeps value", full("cluster-a-kubeconfig"),
-			kept("cluster-a-kubeconfig", map[string][]byte{KubeconfigSecretKey: []byte("kubeconfig")})},
+			kept("cluster-a-kubeconfig", map[string][]byte{workload.KubeconfigSecretKey: []byte("kubeconfig")})},
 		{"kubeconfig Secret without value", noValue, kept("cluster-b-kubeconfig", nil)},
 		{"other Secret keeps no data", full("registry-credentials"), kept("registry-credentials", nil)},
 		{"not a Secret", tombstone, tombstone},
@@ -873,7 +872,7 @@ func TestControllerCachesTrimmedSecrets(t *testing.T) {
 		}
 		want := map[string][]byte(nil)
 		if name == "cluster-a-kubeconfig" {
-			want = map[string][]byte{KubeconfigSecretKey: []byte("cluster-a")}
+			want = map[string][]byte{workload.KubeconfigSecretKey: []byte("cluster-a")}
 		}
 		if len(s.Annotations) > 0 || len(s.Labels) > 0 || !equality.Semantic.DeepEqual(s.Data, want) {
 			t.Errorf("cached Secret %s: annotations %v labels %v data %q; want none, none, %q", name, s.Annotations, s.Labels, s.Data, want)

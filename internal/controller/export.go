@@ -6,6 +6,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 )
 
 // DesiredSlices is the controller's pure desired state for tests outside
@@ -14,9 +15,9 @@ import (
 // (nil: not found), with no control-plane host. The slices carry no
 // namespace; the controller writes them into its slice namespace.
 func DesiredSlices(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, services map[string]*corev1.Service) []*discoveryv1.EndpointSlice {
-	var clusters []clusterInput
+	var clusters []desired.Input
 	for name, svc := range services {
-		clusters = append(clusters, clusterInput{Name: name, Selected: true, ServiceSynced: true, Service: svc})
+		clusters = append(clusters, desired.Input{Name: name, Selected: true, ServiceSynced: true, Service: svc})
 	}
-	return computeDesired(gd, domain, allowed, clusters).Slices
+	return desired.Compute(gd, domain, allowed, clusters).Slices
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/httpserver"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
@@ -165,7 +166,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	runController := func(ctx context.Context) error {
 		policy := kubeconfig.Policy{AllowExec: o.AllowKubeconfigExec}
-		newClient := func(data []byte) (WorkloadClient, error) { return NewClientFromKubeconfig(data, policy) }
+		newClient := func(data []byte) (workload.Client, error) { return workload.NewClientFromKubeconfig(data, policy) }
 		c := New(Config{
 			Kube: kube, Dynamic: dyn, ClusterResource: clusterGVR, NewClient: newClient,
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,

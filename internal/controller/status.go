@@ -1,15 +1,20 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 )
 
 // Condition reasons.
@@ -25,16 +30,16 @@ const (
 // maxConditionMessage keeps a condition message readable in kubectl describe.
 const maxConditionMessage = 1024
 
-// maxStatusClusters bounds status.clusters. The GatewayDNS, status and all,
-// is one etcd value of at most 1.5 MiB by default, and an entry takes
-// 100-200 bytes: 10,000 Published entries measured 1.17 MB.
+// maxStatusClusters bounds status.clusters: the GatewayDNS, status and
+// all, is one etcd value of at most 1.5 MiB by default (sizes measured in
+// docs/benchmarks.md, section 4).
 const maxStatusClusters = 1000
 
 // buildStatus is the status a GatewayDNS should have after a sync: the
 // per-cluster entries of d, and Ready and Conflict conditions. writeErrs
 // holds, by target cluster, writes that failed. Condition transition times
 // change only when a condition's status does.
-func buildStatus(gd *v1alpha1.GatewayDNS, d desiredState, writeErrs map[string]error) v1alpha1.GatewayDNSStatus {
+func buildStatus(gd *v1alpha1.GatewayDNS, d desired.State, writeErrs map[string]error) v1alpha1.GatewayDNSStatus {
 	st := v1alpha1.GatewayDNSStatus{
 		ObservedGeneration: gd.Generation,
 		Conditions:         append([]metav1.Condition(nil), gd.Status.Conditions...),
@@ -46,7 +51,7 @@ func buildStatus(gd *v1alpha1.GatewayDNS, d desiredState, writeErrs map[string]e
 		switch {
 		case c.Ready:
 			st.ReadyClusters++
-		case c.Reason != ReasonConflict:
+		case c.Reason != desired.ReasonConflict:
 			notReady = append(notReady, c.Name+": "+c.Reason)
 		}
 	}
@@ -120,4 +125,37 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// updateStatus writes status when it differs from what the object has.
+func (c *Controller) updateStatus(ctx context.Context, gd *v1alpha1.GatewayDNS, st v1alpha1.GatewayDNSStatus) error {
+	if statusEqual(gd.Status, st) {
+		return nil
+	}
+	cp := gd.DeepCopy()
+	cp.Status = st
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cp)
+	if err != nil {
+		return fmt.Errorf("convert GatewayDNS %s/%s: %w", gd.Namespace, gd.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(v1alpha1.GatewayDNSKind)
+	_, err = c.cfg.Dynamic.Resource(v1alpha1.GatewayDNSResource).Namespace(gd.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update status of GatewayDNS %s/%s: %w", gd.Namespace, gd.Name, err)
+	}
+	return nil
+}
+
+// toGatewayDNS converts an informer object into the typed GatewayDNS.
+func toGatewayDNS(obj any) (*v1alpha1.GatewayDNS, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("GatewayDNS informer delivered %T", obj)
+	}
+	gd := &v1alpha1.GatewayDNS{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, gd); err != nil {
+		return nil, fmt.Errorf("convert GatewayDNS %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return gd, nil
 }

@@ -1,4 +1,4 @@
-package controller
+package desired
 
 import (
 	"fmt"
@@ -12,25 +12,26 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 )
 
-// claims maps a cluster ("<namespace>/<name>") to the addresses (IPs, not
+// Claims maps a cluster ("<namespace>/<name>") to the addresses (IPs, not
 // hostnames: only addresses get PTRs) its names publish.
-type claims map[string][]string
+type Claims map[string][]string
 
-// addressClaims holds the claims of every GatewayDNS the controller has
+// AddressClaims holds the claims of every GatewayDNS the controller has
 // synced, so that two clusters claiming one address are found whichever
 // GatewayDNS, in whichever namespace, publishes each.
-type addressClaims struct {
+type AddressClaims struct {
 	mu   sync.Mutex
-	byGD map[string]claims // GatewayDNS key -> its clusters' claims
+	byGD map[string]Claims // GatewayDNS key -> its clusters' claims
 }
 
-func newAddressClaims() *addressClaims { return &addressClaims{byGD: map[string]claims{}} }
+// NewAddressClaims returns an empty record of claims.
+func NewAddressClaims() *AddressClaims { return &AddressClaims{byGD: map[string]Claims{}} }
 
-// clusterClaims returns what the status entries of a GatewayDNS of
+// ClusterClaims returns what the status entries of a GatewayDNS of
 // namespace claim. A cluster whose last slices are kept (d.Keep) still
 // claims what it claimed before, from old.
-func clusterClaims(namespace string, d desiredState, old claims) claims {
-	out := claims{}
+func ClusterClaims(namespace string, d State, old Claims) Claims {
+	out := Claims{}
 	for _, st := range d.Clusters {
 		id := namespace + "/" + st.Name
 		if d.Keep[st.Name] {
@@ -53,18 +54,18 @@ func clusterClaims(namespace string, d desiredState, old claims) claims {
 	return out
 }
 
-// get returns the claims last recorded for gd.
-func (a *addressClaims) get(gd string) claims {
+// Get returns the claims last recorded for gd.
+func (a *AddressClaims) Get(gd string) Claims {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.byGD[gd]
 }
 
-// set records the claims of gd (nil: it is gone) and returns, by cluster
+// Set records the claims of gd (nil: it is gone) and returns, by cluster
 // of gd, the other clusters claiming each of its addresses, and the other
 // GatewayDNS whose conflicts the change may have changed: those claiming
 // an address gd gained or lost.
-func (a *addressClaims) set(gd string, now claims) (shared map[string]map[string][]string, affected []string) {
+func (a *AddressClaims) Set(gd string, now Claims) (shared map[string]map[string][]string, affected []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	before := a.byGD[gd]
@@ -74,7 +75,7 @@ func (a *addressClaims) set(gd string, now claims) (shared map[string]map[string
 		a.byGD[gd] = now
 	}
 	changed := map[string]bool{}
-	for _, c := range []claims{before, now} {
+	for _, c := range []Claims{before, now} {
 		for id, addrs := range c {
 			for _, addr := range addrs {
 				if !slices.Contains(before[id], addr) || !slices.Contains(now[id], addr) {
@@ -123,11 +124,11 @@ func (a *addressClaims) set(gd string, now claims) (shared map[string]map[string
 	return shared, affected
 }
 
-// markAddressConflicts reports, on the status entry of every cluster of
+// MarkAddressConflicts reports, on the status entry of every cluster of
 // namespace in shared, the addresses other clusters claim too. A Published
 // cluster becomes AddressConflict (still Ready: its names are published);
 // any other reason stays, with the note added to its message.
-func markAddressConflicts(clusters []v1alpha1.ClusterStatus, namespace string, shared map[string]map[string][]string) []v1alpha1.ClusterStatus {
+func MarkAddressConflicts(clusters []v1alpha1.ClusterStatus, namespace string, shared map[string]map[string][]string) []v1alpha1.ClusterStatus {
 	out := slices.Clone(clusters)
 	for i, st := range out {
 		byAddr := shared[namespace+"/"+st.Name]

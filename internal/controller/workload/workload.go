@@ -1,4 +1,4 @@
-package controller
+package workload
 
 import (
 	"context"
@@ -23,32 +23,34 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 )
 
-// KubeconfigSecretKey is the key of the CAPI `<cluster>-kubeconfig` Secret
-// that holds the kubeconfig of the workload cluster.
 const (
-	KubeconfigSecretKey    = "value"
-	kubeconfigSecretSuffix = "-kubeconfig"
-	// workloadRequestTimeout bounds every read and write in a workload
-	// cluster, so an unreachable cluster costs a worker seconds, not
-	// minutes. It is a context deadline per call, not rest.Config.Timeout:
-	// that one also ends every watch after it, and the informers would
-	// watch again every 10 s.
-	workloadRequestTimeout = 10 * time.Second
-	// workloadQPS and workloadBurst limit the requests to one workload
-	// cluster. Filling a cluster that opts in takes a write per slice,
-	// two slices per selected cluster: 2,000 at 1,000 Clusters, 40 s at 50/s.
-	workloadQPS   = 50
-	workloadBurst = 100
+	// KubeconfigSecretKey is the key of the CAPI `<cluster>-kubeconfig`
+	// Secret that holds the kubeconfig of the workload cluster.
+	KubeconfigSecretKey = "value"
+	// KubeconfigSecretSuffix follows the Cluster's name in its Secret's name.
+	KubeconfigSecretSuffix = "-kubeconfig"
+	// RequestTimeout bounds every read and write in a workload cluster, so
+	// an unreachable cluster costs a worker seconds, not minutes. It is a
+	// context deadline per call, not rest.Config.Timeout: that one also
+	// ends every watch after it, and the informers would watch again every 10 s.
+	RequestTimeout = 10 * time.Second
+	// clientQPS and clientBurst limit the requests to one workload cluster.
+	// Filling a cluster that opts in takes a write per slice, two slices
+	// per selected cluster: 2,000 at 1,000 Clusters, 40 s at 50/s.
+	clientQPS   = 50
+	clientBurst = 100
 )
 
-// WorkloadClient is what the controller uses in a workload cluster: its
+// Client is what the controller uses in a workload cluster: its
 // Namespaces and Services (read) and EndpointSlices (written). A
 // *fake.Clientset is one; production builds only these two typed clients,
-// not a whole clientset per cluster (34 KiB each).
-type WorkloadClient interface {
+// as a whole clientset per cluster costs memory at thousands of clusters
+// (docs/benchmarks.md, section 4).
+type Client interface {
 	CoreV1() typedcorev1.CoreV1Interface
 	DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface
 }
@@ -57,36 +59,36 @@ type WorkloadClient interface {
 // Tests hand out fake clientsets; production parses the kubeconfig
 // (NewClientFromKubeconfig). An error wrapping a *kubeconfig.RefusedError
 // gives the reason KubeconfigRefused, any other KubeconfigInvalid.
-type ClientFactory func(kubeconfig []byte) (WorkloadClient, error)
+type ClientFactory func(kubeconfig []byte) (Client, error)
 
-// workloadClient is the production WorkloadClient; both typed clients
-// share one HTTP client.
-type workloadClient struct {
+// typedClient is the production Client; both typed clients share one
+// HTTP client.
+type typedClient struct {
 	core      *typedcorev1.CoreV1Client
 	discovery *typeddiscoveryv1.DiscoveryV1Client
 }
 
-func (c *workloadClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
-func (c *workloadClient) DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface {
+func (c *typedClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
+func (c *typedClient) DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface {
 	return c.discovery
 }
 
-var _ WorkloadClient = (*workloadClient)(nil)
+var _ Client = (*typedClient)(nil)
 
 // NewClientFromKubeconfig builds the client of a workload cluster from the
 // kubeconfig of its Secret, using its inline data only (package
 // kubeconfig): a tenant writes that Secret, so what it asks the controller
 // to run, read or route through is refused (a *kubeconfig.RefusedError),
 // but for the exec commands the operator allows in policy.
-func NewClientFromKubeconfig(data []byte, policy kubeconfig.Policy) (WorkloadClient, error) {
+func NewClientFromKubeconfig(data []byte, policy kubeconfig.Policy) (Client, error) {
 	cfg, err := kubeconfig.RESTConfig(data, policy)
 	if err != nil {
 		return nil, err // it speaks of the kubeconfig and its fields already
 	}
-	cfg.QPS, cfg.Burst = workloadQPS, workloadBurst
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	cfg.UserAgent = "xcc-syncer-controller"
-	// Protobuf: a target's full list of slices decodes several times
-	// faster than as JSON, and every resource the controller uses is built in.
+	// Protobuf: a target's full list of slices decodes faster than JSON,
+	// and every resource the controller uses is built in.
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	// API server warnings (FQDN EndpointSlices are deprecated) are logged
@@ -104,33 +106,57 @@ func NewClientFromKubeconfig(data []byte, policy kubeconfig.Policy) (WorkloadCli
 	if err != nil {
 		return nil, fmt.Errorf("client from kubeconfig: %w", err)
 	}
-	return &workloadClient{core: core, discovery: discovery}, nil
+	return &typedClient{core: core, discovery: discovery}, nil
 }
 
-// workloads keeps one client per workload cluster, one Namespace informer
-// on the slice namespace of each, and one Service informer per gateway
-// Service. Each is shared by every GatewayDNS that uses it and stopped when
-// none does (release).
-type workloads struct {
+// Set keeps one client per workload cluster, one Namespace informer on
+// the slice namespace of each, and one Service informer per gateway
+// Service. Each is shared by every GatewayDNS that uses it (its users, by
+// GatewayDNS key) and stopped when none does (Release).
+type Set struct {
 	mu             sync.Mutex
-	ctx            context.Context // parent of every informer; set by start
+	ctx            context.Context // parent of every informer; set by Start
 	newClient      ClientFactory
 	sliceNamespace string
-	// onNamespace is called when the slice namespace of a cluster in
-	// clusterNamespace appears, goes, or first lists.
-	onNamespace func(clusterNamespace string)
-	// onService is called with the GatewayDNS keys that use a Service informer when it changes.
-	onService func(users []string)
-	clusters  map[string]*workload // by "<cluster-ns>/<cluster>"
-	gauge     func(n int)
+	onNamespace    func(clusterNamespace string)
+	onService      func(users []string)
+	clusters       map[string]*Cluster // by "<cluster-ns>/<cluster>"
+	gauge          func(n int)
 }
 
-type workload struct {
+// Config wires a Set to the controller.
+type Config struct {
+	// NewClient builds a client from a kubeconfig (NewClientFromKubeconfig in production).
+	NewClient ClientFactory
+	// SliceNamespace is the namespace that receives slices; its presence opts a cluster in.
+	SliceNamespace string
+	// OnNamespace is called when the slice namespace of a cluster in
+	// clusterNamespace appears, goes, or first lists.
+	OnNamespace func(clusterNamespace string)
+	// OnService is called with the GatewayDNS keys that use a Service informer when it changes.
+	OnService func(users []string)
+	// Gauge is told the number of clusters watched whenever it changes.
+	Gauge func(n int)
+}
+
+// NewSet returns an empty Set; Start gives it the context its informers run in.
+func NewSet(cfg Config) *Set {
+	return &Set{newClient: cfg.NewClient, sliceNamespace: cfg.SliceNamespace, onNamespace: cfg.OnNamespace,
+		onService: cfg.OnService, gauge: cfg.Gauge, clusters: map[string]*Cluster{}}
+}
+
+// Start sets the context every informer runs in and ends with; call it
+// before the first Get.
+func (m *Set) Start(ctx context.Context) { m.ctx = ctx }
+
+// Cluster is the connection to one workload cluster: its client, the
+// informer on its slice namespace and those on its gateway Services.
+type Cluster struct {
 	key        string
 	configHash string
 	// server is the API server URL of the kubeconfig ("" if it has none).
 	server     string
-	client     WorkloadClient
+	client     Client
 	cancel     context.CancelFunc
 	ctx        context.Context
 	nsInformer *objectWatch
@@ -138,29 +164,36 @@ type workload struct {
 	users      map[string]bool
 }
 
+// Key is the cluster's "<cluster-ns>/<cluster>".
+func (w *Cluster) Key() string { return w.key }
+
+// Client is the cluster's client; a new kubeconfig gives a new one.
+func (w *Cluster) Client() Client { return w.client }
+
 type serviceWatch struct {
 	informer *objectWatch
 	cancel   context.CancelFunc
 	users    map[string]bool
 }
 
-// access is the result of looking up a workload cluster's client.
-type access struct {
-	w               *workload
-	reason, message string
+// Access is the result of looking up a workload cluster's client: the
+// Cluster, or why there is none (a status reason and message).
+type Access struct {
+	Cluster         *Cluster
+	Reason, Message string
 }
 
-// get returns the client of a workload cluster for user (a GatewayDNS key),
+// Get returns the connection to a workload cluster for user (a GatewayDNS key),
 // building it from the kubeconfig Secret, or rebuilding it when the
 // kubeconfig changed. A missing or garbage Secret gives a reason, not an error.
-func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret, user string) access {
+func (m *Set) Get(clusterNamespace, cluster string, secret *corev1.Secret, user string) Access {
 	key := clusterNamespace + "/" + cluster
 	if secret == nil {
-		return access{reason: ReasonKubeconfigMissing, message: fmt.Sprintf("Secret %s/%s%s not found", clusterNamespace, cluster, kubeconfigSecretSuffix)}
+		return Access{Reason: desired.ReasonKubeconfigMissing, Message: fmt.Sprintf("Secret %s/%s%s not found", clusterNamespace, cluster, KubeconfigSecretSuffix)}
 	}
 	raw := secret.Data[KubeconfigSecretKey]
 	if len(raw) == 0 {
-		return access{reason: ReasonKubeconfigInvalid, message: fmt.Sprintf("Secret %s/%s has no key %q", secret.Namespace, secret.Name, KubeconfigSecretKey)}
+		return Access{Reason: desired.ReasonKubeconfigInvalid, Message: fmt.Sprintf("Secret %s/%s has no key %q", secret.Namespace, secret.Name, KubeconfigSecretKey)}
 	}
 	sum := sha256.Sum256(raw)
 	hash := hex.EncodeToString(sum[:])
@@ -170,23 +203,23 @@ func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret,
 	if w := m.clusters[key]; w != nil {
 		if w.configHash == hash {
 			w.users[user] = true
-			return access{w: w}
+			return Access{Cluster: w}
 		}
 		klog.FromContext(m.ctx).Info("Kubeconfig changed, reconnecting", "cluster", key)
 		m.stopLocked(w)
 	}
 	client, err := m.newClient(raw)
 	if err != nil {
-		reason := ReasonKubeconfigInvalid
+		reason := desired.ReasonKubeconfigInvalid
 		var refused *kubeconfig.RefusedError
 		if errors.As(err, &refused) {
-			reason = ReasonKubeconfigRefused
+			reason = desired.ReasonKubeconfigRefused
 		}
 		// Every refused field is a line of err; status shows them on one.
-		return access{reason: reason, message: fmt.Sprintf("Secret %s/%s: %s", secret.Namespace, secret.Name, strings.ReplaceAll(err.Error(), "\n", "; "))}
+		return Access{Reason: reason, Message: fmt.Sprintf("Secret %s/%s: %s", secret.Namespace, secret.Name, strings.ReplaceAll(err.Error(), "\n", "; "))}
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
-	w := &workload{key: key, configHash: hash, server: kubeconfigServer(raw), client: client, cancel: cancel, ctx: ctx,
+	w := &Cluster{key: key, configHash: hash, server: kubeconfigServer(raw), client: client, cancel: cancel, ctx: ctx,
 		services: map[string]*serviceWatch{}, users: map[string]bool{user: true}}
 	notify := func() { m.onNamespace(clusterNamespace) }
 	w.nsInformer = watchObject(client, m.sliceNamespace, &corev1.Namespace{}, notify,
@@ -200,7 +233,7 @@ func (m *workloads) get(clusterNamespace, cluster string, secret *corev1.Secret,
 	m.clusters[key] = w
 	klog.FromContext(m.ctx).Info("Watching workload cluster", "cluster", key)
 	m.gauge(len(m.clusters))
-	return access{w: w}
+	return Access{Cluster: w}
 }
 
 // kubeconfigServer returns the API server URL of a kubeconfig's current
@@ -213,22 +246,23 @@ func kubeconfigServer(data []byte) string {
 	return server
 }
 
-// place names where a target's slices live: its API server and the UID of
-// its slice namespace. Two Clusters whose kubeconfigs reach the same
-// namespace of the same API server are one place, and hold the same
-// slices. "" when the namespace has no UID (never in a real API server).
-func (w *workload) place(nsUID types.UID) string {
+// Destination names where the cluster's slices live: its API server and
+// the UID of its slice namespace. Clusters whose kubeconfigs reach the
+// same namespace of the same API server have the same destination, so
+// hold the same slices. "" when the namespace has no UID (never in a real
+// API server).
+func (w *Cluster) Destination(nsUID types.UID) string {
 	if nsUID == "" {
 		return ""
 	}
 	return w.server + " " + string(nsUID)
 }
 
-// sliceNamespace reports whether the cluster has opted in, and the UID of
+// SliceNamespace reports whether the cluster has opted in, and the UID of
 // its slice namespace (a namespace deleted and made again is another one);
 // synced is false while the Namespace informer has not listed (cluster
 // unreachable).
-func (w *workload) sliceNamespace(name string) (uid types.UID, has, synced bool) {
+func (w *Cluster) SliceNamespace(name string) (uid types.UID, has, synced bool) {
 	if !w.nsInformer.HasSynced() {
 		return "", false, false
 	}
@@ -241,9 +275,9 @@ func (w *workload) sliceNamespace(name string) (uid types.UID, has, synced bool)
 	return ns.UID, true, true
 }
 
-// service returns the gateway Service of w for user, starting a
+// Service returns the gateway Service of w for user, starting a
 // field-selected informer on first use. synced is false until it has listed.
-func (m *workloads) service(w *workload, namespace, name, user string) (svc *corev1.Service, synced bool) {
+func (m *Set) Service(w *Cluster, namespace, name, user string) (svc *corev1.Service, synced bool) {
 	ref := namespace + "/" + name
 	m.mu.Lock()
 	sw := w.services[ref]
@@ -277,7 +311,21 @@ func (m *workloads) service(w *workload, namespace, name, user string) (svc *cor
 	return s, true
 }
 
-func (m *workloads) usersOf(sw *serviceWatch) []string {
+// Watched counts the clusters, the gateway Service informers and their
+// users, for tests and the gauge.
+func (m *Set) Watched() (clusters, services, users int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range m.clusters {
+		for _, sw := range w.services {
+			services++
+			users += len(sw.users)
+		}
+	}
+	return len(m.clusters), services, users
+}
+
+func (m *Set) usersOf(sw *serviceWatch) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]string, 0, len(sw.users))
@@ -287,10 +335,10 @@ func (m *workloads) usersOf(sw *serviceWatch) []string {
 	return out
 }
 
-// release drops the uses of user that are not in keep (cluster key ->
+// Release drops the uses of user that are not in keep (cluster key ->
 // Service refs still watched for it) and stops clients and informers that
 // no GatewayDNS uses any more.
-func (m *workloads) release(user string, keep map[string]map[string]bool) {
+func (m *Set) Release(user string, keep map[string]map[string]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for key, w := range m.clusters {
@@ -315,7 +363,7 @@ func (m *workloads) release(user string, keep map[string]map[string]bool) {
 	m.gauge(len(m.clusters))
 }
 
-func (m *workloads) stopLocked(w *workload) {
+func (m *Set) stopLocked(w *Cluster) {
 	w.cancel()
 	delete(m.clusters, w.key)
 	klog.FromContext(m.ctx).Info("Stopped watching workload cluster", "cluster", w.key)
@@ -332,7 +380,7 @@ type objectWatch struct {
 	ctl   cache.Controller
 }
 
-func watchObject(client WorkloadClient, name string, obj runtime.Object, onChange func(),
+func watchObject(client Client, name string, obj runtime.Object, onChange func(),
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *objectWatch {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()

@@ -1,4 +1,4 @@
-package controller
+package desired
 
 import (
 	"fmt"
@@ -8,49 +8,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
-func testGatewayDNS(name string) *v1alpha1.GatewayDNS {
-	return &v1alpha1.GatewayDNS{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: name, Generation: 1},
-		Spec: v1alpha1.GatewayDNSSpec{
-			ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"hasContour": "true"}},
-			Service:         "projectcontour/envoy",
-			ResolutionType:  v1alpha1.ResolutionTypeLoadBalancer,
-		},
-	}
-}
-
-func lbService(ingress ...corev1.LoadBalancerIngress) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "projectcontour", Name: "envoy"},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
-		Status:     corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: ingress}},
-	}
-}
-
-func ips(addrs ...string) []corev1.LoadBalancerIngress {
-	var out []corev1.LoadBalancerIngress
-	for _, a := range addrs {
-		out = append(out, corev1.LoadBalancerIngress{IP: a})
-	}
-	return out
-}
-
-func good(name string, addrs ...string) clusterInput {
-	return clusterInput{Name: name, Selected: true, ServiceSynced: true, Service: lbService(ips(addrs...)...)}
-}
-
-// sliceView is a slice reduced to what a test compares: hostname, type, addresses.
-func sliceView(s *discoveryv1.EndpointSlice) string {
-	return s.Annotations[contract.AnnotationHostname] + " " + string(s.AddressType) + " " + strings.Join(s.Endpoints[0].Addresses, ",")
+// good is a selected cluster whose gateway Service has the given IPs.
+func good(name string, addrs ...string) Input {
+	return Input{Name: name, Selected: true, ServiceSynced: true, Service: fixture.LBService(fixture.IPs(addrs...)...)}
 }
 
 func TestComputeDesired(t *testing.T) {
@@ -60,7 +30,7 @@ func TestComputeDesired(t *testing.T) {
 		name      string
 		mutate    func(*v1alpha1.GatewayDNS)
 		allowed   string // the operator's --allowed-cidrs
-		clusters  []clusterInput
+		clusters  []Input
 		want      []string          // sliceView of every desired slice, any order
 		reasons   map[string]string // cluster -> status reason
 		messages  map[string]string // cluster -> a part of its status message
@@ -69,38 +39,38 @@ func TestComputeDesired(t *testing.T) {
 	}{
 		{
 			name:     "two clusters publish IPv4",
-			clusters: []clusterInput{good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2")},
+			clusters: []Input{good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2")},
 			want:     []string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished, "cluster-b": ReasonPublished},
 		},
 		{
 			name:     "dual stack gives separate IPv4 and IPv6 slices, IPv6 never in IPv4",
-			clusters: []clusterInput{good("cluster-a", "2001:db8::1", "10.0.0.1", "10.0.0.3")},
+			clusters: []Input{good("cluster-a", "2001:db8::1", "10.0.0.1", "10.0.0.3")},
 			want:     []string{gwA + " IPv4 10.0.0.1,10.0.0.3", gwA + " IPv6 2001:db8::1"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name: "hostname load balancer gives an FQDN slice, lowercased",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, ServiceSynced: true,
-				Service: lbService(corev1.LoadBalancerIngress{Hostname: "ELB-1.example.com"})}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true,
+				Service: fixture.LBService(corev1.LoadBalancerIngress{Hostname: "ELB-1.example.com"})}},
 			want:    []string{gwA + " FQDN elb-1.example.com"},
 			reasons: map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name:     "unselected cluster publishes nothing and has no status",
-			clusters: []clusterInput{good("cluster-a", "10.0.0.1"), {Name: "cluster-c", ServiceSynced: true, Service: lbService(ips("10.0.0.9")...)}},
+			clusters: []Input{good("cluster-a", "10.0.0.1"), {Name: "cluster-c", ServiceSynced: true, Service: fixture.LBService(fixture.IPs("10.0.0.9")...)}},
 			want:     []string{gwA + " IPv4 10.0.0.1"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name:     "cluster name that is not a DNS label is refused, others publish",
-			clusters: []clusterInput{good("a.b", "10.0.0.5"), good("cluster-b", "10.0.0.2")},
+			clusters: []Input{good("a.b", "10.0.0.5"), good("cluster-b", "10.0.0.2")},
 			want:     []string{gwB + " IPv4 10.0.0.2"},
 			reasons:  map[string]string{"a.b": ReasonInvalidClusterName, "cluster-b": ReasonPublished},
 		},
 		{
 			name: "missing kubeconfig keeps last slices",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, AccessReason: ReasonKubeconfigMissing, AccessMessage: "no secret"},
+			clusters: []Input{{Name: "cluster-a", Selected: true, AccessReason: ReasonKubeconfigMissing, AccessMessage: "no secret"},
 				good("cluster-b", "10.0.0.2")},
 			want:    []string{gwB + " IPv4 10.0.0.2"},
 			reasons: map[string]string{"cluster-a": ReasonKubeconfigMissing, "cluster-b": ReasonPublished},
@@ -108,7 +78,7 @@ func TestComputeDesired(t *testing.T) {
 		},
 		{
 			name: "garbage kubeconfig keeps last slices",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, AccessReason: ReasonKubeconfigInvalid, AccessMessage: "garbage"},
+			clusters: []Input{{Name: "cluster-a", Selected: true, AccessReason: ReasonKubeconfigInvalid, AccessMessage: "garbage"},
 				good("cluster-b", "10.0.0.2")},
 			want:    []string{gwB + " IPv4 10.0.0.2"},
 			reasons: map[string]string{"cluster-a": ReasonKubeconfigInvalid, "cluster-b": ReasonPublished},
@@ -116,21 +86,21 @@ func TestComputeDesired(t *testing.T) {
 		},
 		{
 			name:     "unreachable cluster keeps last slices",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true}, good("cluster-b", "10.0.0.2")},
+			clusters: []Input{{Name: "cluster-a", Selected: true}, good("cluster-b", "10.0.0.2")},
 			want:     []string{gwB + " IPv4 10.0.0.2"},
 			reasons:  map[string]string{"cluster-a": ReasonClusterUnreachable, "cluster-b": ReasonPublished},
 			keep:     []string{"cluster-a"},
 		},
 		{
 			name:     "service not found",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, ServiceSynced: true}, good("cluster-b", "10.0.0.2")},
+			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true}, good("cluster-b", "10.0.0.2")},
 			want:     []string{gwB + " IPv4 10.0.0.2"},
 			reasons:  map[string]string{"cluster-a": ReasonServiceNotFound, "cluster-b": ReasonPublished},
 		},
 		{
 			name: "service not type LoadBalancer",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: func() *corev1.Service {
-				s := lbService(ips("10.0.0.1")...)
+			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: func() *corev1.Service {
+				s := fixture.LBService(fixture.IPs("10.0.0.1")...)
 				s.Spec.Type = corev1.ServiceTypeClusterIP
 				return s
 			}()}, good("cluster-b", "10.0.0.2")},
@@ -139,57 +109,57 @@ func TestComputeDesired(t *testing.T) {
 		},
 		{
 			name:     "no ingress yet",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: lbService()}, good("cluster-b", "10.0.0.2")},
+			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: fixture.LBService()}, good("cluster-b", "10.0.0.2")},
 			want:     []string{gwB + " IPv4 10.0.0.2"},
 			reasons:  map[string]string{"cluster-a": ReasonNoLoadBalancerIngress, "cluster-b": ReasonPublished},
 		},
 		{
 			name: "loopback, link-local, unspecified, multicast and unparsable are refused",
-			clusters: []clusterInput{good("cluster-a", "127.0.0.1", "169.254.1.1", "0.0.0.0", "224.0.0.1", "::1", "fe80::1", "ff02::1", "10.0.0.300", "not an ip"),
+			clusters: []Input{good("cluster-a", "127.0.0.1", "169.254.1.1", "0.0.0.0", "224.0.0.1", "::1", "fe80::1", "ff02::1", "10.0.0.300", "not an ip"),
 				good("cluster-b", "10.0.0.2")},
 			want:    []string{gwB + " IPv4 10.0.0.2"},
 			reasons: map[string]string{"cluster-a": ReasonNoValidAddresses, "cluster-b": ReasonPublished},
 		},
 		{
 			name:     "refused address next to a good one: the good one publishes",
-			clusters: []clusterInput{good("cluster-a", "127.0.0.1", "10.0.0.1")},
+			clusters: []Input{good("cluster-a", "127.0.0.1", "10.0.0.1")},
 			want:     []string{gwA + " IPv4 10.0.0.1"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name:     "IPv4-mapped IPv6 counts as IPv4",
-			clusters: []clusterInput{good("cluster-a", "::ffff:10.0.0.7")},
+			clusters: []Input{good("cluster-a", "::ffff:10.0.0.7")},
 			want:     []string{gwA + " IPv4 10.0.0.7"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name:     "service ref that slipped past the CRD: api names still published",
 			mutate:   func(g *v1alpha1.GatewayDNS) { g.Spec.Service = "projectcontour.envoy" },
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, APIHost: "10.1.0.1", ServiceSynced: true, Service: lbService(ips("10.0.0.1")...)}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "10.1.0.1", ServiceSynced: true, Service: fixture.LBService(fixture.IPs("10.0.0.1")...)}},
 			want:     []string{"api.cluster-a.dev-team.clusters.xcc.test IPv4 10.1.0.1"},
 			reasons:  map[string]string{"cluster-a": ReasonInvalidServiceRef},
 		},
 		{
 			name:     "api name from controlPlaneEndpoint hostname",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, APIHost: "cp.example.com", ServiceSynced: true, Service: lbService(ips("10.0.0.1")...)}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "cp.example.com", ServiceSynced: true, Service: fixture.LBService(fixture.IPs("10.0.0.1")...)}},
 			want:     []string{"api.cluster-a.dev-team.clusters.xcc.test FQDN cp.example.com", gwA + " IPv4 10.0.0.1"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name:     "loopback api host refused, gateway still published",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, APIHost: "127.0.0.1", ServiceSynced: true, Service: lbService(ips("10.0.0.1")...)}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "127.0.0.1", ServiceSynced: true, Service: fixture.LBService(fixture.IPs("10.0.0.1")...)}},
 			want:     []string{gwA + " IPv4 10.0.0.1"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name: "localhost and single-label hostnames are refused",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, APIHost: "localhost", ServiceSynced: true,
-				Service: lbService(corev1.LoadBalancerIngress{Hostname: "envoy"}, corev1.LoadBalancerIngress{Hostname: "a.localhost"})}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "localhost", ServiceSynced: true,
+				Service: fixture.LBService(corev1.LoadBalancerIngress{Hostname: "envoy"}, corev1.LoadBalancerIngress{Hostname: "a.localhost"})}},
 			reasons: map[string]string{"cluster-a": ReasonNoValidAddresses},
 		},
 		{
 			name:      "cluster owned by an older GatewayDNS: Conflict, nothing published for it",
-			clusters:  []clusterInput{{Name: "cluster-a", Selected: true, OwnedBy: "dev-team/older", APIHost: "10.1.0.1"}, good("cluster-b", "10.0.0.2")},
+			clusters:  []Input{{Name: "cluster-a", Selected: true, OwnedBy: "dev-team/older", APIHost: "10.1.0.1"}, good("cluster-b", "10.0.0.2")},
 			want:      []string{gwB + " IPv4 10.0.0.2"},
 			reasons:   map[string]string{"cluster-a": ReasonConflict, "cluster-b": ReasonPublished},
 			conflicts: []string{"cluster-a"},
@@ -197,7 +167,7 @@ func TestComputeDesired(t *testing.T) {
 		{
 			name:    "allowed CIDRs: an address outside is refused, the rest publish",
 			allowed: "10.0.0.0/24,2001:db8::/32",
-			clusters: []clusterInput{good("cluster-a", "10.0.0.1", "10.9.0.1", "2001:db8::1", "2001:db9::1"),
+			clusters: []Input{good("cluster-a", "10.0.0.1", "10.9.0.1", "2001:db8::1", "2001:db9::1"),
 				good("cluster-b", "10.0.0.2")},
 			want:     []string{gwA + " IPv4 10.0.0.1", gwA + " IPv6 2001:db8::1", gwB + " IPv4 10.0.0.2"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished, "cluster-b": ReasonPublished},
@@ -206,7 +176,7 @@ func TestComputeDesired(t *testing.T) {
 		{
 			name:     "allowed CIDRs: no address left is AddressNotAllowed, and no slice",
 			allowed:  "10.0.0.0/24",
-			clusters: []clusterInput{good("cluster-a", "192.0.2.1", "127.0.0.1"), good("cluster-b", "10.0.0.2")},
+			clusters: []Input{good("cluster-a", "192.0.2.1", "127.0.0.1"), good("cluster-b", "10.0.0.2")},
 			want:     []string{gwB + " IPv4 10.0.0.2"},
 			reasons:  map[string]string{"cluster-a": ReasonAddressNotAllowed, "cluster-b": ReasonPublished},
 			messages: map[string]string{"cluster-a": "no address of Service projectcontour/envoy lies in the allowed CIDRs 10.0.0.0/24; refused: "},
@@ -214,22 +184,22 @@ func TestComputeDesired(t *testing.T) {
 		{
 			name:     "allowed CIDRs: only invalid addresses is still NoValidAddresses",
 			allowed:  "10.0.0.0/24",
-			clusters: []clusterInput{good("cluster-a", "127.0.0.1")},
+			clusters: []Input{good("cluster-a", "127.0.0.1")},
 			reasons:  map[string]string{"cluster-a": ReasonNoValidAddresses},
 		},
 		{
 			name:    "allowed CIDRs: a hostname load balancer is not an address and publishes",
 			allowed: "10.0.0.0/24",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, ServiceSynced: true,
-				Service: lbService(corev1.LoadBalancerIngress{Hostname: "lb.example.com"})}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true,
+				Service: fixture.LBService(corev1.LoadBalancerIngress{Hostname: "lb.example.com"})}},
 			want:    []string{gwA + " FQDN lb.example.com"},
 			reasons: map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name:    "allowed CIDRs: an api address outside is refused, the gateway publishes",
 			allowed: "10.0.0.0/24",
-			clusters: []clusterInput{{Name: "cluster-a", Selected: true, APIHost: "10.1.0.1", ServiceSynced: true,
-				Service: lbService(ips("10.0.0.1")...)}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "10.1.0.1", ServiceSynced: true,
+				Service: fixture.LBService(fixture.IPs("10.0.0.1")...)}},
 			want:     []string{gwA + " IPv4 10.0.0.1"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 			messages: map[string]string{"cluster-a": "api host refused: 10.1.0.1: not in the allowed CIDRs 10.0.0.0/24"},
@@ -237,20 +207,20 @@ func TestComputeDesired(t *testing.T) {
 		{
 			name:     "allowed CIDRs: an IPv4-mapped address counts as its IPv4",
 			allowed:  "10.0.0.0/24",
-			clusters: []clusterInput{good("cluster-a", "::ffff:10.0.0.7")},
+			clusters: []Input{good("cluster-a", "::ffff:10.0.0.7")},
 			want:     []string{gwA + " IPv4 10.0.0.7"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name:     "unsupported resolution type",
 			mutate:   func(g *v1alpha1.GatewayDNS) { g.Spec.ResolutionType = "clusterIP" },
-			clusters: []clusterInput{good("cluster-a", "10.0.0.1")},
+			clusters: []Input{good("cluster-a", "10.0.0.1")},
 			reasons:  map[string]string{"cluster-a": ReasonUnsupportedResolutionType},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gd := testGatewayDNS("gw")
+			gd := testfixture.GatewayDNS("gw")
 			if tt.mutate != nil {
 				tt.mutate(gd)
 			}
@@ -258,10 +228,10 @@ func TestComputeDesired(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := computeDesired(gd, "xcc.test", allowed, tt.clusters)
+			d := Compute(gd, "xcc.test", allowed, tt.clusters)
 			var got []string
 			for _, s := range d.Slices {
-				got = append(got, sliceView(s))
+				got = append(got, fixture.SliceView(s))
 				checkSliceInvariants(t, s)
 			}
 			slices.Sort(got)
@@ -327,13 +297,13 @@ func checkSliceInvariants(t *testing.T, s *discoveryv1.EndpointSlice) {
 }
 
 func TestTTLAnnotation(t *testing.T) {
-	gd := testGatewayDNS("gw")
-	d := computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "10.0.0.1")})
+	gd := testfixture.GatewayDNS("gw")
+	d := Compute(gd, "xcc.test", nil, []Input{good("cluster-a", "10.0.0.1")})
 	if _, ok := d.Slices[0].Annotations[contract.AnnotationTTL]; ok {
 		t.Errorf("ttl annotation set without spec.ttl")
 	}
 	gd.Spec.TTL = ptr.To(int32(60))
-	d = computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "10.0.0.1")})
+	d = Compute(gd, "xcc.test", nil, []Input{good("cluster-a", "10.0.0.1")})
 	if got := d.Slices[0].Annotations[contract.AnnotationTTL]; got != "60" {
 		t.Errorf("ttl annotation %q, want 60", got)
 	}
@@ -346,7 +316,7 @@ func TestRefusalsInStatusAreBounded(t *testing.T) {
 	for i := range 5000 {
 		bad = append(bad, fmt.Sprintf("127.0.%d.%d", i/250, i%250+1))
 	}
-	d := computeDesired(testGatewayDNS("gw"), "xcc.test", nil, []clusterInput{good("cluster-a", append(bad, "192.0.2.1")...)})
+	d := Compute(testfixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("cluster-a", append(bad, "192.0.2.1")...)})
 	st := d.Clusters[0]
 	if st.Reason != ReasonPublished {
 		t.Fatalf("reason %s, want %s", st.Reason, ReasonPublished)
@@ -363,11 +333,11 @@ func TestTooManyAddressesKeepsTheLastOnes(t *testing.T) {
 	for i := range contract.MaxAddressesPerSlice + 1 {
 		many = append(many, fmt.Sprintf("10.0.%d.%d", i/250, i%250+1))
 	}
-	d := computeDesired(testGatewayDNS("gw"), "xcc.test", nil, []clusterInput{good("cluster-a", many...)})
+	d := Compute(testfixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("cluster-a", many...)})
 	if st := d.Clusters[0]; st.Reason != ReasonTooManyAddresses || !d.Keep["cluster-a"] || len(d.Slices) != 0 {
 		t.Errorf("reason %s keep %v slices %d; want %s, kept, none", st.Reason, d.Keep["cluster-a"], len(d.Slices), ReasonTooManyAddresses)
 	}
-	d = computeDesired(testGatewayDNS("gw"), "xcc.test", nil, []clusterInput{good("cluster-a", many[:contract.MaxAddressesPerSlice]...)})
+	d = Compute(testfixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("cluster-a", many[:contract.MaxAddressesPerSlice]...)})
 	if st := d.Clusters[0]; st.Reason != ReasonPublished || len(d.Slices) != 1 || len(d.Slices[0].Endpoints) != 10 {
 		t.Errorf("at the bound: reason %s, %d slices", st.Reason, len(d.Slices))
 	}
@@ -376,13 +346,13 @@ func TestTooManyAddressesKeepsTheLastOnes(t *testing.T) {
 // "any" is the etcd plugin's wildcard label: no published name has it, as
 // a cluster or as a namespace.
 func TestAnyIsNeverALabel(t *testing.T) {
-	d := computeDesired(testGatewayDNS("gw"), "xcc.test", nil, []clusterInput{good("any", "192.0.2.1"), good("cluster-a", "192.0.2.2")})
+	d := Compute(testfixture.GatewayDNS("gw"), "xcc.test", nil, []Input{good("any", "192.0.2.1"), good("cluster-a", "192.0.2.2")})
 	if d.Clusters[0].Reason != ReasonInvalidClusterName || d.Clusters[1].Reason != ReasonPublished || len(d.Slices) != 1 {
 		t.Errorf("cluster any: %+v, %d slices", d.Clusters, len(d.Slices))
 	}
-	gd := testGatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	gd.Namespace = "any"
-	d = computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "192.0.2.2")})
+	d = Compute(gd, "xcc.test", nil, []Input{good("cluster-a", "192.0.2.2")})
 	if d.Clusters[0].Reason != ReasonInvalidNamespaceName || len(d.Slices) != 0 {
 		t.Errorf("namespace any: %+v, %d slices", d.Clusters, len(d.Slices))
 	}

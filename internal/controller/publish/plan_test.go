@@ -1,4 +1,4 @@
-package controller
+package publish
 
 import (
 	"maps"
@@ -7,8 +7,10 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 func names(ss []*discoveryv1.EndpointSlice) []string {
@@ -20,12 +22,17 @@ func names(ss []*discoveryv1.EndpointSlice) []string {
 	return out
 }
 
+// good is a selected cluster whose gateway Service has the given IPs.
+func good(name string, addrs ...string) desired.Input {
+	return desired.Input{Name: name, Selected: true, ServiceSynced: true, Service: fixture.LBService(fixture.IPs(addrs...)...)}
+}
+
 func TestComputePlan(t *testing.T) {
-	gd := testGatewayDNS("gw")
+	gd := testfixture.GatewayDNS("gw")
 	ref := "dev-team/gw"
-	desiredAB := computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2")})
+	desiredAB := desired.Compute(gd, "xcc.test", nil, []desired.Input{good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2")})
 	nameA, nameB := desiredAB.Slices[0].Name, desiredAB.Slices[1].Name
-	movedA := computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "10.0.0.9"), good("cluster-b", "10.0.0.2")})
+	movedA := desired.Compute(gd, "xcc.test", nil, []desired.Input{good("cluster-a", "10.0.0.9"), good("cluster-b", "10.0.0.2")})
 
 	foreign := desiredAB.Slices[0].DeepCopy()
 	foreign.Name = "hand-written"
@@ -69,8 +76,8 @@ func TestComputePlan(t *testing.T) {
 }
 
 func TestMergeForUpdateKeepsOthersMarks(t *testing.T) {
-	gd := testGatewayDNS("gw")
-	d := computeDesired(gd, "xcc.test", nil, []clusterInput{good("cluster-a", "10.0.0.1")})
+	gd := testfixture.GatewayDNS("gw")
+	d := desired.Compute(gd, "xcc.test", nil, []desired.Input{good("cluster-a", "10.0.0.1")})
 	existing := d.Slices[0].DeepCopy()
 	existing.Labels["team"] = "x"
 	existing.Annotations[contract.AnnotationTTL] = "60"
@@ -88,15 +95,15 @@ func TestMergeForUpdateKeepsOthersMarks(t *testing.T) {
 }
 
 func TestComputeDelta(t *testing.T) {
-	gd := testGatewayDNS("gw")
-	set := func(keep []string, clusters ...clusterInput) desiredSet {
-		d := computeDesired(gd, "xcc.test", nil, clusters)
+	gd := testfixture.GatewayDNS("gw")
+	set := func(keep []string, clusters ...desired.Input) Generation {
+		d := desired.Compute(gd, "xcc.test", nil, clusters)
 		for _, k := range keep {
 			d.Keep[k] = true
 		}
-		return newDesiredSet(d)
+		return NewGeneration(d)
 	}
-	unreachable := func(name string) clusterInput { return clusterInput{Name: name, Selected: true} }
+	unreachable := func(name string) desired.Input { return desired.Input{Name: name, Selected: true} }
 	ab := set(nil, good("cluster-a", "10.0.0.1"), good("cluster-b", "10.0.0.2"))
 	nameA := contract.SliceName("dev-team", "gw", "cluster-a", contract.KindGateway, "ipv4")
 	nameB := contract.SliceName("dev-team", "gw", "cluster-b", contract.KindGateway, "ipv4")
@@ -104,10 +111,10 @@ func TestComputeDelta(t *testing.T) {
 
 	tests := []struct {
 		name                   string
-		from, to               desiredSet
+		from, to               Generation
 		create, update, delete []string
-		hold                   map[string]string
-		release                []string
+		kept                   map[string]string
+		released               []string
 	}{
 		{name: "first generation creates everything", to: ab, create: []string{nameA, nameB}},
 		{name: "same set is empty", from: ab, to: ab},
@@ -115,16 +122,16 @@ func TestComputeDelta(t *testing.T) {
 		{name: "family change creates one and deletes the other", from: ab, to: set(nil, good("cluster-a", "2001:db8::1"), good("cluster-b", "10.0.0.2")),
 			create: []string{nameA6}, delete: []string{nameA}},
 		{name: "source gone is deleted", from: ab, to: set(nil, good("cluster-b", "10.0.0.2")), delete: []string{nameA}},
-		{name: "source kept is held, not deleted", from: ab, to: set([]string{"cluster-a"}, unreachable("cluster-a"), good("cluster-b", "10.0.0.2")),
-			hold: map[string]string{nameA: "cluster-a"}},
+		{name: "source kept stays, not deleted", from: ab, to: set([]string{"cluster-a"}, unreachable("cluster-a"), good("cluster-b", "10.0.0.2")),
+			kept: map[string]string{nameA: "cluster-a"}},
 		{name: "source back from kept is released and created", from: set([]string{"cluster-a"}, unreachable("cluster-a"), good("cluster-b", "10.0.0.2")), to: ab,
-			create: []string{nameA}, release: []string{"cluster-a"}},
+			create: []string{nameA}, released: []string{"cluster-a"}},
 		{name: "source released without slices", from: set([]string{"cluster-a"}, unreachable("cluster-a"), good("cluster-b", "10.0.0.2")), to: set(nil, good("cluster-b", "10.0.0.2")),
-			release: []string{"cluster-a"}},
+			released: []string{"cluster-a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := computeDelta(tt.from, tt.to)
+			d := ComputeDelta(tt.from, tt.to)
 			if got := names(d.Create); !slices.Equal(got, tt.create) {
 				t.Errorf("create %v, want %v", got, tt.create)
 			}
@@ -134,45 +141,15 @@ func TestComputeDelta(t *testing.T) {
 			if !slices.Equal(d.Delete, tt.delete) {
 				t.Errorf("delete %v, want %v", d.Delete, tt.delete)
 			}
-			if len(d.Hold)+len(tt.hold) > 0 && !maps.Equal(d.Hold, tt.hold) {
-				t.Errorf("hold %v, want %v", d.Hold, tt.hold)
+			if len(d.Kept)+len(tt.kept) > 0 && !maps.Equal(d.Kept, tt.kept) {
+				t.Errorf("kept %v, want %v", d.Kept, tt.kept)
 			}
-			if got := slices.Sorted(maps.Keys(d.Release)); !slices.Equal(got, tt.release) {
-				t.Errorf("release %v, want %v", got, tt.release)
+			if got := slices.Sorted(maps.Keys(d.Released)); !slices.Equal(got, tt.released) {
+				t.Errorf("released %v, want %v", got, tt.released)
 			}
-			if d.empty() != (len(tt.create)+len(tt.update)+len(tt.delete)+len(tt.hold)+len(tt.release) == 0) {
+			if d.empty() != (len(tt.create)+len(tt.update)+len(tt.delete)+len(tt.kept)+len(tt.released) == 0) {
 				t.Errorf("empty() = %v", d.empty())
 			}
 		})
-	}
-}
-
-func TestListedClusters(t *testing.T) {
-	st := func(name string, ready bool) v1alpha1.ClusterStatus {
-		return v1alpha1.ClusterStatus{Name: name, Ready: ready}
-	}
-	all := []v1alpha1.ClusterStatus{st("a", true), st("b", false), st("c", true), st("d", false), st("e", true)}
-	view := func(cs []v1alpha1.ClusterStatus) []string {
-		var out []string
-		for _, c := range cs {
-			out = append(out, c.Name)
-		}
-		return out
-	}
-	tests := []struct {
-		max     int
-		want    []string
-		omitted int32
-	}{
-		{max: 5, want: []string{"a", "b", "c", "d", "e"}},
-		{max: 3, want: []string{"a", "b", "d"}, omitted: 2},
-		{max: 2, want: []string{"b", "d"}, omitted: 3},
-		{max: 1, want: []string{"b"}, omitted: 4},
-	}
-	for _, tt := range tests {
-		got, omitted := listedClusters(all, tt.max)
-		if !slices.Equal(view(got), tt.want) || omitted != tt.omitted {
-			t.Errorf("max %d: %v omitted %d, want %v omitted %d", tt.max, view(got), omitted, tt.want, tt.omitted)
-		}
 	}
 }

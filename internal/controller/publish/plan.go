@@ -1,16 +1,18 @@
-package controller
+package publish
 
 import (
 	"maps"
 	"slices"
 	"sort"
 
-	"github.com/xcc-dns/xcc-dns/internal/contract"
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 )
 
-// plan is what to change in one target cluster's xcc-dns namespace so that
-// the slices of one GatewayDNS equal the desired ones.
+// plan is what to change in one target's slice namespace so that the
+// slices of one GatewayDNS equal the desired ones.
 type plan struct {
 	Create []*discoveryv1.EndpointSlice
 	// Update holds desired slices carrying the resourceVersion of the existing one.
@@ -24,11 +26,11 @@ func ownedBy(s *discoveryv1.EndpointSlice, ref string) bool {
 	return s.Labels[contract.LabelManagedBy] == contract.ManagedByValue && s.Annotations[contract.AnnotationGatewayRef] == ref
 }
 
-// computePlan diffs desired against existing; it is pure. Existing slices
-// that ref does not own are ignored. Gateway slices of a source cluster in
+// computePlan diffs the wanted slices against existing; it is pure.
+// Existing slices that ref does not own are ignored. Gateway slices of a source cluster in
 // keep (state unknown) are neither updated nor deleted: a cluster that cannot
 // be reached keeps its last published addresses.
-func computePlan(ref string, desired, existing []*discoveryv1.EndpointSlice, keep map[string]bool) plan {
+func computePlan(ref string, wanted, existing []*discoveryv1.EndpointSlice, keep map[string]bool) plan {
 	var p plan
 	have := map[string]*discoveryv1.EndpointSlice{}
 	for _, e := range existing {
@@ -40,7 +42,7 @@ func computePlan(ref string, desired, existing []*discoveryv1.EndpointSlice, kee
 		return s.Labels[contract.LabelRecord] == string(contract.KindGateway) && keep[s.Labels[contract.LabelSourceCluster]]
 	}
 	want := map[string]bool{}
-	for _, d := range desired {
+	for _, d := range wanted {
 		want[d.Name] = true
 		e, ok := have[d.Name]
 		switch {
@@ -119,46 +121,47 @@ func mergeForUpdate(existing, desired *discoveryv1.EndpointSlice) *discoveryv1.E
 	return u
 }
 
-// desiredSet is one generation of a GatewayDNS's desired slices, by name,
-// with the source clusters whose gateway slices were kept as they were.
-type desiredSet struct {
+// Generation is one distinct desired set of a GatewayDNS's slices, by
+// name, with the source clusters whose gateway slices are kept as they were.
+type Generation struct {
 	Slices map[string]*discoveryv1.EndpointSlice
 	Keep   map[string]bool
 }
 
-func newDesiredSet(d desiredState) desiredSet {
-	s := desiredSet{Slices: make(map[string]*discoveryv1.EndpointSlice, len(d.Slices)), Keep: maps.Clone(d.Keep)}
+// NewGeneration indexes the slices of d by name.
+func NewGeneration(d desired.State) Generation {
+	s := Generation{Slices: make(map[string]*discoveryv1.EndpointSlice, len(d.Slices)), Keep: maps.Clone(d.Keep)}
 	for _, sl := range d.Slices {
 		s.Slices[sl.Name] = sl
 	}
 	return s
 }
 
-// delta brings a target cluster that holds one generation of a GatewayDNS's
-// slices to the next without listing it. Targets are out of step with the
-// controller only when a write failed or someone else changed their
+// Delta brings a target that has one generation of a GatewayDNS's slices
+// to the next without listing it. A target differs from what the
+// controller knows only when a write failed or someone else changed its
 // slices; both are caught by a full list (computePlan), which a failed
 // write forces and the resync period repeats.
-type delta struct {
+type Delta struct {
 	// Create are names new in the next generation; Update changed content.
 	Create, Update []*discoveryv1.EndpointSlice
 	// Delete are names gone whose source cluster is not kept.
 	Delete []string
-	// Hold maps names gone because their source cluster is now kept (its
+	// Kept maps names gone because their source cluster is now kept (its
 	// state is unknown) to that cluster: they stay, and the target
-	// remembers them so it can drop them once the cluster is released.
-	Hold map[string]string
-	// Release are source clusters kept before and not now.
-	Release map[string]bool
+	// remembers them so it can delete them once the cluster is released.
+	Kept map[string]string
+	// Released are source clusters kept before and not now.
+	Released map[string]bool
 }
 
-func (d delta) empty() bool {
-	return len(d.Create)+len(d.Update)+len(d.Delete)+len(d.Hold)+len(d.Release) == 0
+func (d Delta) empty() bool {
+	return len(d.Create)+len(d.Update)+len(d.Delete)+len(d.Kept)+len(d.Released) == 0
 }
 
-// computeDelta diffs two generations of desired slices; it is pure.
-func computeDelta(from, to desiredSet) delta {
-	d := delta{Hold: map[string]string{}, Release: map[string]bool{}}
+// ComputeDelta diffs two generations of desired slices; it is pure.
+func ComputeDelta(from, to Generation) Delta {
+	d := Delta{Kept: map[string]string{}, Released: map[string]bool{}}
 	for _, name := range slices.Sorted(maps.Keys(to.Slices)) {
 		s := to.Slices[name]
 		old, ok := from.Slices[name]
@@ -175,14 +178,14 @@ func computeDelta(from, to desiredSet) delta {
 		}
 		s := from.Slices[name]
 		if source := s.Labels[contract.LabelSourceCluster]; s.Labels[contract.LabelRecord] == string(contract.KindGateway) && to.Keep[source] {
-			d.Hold[name] = source
+			d.Kept[name] = source
 			continue
 		}
 		d.Delete = append(d.Delete, name)
 	}
 	for source := range from.Keep {
 		if !to.Keep[source] {
-			d.Release[source] = true
+			d.Released[source] = true
 		}
 	}
 	return d

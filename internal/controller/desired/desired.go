@@ -1,4 +1,4 @@
-package controller
+package desired
 
 import (
 	"fmt"
@@ -41,10 +41,10 @@ const (
 	ReasonAddressConflict = "AddressConflict"
 )
 
-// clusterInput is what the informers know about one Cluster in the namespace
-// of a GatewayDNS. computeDesired is a pure function of a list of these, so
+// Input is what the informers know about one Cluster in the namespace
+// of a GatewayDNS. Compute is a pure function of a list of these, so
 // every case of bad input is a table test without any client.
-type clusterInput struct {
+type Input struct {
 	Name     string
 	Selected bool
 	// OwnedBy is "<ns>/<name>" of an older GatewayDNS that selects this
@@ -62,9 +62,9 @@ type clusterInput struct {
 	Service *corev1.Service
 }
 
-// desiredState is what one GatewayDNS wants in the xcc-dns namespace of
+// State is what one GatewayDNS wants in the xcc-dns namespace of
 // every opted-in cluster of its namespace.
-type desiredState struct {
+type State struct {
 	// Slices carry no namespace; the same set goes to every target cluster.
 	Slices []*discoveryv1.EndpointSlice
 	// Keep names the source clusters whose gateway slices stay as they are
@@ -76,13 +76,13 @@ type desiredState struct {
 	ConflictOwners map[string]string
 }
 
-// computeDesired turns a GatewayDNS and what is known about the Clusters of
+// Compute turns a GatewayDNS and what is known about the Clusters of
 // its namespace into the EndpointSlices to publish and a status per cluster.
 // Gateway and control-plane addresses outside allowed (the operator's
 // --allowed-cidrs; empty allows any) are refused. One cluster's bad input
 // only ever affects that cluster's entry.
-func computeDesired(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters []clusterInput) desiredState {
-	out := desiredState{Keep: map[string]bool{}, ConflictOwners: map[string]string{}}
+func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters []Input) State {
+	out := State{Keep: map[string]bool{}, ConflictOwners: map[string]string{}}
 	sorted := slices.Clone(clusters)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)

@@ -1,0 +1,95 @@
+package desired
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+)
+
+// One address claimed by two clusters is found whichever GatewayDNS, in
+// whichever namespace, publishes each; the other GatewayDNS is named as
+// affected whenever the claim appears or goes, so it re-syncs its status.
+func TestAddressClaims(t *testing.T) {
+	a := NewAddressClaims()
+	steps := []struct {
+		name     string
+		gd       string
+		claims   Claims // nil: the GatewayDNS is gone
+		shared   map[string]map[string][]string
+		affected []string
+	}{
+		{"first GatewayDNS alone", "team-a/gw", Claims{"team-a/c1": {"192.0.2.10", "192.0.2.11"}},
+			map[string]map[string][]string{}, nil},
+		{"a cluster of another namespace claims one of its addresses", "team-b/gw", Claims{"team-b/c9": {"192.0.2.11"}},
+			map[string]map[string][]string{"team-b/c9": {"192.0.2.11": {"team-a/c1"}}}, []string{"team-a/gw"}},
+		{"the first syncs again and sees the conflict; nothing else changed", "team-a/gw", Claims{"team-a/c1": {"192.0.2.10", "192.0.2.11"}},
+			map[string]map[string][]string{"team-a/c1": {"192.0.2.11": {"team-b/c9"}}}, nil},
+		{"one cluster's gateway and api on one address is no conflict", "team-a/gw2", Claims{"team-a/c2": {"198.51.100.1"}},
+			map[string]map[string][]string{}, nil},
+		// The other GatewayDNS re-syncs (its claim's holders changed) and finds no conflict either.
+		{"the same cluster under two GatewayDNS (a name Conflict) is no address conflict", "team-a/gw3", Claims{"team-a/c2": {"198.51.100.1"}},
+			map[string]map[string][]string{}, []string{"team-a/gw2"}},
+		{"the claim moves away", "team-b/gw", Claims{"team-b/c9": {"192.0.2.99"}},
+			map[string]map[string][]string{}, []string{"team-a/gw"}},
+		{"a GatewayDNS that goes releases its claims", "team-a/gw", nil,
+			map[string]map[string][]string{}, nil},
+	}
+	for _, s := range steps {
+		shared, affected := a.Set(s.gd, s.claims)
+		if !maps.EqualFunc(shared, s.shared, func(x, y map[string][]string) bool { return maps.EqualFunc(x, y, slices.Equal) }) {
+			t.Errorf("%s: shared %v, want %v", s.name, shared, s.shared)
+		}
+		if !slices.Equal(affected, s.affected) {
+			t.Errorf("%s: affected %v, want %v", s.name, affected, s.affected)
+		}
+	}
+	if _, ok := a.byGD["team-a/gw"]; ok {
+		t.Error("claims of a gone GatewayDNS kept")
+	}
+}
+
+func TestClusterClaims(t *testing.T) {
+	d := State{
+		Clusters: []v1alpha1.ClusterStatus{
+			{Name: "c1", Addresses: []string{"192.0.2.11", "192.0.2.10", "lb.example.com"}, APIAddresses: []string{"192.0.2.10"}},
+			{Name: "c2", Addresses: []string{"lb2.example.com"}},
+			{Name: "kept"},
+		},
+		Keep: map[string]bool{"kept": true},
+	}
+	got := ClusterClaims("ns", d, Claims{"ns/kept": {"192.0.2.7"}, "ns/c1": {"10.0.0.1"}})
+	want := Claims{"ns/c1": {"192.0.2.10", "192.0.2.11"}, "ns/kept": {"192.0.2.7"}}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("claims %v, want %v (hostnames are no claim; a kept cluster keeps its last)", got, want)
+	}
+}
+
+func TestMarkAddressConflicts(t *testing.T) {
+	in := []v1alpha1.ClusterStatus{
+		{Name: "c1", Reason: ReasonPublished, Ready: true},
+		{Name: "c2", Reason: ReasonInvalidServiceRef, Message: "spec.service: bad"},
+		{Name: "c3", Reason: ReasonPublished, Ready: true},
+	}
+	shared := map[string]map[string][]string{
+		"ns/c1": {"192.0.2.10": {"other/x"}},
+		"ns/c2": {"192.0.2.20": {"ns/c9", "other/y"}},
+	}
+	got := MarkAddressConflicts(in, "ns", shared)
+	want := []v1alpha1.ClusterStatus{
+		{Name: "c1", Reason: ReasonAddressConflict, Ready: true,
+			Message: "address conflict: 192.0.2.10 also claimed by other/x; no PTR is published for a shared address"},
+		{Name: "c2", Reason: ReasonInvalidServiceRef,
+			Message: "spec.service: bad; address conflict: 192.0.2.20 also claimed by ns/c9, other/y; no PTR is published for a shared address"},
+		{Name: "c3", Reason: ReasonPublished, Ready: true},
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if in[0].Reason != ReasonPublished {
+		t.Error("the input was changed")
+	}
+}

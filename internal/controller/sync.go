@@ -1,0 +1,281 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/controller/publish"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/watch"
+)
+
+// syncHandler brings the slices of one GatewayDNS in line, in four steps:
+// source (gather what the informers know), desired (a pure function of
+// it), publish (plan and apply the difference in every target) and status.
+// A GatewayDNS that is gone (NotFound) or being deleted has its slices
+// removed from every cluster of its namespace instead.
+func (c *Controller) syncHandler(ctx context.Context, key string) error {
+	logger := klog.FromContext(ctx)
+	start := time.Now()
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("invalid key %q: %w", key, err))
+		return nil
+	}
+	obj, exists, err := c.gdns.GetIndexer().GetByKey(key)
+	if err != nil {
+		return fmt.Errorf("get GatewayDNS %s from cache: %w", key, err)
+	}
+	if !exists {
+		logger.V(2).Info("GatewayDNS gone; removing its EndpointSlices")
+		return c.cleanup(ctx, namespace, name)
+	}
+	gd, err := toGatewayDNS(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return nil
+	}
+	if gd.DeletionTimestamp != nil {
+		if !hasFinalizer(gd) {
+			return nil
+		}
+		if err := c.cleanup(ctx, namespace, name); err != nil {
+			return err
+		}
+		return c.removeFinalizer(ctx, gd)
+	}
+	if !hasFinalizer(gd) {
+		if err := c.addFinalizer(ctx, gd); err != nil {
+			return err
+		}
+	}
+
+	// Source: what the informers know of the namespace's Clusters.
+	src, err := c.gather(ctx, gd)
+	if err != nil {
+		return err
+	}
+	// Desired: the slices to publish and a status entry per cluster.
+	want := desired.Compute(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, src.clusters)
+	want.Clusters = c.markAddressConflicts(key, gd.Namespace, want)
+	// Plan and apply: every target brought to the desired slices.
+	res := c.publisher.Publish(ctx, key, want, src.targets)
+	c.recordWriteFailures(gd, src.targets, res.Errs)
+	c.workloads.Release(key, src.uses)
+	// Status, and an Event per cluster whose reason changed.
+	status := buildStatus(gd, want, res.Errs)
+	c.recordTransitions(gd, want.Clusters)
+	if err := c.updateStatus(ctx, gd, status); err != nil {
+		return err
+	}
+	if len(res.Errs) == 0 {
+		c.observePropagation(key)
+	}
+	logger.V(2).Info("Synced", "selected", status.SelectedClusters, "ready", status.ReadyClusters,
+		"targets", len(src.targets), "written", res.Written, "duration", time.Since(start))
+	if len(res.Errs) > 0 {
+		return fmt.Errorf("write EndpointSlices of %s: %d target cluster(s) failed", key, len(res.Errs))
+	}
+	return nil
+}
+
+// markAddressConflicts records the addresses want's clusters claim and
+// returns its status entries with the addresses other clusters claim too.
+// The other GatewayDNS whose conflicts changed with ours are synced again.
+func (c *Controller) markAddressConflicts(key, namespace string, want desired.State) []v1alpha1.ClusterStatus {
+	shared, affected := c.claims.Set(key, desired.ClusterClaims(namespace, want, c.claims.Get(key)))
+	for _, other := range affected {
+		// Its clusters' address conflicts may have changed with ours.
+		c.queue.Add(other)
+	}
+	return desired.MarkAddressConflicts(want.Clusters, namespace, shared)
+}
+
+// observePropagation observes, once the slices are written everywhere,
+// the time since the oldest gateway Service event not yet written out.
+func (c *Controller) observePropagation(key string) {
+	c.pendingMu.Lock()
+	t, ok := c.pending[key]
+	delete(c.pending, key)
+	c.pendingMu.Unlock()
+	if ok {
+		c.cfg.Metrics.ServiceToSlices.Observe(time.Since(t).Seconds())
+	}
+}
+
+// gathered is the source of one sync: what the informers know.
+type gathered struct {
+	clusters []desired.Input
+	targets  []publish.Target
+	// uses maps cluster key -> Service refs watched for this GatewayDNS.
+	uses map[string]map[string]bool
+}
+
+// gather reads the informers: every Cluster of the namespace, who owns its
+// names, its kubeconfig, its gateway Service, and whether it has opted in.
+func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathered, error) {
+	logger := klog.FromContext(ctx)
+	g := gathered{uses: map[string]map[string]bool{}}
+	key := gd.Namespace + "/" + gd.Name
+	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, gd.Namespace)
+	if err != nil {
+		return g, fmt.Errorf("list clusters in %q: %w", gd.Namespace, err)
+	}
+	owners, err := c.owners(gd.Namespace, clusterObjs)
+	if err != nil {
+		return g, err
+	}
+	selector, selErr := metav1.LabelSelectorAsSelector(&gd.Spec.ClusterSelector)
+	if selErr != nil {
+		// The API server validates the selector; if one slips through,
+		// select nothing and say so rather than selecting everything.
+		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "InvalidSelector", "spec.clusterSelector: %v", selErr)
+		selector = labels.Nothing()
+	}
+	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
+
+	sort.Slice(clusterObjs, func(i, j int) bool {
+		return watch.Meta(clusterObjs[i]).GetName() < watch.Meta(clusterObjs[j]).GetName()
+	})
+	for _, o := range clusterObjs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		in := desired.Input{Name: u.GetName(), Selected: selector.Matches(labels.Set(u.GetLabels()))}
+		in.APIHost, _, _ = unstructured.NestedString(u.Object, "spec", "controlPlaneEndpoint", "host")
+		if in.Selected && u.GetDeletionTimestamp() != nil {
+			// A Cluster being deleted loses its names now, not when it is gone.
+			in.Selected = false
+		}
+		if owner := owners[in.Name]; owner != "" && owner != key {
+			in.OwnedBy = owner
+		}
+		if contract.ValidateLabel(in.Name) != nil {
+			g.clusters = append(g.clusters, in)
+			continue
+		}
+		secret, err := c.secrets.Secrets(gd.Namespace).Get(in.Name + workload.KubeconfigSecretSuffix)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return g, fmt.Errorf("get kubeconfig Secret of cluster %s/%s: %w", gd.Namespace, in.Name, err)
+		}
+		acc := c.workloads.Get(gd.Namespace, in.Name, secret, key)
+		if acc.Cluster == nil {
+			in.AccessReason, in.AccessMessage = acc.Reason, acc.Message
+			if in.Selected {
+				logger.V(2).Info("No client for workload cluster", "cluster", in.Name, "reason", acc.Reason, "message", acc.Message)
+			}
+			g.clusters = append(g.clusters, in)
+			continue
+		}
+		refs := map[string]bool{}
+		g.uses[acc.Cluster.Key()] = refs
+		if in.Selected && in.OwnedBy == "" && refErr == nil {
+			in.Service, in.ServiceSynced = c.workloads.Service(acc.Cluster, svcNS, svcName, key)
+			refs[gd.Spec.Service] = true
+		}
+		g.clusters = append(g.clusters, in)
+		if u.GetDeletionTimestamp() == nil {
+			g.targets = append(g.targets, publish.Target{Name: in.Name, Cluster: acc.Cluster})
+		}
+	}
+	return g, nil
+}
+
+// owners maps each Cluster of the namespace to the GatewayDNS that may
+// publish its names: of those that select it and are not being deleted, the
+// oldest by creationTimestamp, then name. The newer ones report Conflict.
+func (c *Controller) owners(namespace string, clusterObjs []any) (map[string]string, error) {
+	objs, err := c.gdns.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("list GatewayDNS in %q: %w", namespace, err)
+	}
+	var all []*v1alpha1.GatewayDNS
+	for _, o := range objs {
+		gd, err := toGatewayDNS(o)
+		if err != nil || gd.DeletionTimestamp != nil {
+			continue
+		}
+		all = append(all, gd)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		ti, tj := all[i].CreationTimestamp, all[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return ti.Before(&tj)
+		}
+		return all[i].Name < all[j].Name
+	})
+	out := map[string]string{}
+	for _, o := range clusterObjs {
+		m := watch.Meta(o)
+		if m == nil {
+			continue
+		}
+		for _, gd := range all {
+			sel, err := metav1.LabelSelectorAsSelector(&gd.Spec.ClusterSelector)
+			if err == nil && sel.Matches(labels.Set(m.GetLabels())) {
+				out[m.GetName()] = gd.Namespace + "/" + gd.Name
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// cleanup deletes every slice the GatewayDNS namespace/name wrote, in every
+// cluster of its namespace that has a usable kubeconfig, and releases its
+// informers. Clusters without a kubeconfig cannot be reached and are skipped.
+func (c *Controller) cleanup(ctx context.Context, namespace, name string) error {
+	key := namespace + "/" + name
+	defer c.workloads.Release(key, nil)
+	c.pendingMu.Lock()
+	delete(c.pending, key)
+	c.pendingMu.Unlock()
+	c.publisher.Forget(key)
+	c.reasons.forget(key)
+	_, affected := c.claims.Set(key, nil)
+	for _, other := range affected {
+		c.queue.Add(other)
+	}
+	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return fmt.Errorf("list clusters in %q: %w", namespace, err)
+	}
+	var errs []error
+	for _, o := range clusterObjs {
+		m := watch.Meta(o)
+		if m == nil || contract.ValidateLabel(m.GetName()) != nil {
+			continue
+		}
+		secret, err := c.secrets.Secrets(namespace).Get(m.GetName() + workload.KubeconfigSecretSuffix)
+		if err != nil {
+			continue
+		}
+		acc := c.workloads.Get(namespace, m.GetName(), secret, key)
+		if acc.Cluster == nil {
+			continue
+		}
+		if err := c.publisher.Remove(ctx, key, publish.Target{Name: m.GetName(), Cluster: acc.Cluster}); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", m.GetName(), err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove EndpointSlices of %s: %w", key, err)
+	}
+	return nil
+}
