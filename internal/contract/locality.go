@@ -281,8 +281,8 @@ func Answered(loc Locality, sources []SourceHosts, selves [][]string) map[string
 }
 
 // Self is what the self marker says: the cluster holding it is the
-// Clusters of Namespace (several when twins, Clusters that reach the same
-// API server, are one place).
+// Clusters of Namespace (several when Clusters share one destination: they
+// reach the same API server and slice namespace).
 type Self struct {
 	Namespace string
 	Clusters  []string
