@@ -33,7 +33,7 @@ func runPatchCorefile(ctx context.Context, args []string) error {
 	fs.StringVar(&name, "configmap", corefile.DefaultConfigMap, "name of the cluster DNS ConfigMap (key "+corefile.CorefileKey+")")
 	fs.StringVar(&o.Zone, "zone", corefile.DefaultZone, "zone forwarded to the xcc-dns server")
 	fs.StringVar(&o.ForwardTo, "forward-to", "", "address of the xcc-dns server, ip[:port]; this or --forward-to-service unless --remove")
-	fs.StringVar(&service, "forward-to-service", "", "namespace/name of the xcc-dns Service; its ClusterIP and DNS port are forwarded to")
+	fs.StringVar(&service, "forward-to-service", "", "namespace/name of the xcc-dns Service; its ClusterIP and DNS port are forwarded to, and the block names it; with --remove, its "+corefile.Finalizer+" finalizer is removed first")
 	fs.Var(&o.ReverseCIDRs, "reverse-cidrs", "comma-separated CIDRs whose reverse zones are forwarded too (xcc-syncer serve's --reverse-cidrs)")
 	fs.BoolVar(&o.Remove, "remove", false, "take the block out instead of adding it")
 	klog.InitFlags(fs)
@@ -49,10 +49,17 @@ func runPatchCorefile(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !o.Remove && service != "" {
+	switch {
+	case o.Remove && service != "":
+		// Without the finalizer the serve replicas stop re-adding the block.
+		if err := corefile.RemoveFinalizer(ctx, client, service); err != nil {
+			return err
+		}
+	case service != "":
 		if o.ForwardTo, err = corefile.ServiceAddress(ctx, client, service); err != nil {
 			return err
 		}
+		o.Service = service
 	}
 	action, err := corefile.ApplyToConfigMap(ctx, client, namespace, name, o)
 	if err != nil {
