@@ -47,7 +47,8 @@ func (d *WorkloadDNS) Primary() *Replica {
 // AddReplica starts one more replica: serve on fresh ports with its own data
 // directory, reading the same EndpointSlices, and our CoreDNS with the same
 // Corefile reading that serve's etcd. It returns once both are ready.
-func (d *WorkloadDNS) AddReplica(ctx context.Context, index int) (*Replica, error) {
+// extraServeArgs are added to serve's flags.
+func (d *WorkloadDNS) AddReplica(ctx context.Context, index int, extraServeArgs ...string) (*Replica, error) {
 	l := d.l
 	r := &Replica{Name: fmt.Sprintf("%s-%d", d.Cluster.Name, index), d: d, index: index}
 	dataDir := filepath.Join(l.Dir, d.Cluster.Name, fmt.Sprintf("xcc-etcd-%d", index))
@@ -60,6 +61,7 @@ func (d *WorkloadDNS) AddReplica(ctx context.Context, index int) (*Replica, erro
 			"--etcd-peer-url":   fmt.Sprintf("http://%s:%d", loopback, ports[1]),
 			"--http-address":    r.ServeHTTP,
 		})
+		r.serveArgs = append(r.serveArgs, extraServeArgs...)
 		p, err := startProcess(l.LogDir, "xcc-syncer-serve-"+r.Name, nil, l.Bin("xcc-syncer"), r.serveArgs...)
 		r.serve = p
 		return p, httpOK("http://" + r.ServeHTTP + "/readyz"), err
