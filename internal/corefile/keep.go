@@ -86,7 +86,8 @@ func removeIfNamed(ctx context.Context, client kubernetes.Interface, o KeepOptio
 	if err != nil {
 		return "", fmt.Errorf("ConfigMap %s/%s: %w", o.Namespace, o.ConfigMap, err)
 	}
-	if !found || (svc != o.Service && !(unnamed && svc == "")) {
+	ours := svc == o.Service || (unnamed && svc == "")
+	if !found || !ours {
 		return Unchanged, nil
 	}
 	rm := o.Options
