@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,10 @@ const (
 // elsewhere is pointed back. Deleting the Service without any hook (as
 // helm uninstall --no-hooks, or a deleted namespace, does) takes the block
 // out before the Service, and so its ClusterIP, goes: at no moment does
-// the block forward to an address another Service could claim.
+// the block forward to an address another Service could claim. The
+// chart's pre-delete hook (patch-corefile --remove --forward-to-service)
+// removes the block for good: the replicas, seeing no finalizer, do not
+// put it back.
 func TestForwardBlockFollowsTheService(t *testing.T) {
 	requireDNS(t)
 	ctx := ctxFor(t)
@@ -107,6 +111,33 @@ func TestForwardBlockFollowsTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitBlock("block pointed back at the Service", kept)
+
+	// The pre-delete hook: the finalizer goes first, so the replicas do
+	// not put back the block it then removes.
+	out, err := exec.CommandContext(ctx, theLab.Bin("xcc-syncer"), "patch-corefile", "--kubeconfig", w.Kubeconfig,
+		"--remove", "--forward-to-service", lab.SliceNamespace+"/"+lab.ReleaseName).CombinedOutput()
+	if err != nil {
+		t.Fatalf("patch-corefile --remove --forward-to-service: %v\n%s", err, out)
+	}
+	for end := time.Now().Add(3 * keepPeriod); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		cf, err := lab.ClusterCorefile(ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(cf, lab.Zone+":") {
+			t.Fatalf("the block is back after the pre-delete hook removed it:\n%s", cf)
+		}
+	}
+	now, err := svcs.Get(ctx, lab.ReleaseName, metav1.GetOptions{})
+	if err != nil || hasFinalizer(now) {
+		t.Fatalf("after the pre-delete hook the Service has finalizers %v (%v)", now.Finalizers, err)
+	}
+	// An upgrade puts the finalizer back (the chart renders it): kept again.
+	now.Finalizers = append(now.Finalizers, chartFinalizer)
+	if _, err := svcs.Update(ctx, now, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitBlock("block back with the finalizer", kept)
 
 	// Delete the Service as an uninstall without hooks does. Until the
 	// block is out, the Service must still exist (holding its ClusterIP).
