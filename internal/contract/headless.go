@@ -306,7 +306,9 @@ func ReadyEndpoints(in []*discoveryv1.EndpointSlice, allowed cidr.List, domain s
 }
 
 func sortEndpoints(e []Endpoint) []Endpoint {
-	slices.SortFunc(e, func(a, b Endpoint) int { return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.Hostname, b.Hostname)) })
+	slices.SortFunc(e, func(a, b Endpoint) int {
+		return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.Hostname, b.Hostname))
+	})
 	return slices.Compact(e)
 }
 

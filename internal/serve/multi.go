@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -109,11 +110,62 @@ func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsr
 	slices.SortFunc(sources, func(a, b contract.SourceHosts) int { return cmp.Compare(a.Cluster, b.Cluster) })
 	answer := contract.Select(loc, sources, self)
 	owner := MultiOwner(name)
+	at := name
+	if len(parsed) > 0 && parsed[0].Kind == contract.KindHeadless {
+		at = contract.HeadlessAllName(name)
+		if len(answer.Hosts) > contract.MaxRecordsPerName {
+			problems = append(problems, fmt.Errorf("name %s: %d addresses, more than %d; answering the first in the policy's order", name, len(answer.Hosts), contract.MaxRecordsPerName))
+			answer.Hosts = answer.Hosts[:contract.MaxRecordsPerName]
+		}
+	}
 	records := make(skydnsrecord.Set, len(answer.Hosts))
 	for _, host := range answer.Hosts {
-		records[skydnsrecord.RecordKey(name, owner, host)] = skydnsrecord.Record{Host: host, TTL: ttl, Owner: owner}
+		records[skydnsrecord.RecordKey(at, owner, host)] = skydnsrecord.Record{Host: host, TTL: ttl, Owner: owner}
+	}
+	if at != name {
+		problems = append(problems, srvRecords(records, name, owner, ttl, parsed, answer)...)
 	}
 	return records, answer, problems
+}
+
+// srvRecords adds to records the SRV records of the headless name name:
+// for each named port, one per pod of the sources answer picked (their
+// ready pods; every pod when no source is healthy) that has a name of its
+// own, target that name. At most contract.MaxRecordsPerName per SRV name,
+// the first in the policy's order.
+func srvRecords(records skydnsrecord.Set, name, owner string, ttl uint32, parsed []contract.Parsed, answer contract.Answer) []error {
+	var problems []error
+	count := map[string]int{}
+	for _, cluster := range answer.Selected {
+		for _, p := range parsed {
+			if p.Source != cluster {
+				continue
+			}
+			for _, port := range p.Ports {
+				srv := contract.HeadlessSRVName(name, port)
+				for _, pod := range p.Pods {
+					if pod.Label == "" || (!pod.Ready && !answer.Fallback) {
+						continue
+					}
+					target := contract.HeadlessPodName(name, cluster, pod.Label)
+					key := skydnsrecord.RecordKey(srv, owner, target+":"+strconv.Itoa(int(port.Port)))
+					if _, dup := records[key]; dup {
+						continue
+					}
+					if count[srv] == contract.MaxRecordsPerName {
+						problems = append(problems, fmt.Errorf("name %s: more than %d SRV records; answering the first in the policy's order", srv, contract.MaxRecordsPerName))
+						count[srv]++
+					}
+					if count[srv] > contract.MaxRecordsPerName {
+						continue
+					}
+					count[srv]++
+					records[key] = skydnsrecord.Record{Host: target, Port: int(port.Port), TTL: ttl, Owner: owner}
+				}
+			}
+		}
+	}
+	return problems
 }
 
 // multiName returns the multi-cluster name slice publishes, if it is one.
@@ -253,6 +305,10 @@ func (s *Syncer) syncName(ctx context.Context, name string) error {
 	s.reconcileMu.RLock()
 	defer s.reconcileMu.RUnlock()
 	owner := MultiOwner(name)
+	dirs := map[string]bool{skydnsrecord.Key(name): true}
+	for k := range s.store.OwnedBy(owner) {
+		dirs[skydnsrecord.ParentKey(k)] = true
+	}
 	desired, err := s.multiRecords(ctx, name)
 	if err != nil {
 		return err
@@ -268,7 +324,15 @@ func (s *Syncer) syncName(ctx context.Context, name string) error {
 		return fmt.Errorf("sync records of %s: %w", name, err)
 	}
 	s.observe(ctx, res, "name", name)
-	return s.syncNameRecord(ctx, skydnsrecord.Key(name))
+	for k := range desired {
+		dirs[skydnsrecord.ParentKey(k)] = true
+	}
+	for _, dir := range sortedKeys(dirs) {
+		if err := s.syncNameRecord(ctx, dir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // syncNameRecord makes the name record of the name at key dir match the
