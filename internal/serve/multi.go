@@ -118,9 +118,13 @@ func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsr
 			answer.Hosts = answer.Hosts[:contract.MaxRecordsPerName]
 		}
 	}
+	port := 0
+	if at != name {
+		port = NoSRVPort
+	}
 	records := make(skydnsrecord.Set, len(answer.Hosts))
 	for _, host := range answer.Hosts {
-		records[skydnsrecord.RecordKey(at, owner, host)] = skydnsrecord.Record{Host: host, TTL: ttl, Owner: owner}
+		records[skydnsrecord.RecordKey(at, owner, host)] = skydnsrecord.Record{Host: host, Port: port, TTL: ttl, Owner: owner}
 	}
 	if at != name {
 		problems = append(problems, srvRecords(records, name, owner, ttl, parsed, answer)...)

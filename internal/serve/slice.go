@@ -54,11 +54,20 @@ func headlessSliceRecords(p contract.Parsed, owner string) skydnsrecord.Set {
 	records := make(skydnsrecord.Set, 2*len(p.Pods))
 	cluster := contract.HeadlessClusterName(p.Name, p.Source)
 	for _, pod := range p.Pods {
-		records[skydnsrecord.RecordKey(cluster, owner, pod.Host)] = skydnsrecord.Record{Host: pod.Host, TTL: p.TTL, Owner: owner}
+		records[skydnsrecord.RecordKey(cluster, owner, pod.Host)] = skydnsrecord.Record{Host: pod.Host, Port: NoSRVPort, TTL: p.TTL, Owner: owner}
 		if pod.Label != "" {
 			name := contract.HeadlessPodName(p.Name, p.Source, pod.Label)
-			records[skydnsrecord.RecordKey(name, owner, pod.Host)] = skydnsrecord.Record{Host: pod.Host, TTL: p.TTL, Owner: owner}
+			records[skydnsrecord.RecordKey(name, owner, pod.Host)] = skydnsrecord.Record{Host: pod.Host, Port: NoSRVPort, TTL: p.TTL, Owner: owner}
 		}
 	}
 	return records
 }
+
+// NoSRVPort is the port of the address records of headless names. The etcd
+// plugin answers an SRV query from every address record below the name,
+// with a target made from the record's key (a leaf such as
+// _5f0c....<name>, which names nothing); it skips records of port -1 (as
+// the kubernetes plugin marks endpoints without ports). So SRV of a
+// per-cluster or per-pod name, or of the name across clusters, is NODATA
+// rather than junk; only _<port>._<proto> names answer SRV.
+const NoSRVPort = -1
