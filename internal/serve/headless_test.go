@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
@@ -168,5 +169,34 @@ func TestHeadlessRecordsPerName(t *testing.T) {
 	}
 	if fmt.Sprint(counts) != fmt.Sprint(want) || len(problems) != 2 {
 		t.Errorf("records per name %v, problems %v; want %v and two problems", counts, problems, want)
+	}
+}
+
+// When no source is healthy every published pod answers, SRV too, but an
+// endpoint marked terminating never does: health falls back, readiness
+// of a pod does not.
+func TestHeadlessFallbackNeverTerminating(t *testing.T) {
+	all := contract.Locality{Policy: contract.PolicyAll}
+	a := headlessSlices("cluster-a", all, false, "postgres-0=10.1.0.5", "postgres-1=10.1.0.6")[0]
+	a.Endpoints[1].Conditions.Terminating = ptr.To(true)
+	b := headlessSlices("cluster-b", all, false, "postgres-0=10.2.0.5")[0]
+	var parsed []contract.Parsed
+	for _, s := range []*discoveryv1.EndpointSlice{a, b} {
+		p, ok, _ := contract.Parse(s, "xcc.test")
+		if !ok {
+			t.Fatal("refused")
+		}
+		parsed = append(parsed, p)
+	}
+	records, answer, _ := MultiRecords(headlessX, parsed, nil)
+	var got []string
+	for _, r := range records {
+		got = append(got, fmt.Sprintf("%s:%d", r.Host, r.Port))
+	}
+	slices.Sort(got)
+	want := []string{"10.1.0.5:-1", "10.2.0.5:-1",
+		"postgres-0.cluster-a." + headlessX + ":5432", "postgres-0.cluster-b." + headlessX + ":5432"}
+	if !answer.Fallback || !slices.Equal(got, want) {
+		t.Errorf("records %q (fallback %v), want %q", got, answer.Fallback, want)
 	}
 }
