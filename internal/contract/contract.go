@@ -18,7 +18,8 @@ const (
 
 	// AnnotationLocality and AnnotationFailoverOrder carry a GatewayDNS's
 	// locality policy on the slices of a multi-cluster name (KindGateways,
-	// KindName): how each cluster's DNS picks among the healthy sources.
+	// KindName, KindHeadless): how each cluster's DNS picks among the
+	// healthy sources.
 	// See Locality.
 	AnnotationLocality      = "xcc-dns.io/locality"
 	AnnotationFailoverOrder = "xcc-dns.io/failover-order"

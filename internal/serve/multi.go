@@ -18,14 +18,16 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
-// A multi-cluster name (contract.KindGateways, contract.KindName) is made
+// A multi-cluster name (contract.KindGateways, KindName, KindHeadless) is made
 // from the slices of every source cluster together: which sources it
 // answers depends on all of them (their health, the GatewayDNS's locality
 // policy) and on which Clusters this cluster is (the self marker). So its
 // records are synced per name, not per slice: they have one owner,
 // "MultiCluster <name>", and the queue carries a key "name:<name>" for it
 // beside the slice keys. A slice's own sync never writes records of a
-// multi-cluster name; it queues the names the slice had and has.
+// multi-cluster name; it queues the names the slice had and has. (A
+// headless slice also writes its own cluster's names, which depend on it
+// alone: see headlessSliceRecords.)
 //
 // The records of such a name never claim an address for a PTR record:
 // the address is the gateway of a cluster whose own gateway name has the
@@ -79,6 +81,11 @@ var indexers = cache.Indexers{
 // change of the GatewayDNS reaching them one by one, or a slice edited by
 // hand) every healthy source is answered with the shortest TTL, and a
 // problem says so.
+//
+// The records of a headless name (contract.KindHeadless) are stored at
+// contract.HeadlessAllName(name), with port NoSRVPort, beside the SRV
+// records of its named ports (srvRecords); at most
+// contract.MaxRecordsPerName of each.
 func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsrecord.Set, contract.Answer, []error) {
 	var problems []error
 	bySource := map[string]*contract.SourceHosts{}
