@@ -103,15 +103,8 @@ func RecoverSpace(ctx context.Context, cli *clientv3.Client, endpoint string) (b
 	if len(nospace) == 0 {
 		return false, nil
 	}
-	status, err := cli.Status(ctx, endpoint)
-	if err != nil {
-		return true, fmt.Errorf("etcd status of %s: %w", endpoint, err)
-	}
-	if _, err := cli.Compact(ctx, status.Header.Revision, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		return true, fmt.Errorf("etcd compact at %d: %w", status.Header.Revision, err)
-	}
-	if _, err := cli.Defragment(ctx, endpoint); err != nil {
-		return true, fmt.Errorf("etcd defragment %s: %w", endpoint, err)
+	if err := compactAll(ctx, cli, endpoint); err != nil {
+		return true, err
 	}
 	for _, a := range nospace {
 		if _, err := cli.AlarmDisarm(ctx, (*clientv3.AlarmMember)(a)); err != nil {
@@ -119,4 +112,39 @@ func RecoverSpace(ctx context.Context, cli *clientv3.Client, endpoint string) (b
 		}
 	}
 	return true, nil
+}
+
+// TrimSpace compacts away all history and defragments once the database
+// file has grown past half of quota, so heavy churn never reaches the
+// NOSPACE alarm: the records are a copy of the EndpointSlices and nothing
+// reads their history. A quota of 0 is DefaultQuotaBytes, as in Config.
+// It reports whether it trimmed.
+func TrimSpace(ctx context.Context, cli *clientv3.Client, endpoint string, quota int64) (bool, error) {
+	if quota <= 0 {
+		quota = DefaultQuotaBytes
+	}
+	status, err := cli.Status(ctx, endpoint)
+	if err != nil {
+		return false, fmt.Errorf("etcd status of %s: %w", endpoint, err)
+	}
+	if status.DbSize <= quota/2 {
+		return false, nil
+	}
+	return true, compactAll(ctx, cli, endpoint)
+}
+
+// compactAll compacts at the current revision and defragments endpoint,
+// which gives the freed pages back to the file system.
+func compactAll(ctx context.Context, cli *clientv3.Client, endpoint string) error {
+	status, err := cli.Status(ctx, endpoint)
+	if err != nil {
+		return fmt.Errorf("etcd status of %s: %w", endpoint, err)
+	}
+	if _, err := cli.Compact(ctx, status.Header.Revision, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return fmt.Errorf("etcd compact at %d: %w", status.Header.Revision, err)
+	}
+	if _, err := cli.Defragment(ctx, endpoint); err != nil {
+		return fmt.Errorf("etcd defragment %s: %w", endpoint, err)
+	}
+	return nil
 }

@@ -128,3 +128,38 @@ func TestRecoverSpace(t *testing.T) {
 		t.Errorf("RecoverSpace without an alarm = %v, %v", had, err)
 	}
 }
+
+// TestTrimSpaceKeepsTheQuota: the same churn that fills an 8 MiB quota in
+// TestRecoverSpace never raises the alarm when TrimSpace runs between
+// writes, and a database under half the quota is left alone.
+func TestTrimSpaceKeepsTheQuota(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.QuotaBytes = 8 << 20
+	srv, cli := startClient(t, cfg)
+	ctx := context.Background()
+	endpoint := srv.Endpoints()[0]
+	if trimmed, err := TrimSpace(ctx, cli, endpoint, cfg.QuotaBytes); err != nil || trimmed {
+		t.Fatalf("TrimSpace of an empty database = %v, %v; want nothing done", trimmed, err)
+	}
+	big := strings.Repeat("x", 512<<10)
+	trims := 0
+	for i := 0; i < 100; i++ {
+		if _, err := cli.Put(ctx, "/skydns/test/xcc/churn", big); err != nil {
+			t.Fatalf("put %d with TrimSpace between writes: %v", i, err)
+		}
+		trimmed, err := TrimSpace(ctx, cli, endpoint, cfg.QuotaBytes)
+		if err != nil {
+			t.Fatalf("TrimSpace after put %d: %v", i, err)
+		}
+		if trimmed {
+			trims++
+		}
+	}
+	if trims == 0 {
+		t.Error("50 MiB of history written into an 8 MiB quota and never trimmed")
+	}
+	alarms, err := cli.AlarmList(ctx)
+	if err != nil || len(alarms.Alarms) != 0 {
+		t.Errorf("alarms after the churn: %v, %v; want none", alarms.Alarms, err)
+	}
+}

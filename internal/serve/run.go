@@ -29,8 +29,8 @@ const (
 	DefaultHTTPAddress = ":8080"
 	etcdDialTimeout    = 5 * time.Second
 	etcdProbeTimeout   = 2 * time.Second
-	// spaceCheckPeriod is how often the embedded etcd's NOSPACE alarm is
-	// looked for; while it stands no record can be written.
+	// spaceCheckPeriod is how often the embedded etcd's size and NOSPACE
+	// alarm are looked at; while the alarm stands no record can be written.
 	spaceCheckPeriod = 10 * time.Second
 )
 
@@ -148,7 +148,7 @@ func Run(ctx context.Context, o Options) error {
 	defer httpSrv.Close()
 
 	if len(external) == 0 {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { keepSpace(ctx, cli, endpoints[0]) }, spaceCheckPeriod)
+		go wait.UntilWithContext(ctx, func(ctx context.Context) { keepSpace(ctx, cli, endpoints[0], o.Etcd.QuotaBytes) }, spaceCheckPeriod)
 	}
 	if o.ClusterDNSConfigMap != "" && o.ClusterDNSService != "" {
 		k, err := newClusterDNSKeeper(kube, o)
@@ -198,15 +198,27 @@ func recordsOnDisk(ctx context.Context, cli *clientv3.Client, domain string) (in
 	return resp.Count, nil
 }
 
-// keepSpace clears a NOSPACE alarm of the embedded etcd (history filled
-// the quota; auto-compaction keeps one hour of it).
-func keepSpace(ctx context.Context, cli *clientv3.Client, endpoint string) {
+// keepSpace keeps the embedded etcd writable: it trims history once the
+// database passes half its quota (auto-compaction keeps minutes of it,
+// which a burst of full rewrites can fill), and clears a NOSPACE alarm
+// that came anyway.
+func keepSpace(ctx context.Context, cli *clientv3.Client, endpoint string, quota int64) {
+	logger := klog.FromContext(ctx)
 	had, err := etcdserver.RecoverSpace(ctx, cli, endpoint)
 	switch {
 	case err != nil:
-		klog.FromContext(ctx).Error(err, "Clearing etcd's NOSPACE alarm failed; records cannot be written until it is cleared")
+		logger.Error(err, "Clearing etcd's NOSPACE alarm failed; records cannot be written until it is cleared")
+		return
 	case had:
-		klog.FromContext(ctx).Info("Cleared etcd's NOSPACE alarm: compacted, defragmented and disarmed")
+		logger.Info("Cleared etcd's NOSPACE alarm: compacted, defragmented and disarmed")
+		return
+	}
+	trimmed, err := etcdserver.TrimSpace(ctx, cli, endpoint, quota)
+	switch {
+	case err != nil:
+		logger.Error(err, "Trimming etcd's history failed")
+	case trimmed:
+		logger.V(1).Info("Trimmed etcd's history: the database had passed half its quota", "quotaBytes", quota)
 	}
 }
 
