@@ -127,7 +127,8 @@ func NewWriter(cfg Config) *Writer {
 // generation written to each target. A target one generation behind is
 // brought up to date with the delta alone, since listing every target on
 // every sync costs targets x slices (docs/benchmarks.md, section 4).
-// Guarded by Writer.mu.
+// gen, cur and delta belong to the Publish of the GatewayDNS; the rest is
+// guarded by Writer.mu.
 type record struct {
 	gen   uint64
 	cur   Generation
@@ -286,8 +287,13 @@ func (w *Writer) Publish(ctx context.Context, ref string, d desired.State, targe
 
 	w.mu.Lock()
 	p := w.recordLocked(ref)
+	w.mu.Unlock()
+	// Only Publish of ref touches gen, cur and delta (the controller's
+	// queue syncs a key on one worker at a time), and writes take copies:
+	// the generation, the costly part at scale, is computed unlocked.
 	p.observe(d)
 	snap := snapshot{gen: p.gen, cur: p.cur, delta: p.delta, d: d}
+	w.mu.Lock()
 
 	uids := make([]types.UID, len(targets))
 	keep := map[string]bool{} // workload keys whose state is kept
