@@ -25,14 +25,13 @@ import (
 // the call's context ends. With fail set, calls fail at once with it
 // instead.
 type gate struct {
-	mu       sync.Mutex
-	closed   bool
-	open     chan struct{}
-	fail     error
-	calls    int // calls made
-	held     int // calls held now
-	maxHeld  int // most calls held at once
-	released chan struct{}
+	mu      sync.Mutex
+	closed  bool
+	open    chan struct{}
+	fail    error
+	calls   int // calls made
+	held    int // calls held now
+	maxHeld int // most calls held at once
 }
 
 func newGate() *gate { return &gate{open: make(chan struct{})} }
