@@ -37,24 +37,30 @@ const (
 	// writing them when it is stopped.
 	failoverClusters = 150
 
-	// The controller's leader election (internal/controller/run.go) and
-	// client-go's: a standby tries every retryPeriod stretched by up to
-	// jitterFactor, and counts a Lease as expired leaseDuration after it
-	// last saw the Lease change, by its own clock.
-	leaseDuration = 15 * time.Second
-	retryPeriod   = 2 * time.Second
+	// The replicas' leader election flags (lab.LeaseDuration,
+	// lab.RetryPeriod) and client-go's: a standby tries every retryPeriod
+	// stretched by up to jitterFactor, and counts a Lease as expired
+	// leaseDuration after it last saw the Lease change, by its own clock.
+	leaseDuration = lab.LeaseDuration
+	retryPeriod   = lab.RetryPeriod
 	jitterFactor  = 1.2
 	// maxRetryWait is the longest a standby waits between two tries.
 	maxRetryWait = time.Duration((1 + jitterFactor) * float64(retryPeriod))
-	// killTakeoverBound: after a SIGKILL, the standby may have seen the
-	// last renewal up to one retry wait after it was written, counts
-	// leaseDuration from then, and tries again up to one retry wait
-	// later: leaseDuration + 2 x maxRetryWait, plus a second for the
-	// API calls of a loaded machine.
-	killTakeoverBound = leaseDuration + 2*maxRetryWait + time.Second
+	// takeoverBound is the bound docs/reliability.md states (the
+	// controller's TakeoverBound): after a SIGKILL, the standby may have
+	// seen the last renewal up to one retry wait after it was written,
+	// counts leaseDuration from then, and tries again up to one retry
+	// wait later: leaseDuration + 2 x maxRetryWait.
+	takeoverBound = leaseDuration + 2*maxRetryWait
+	// apiAllowance is added to each bound for the Lease reads and writes
+	// of a loaded machine and the test's own 50 ms polling.
+	apiAllowance = time.Second
+	// killTakeoverBound is what the test allows after a SIGKILL.
+	killTakeoverBound = takeoverBound + apiAllowance
 	// termHandoverBound: after a SIGTERM the leader releases the Lease
-	// (ReleaseOnCancel), so the standby takes it at its next try.
-	termHandoverBound = maxRetryWait + time.Second
+	// (ReleaseOnCancel) once its controller stopped, so the standby takes
+	// it at its next try.
+	termHandoverBound = maxRetryWait + apiAllowance
 	// failoverConvergeTimeout bounds the wait for every target to hold
 	// exactly the desired slices.
 	failoverConvergeTimeout = 3 * time.Minute

@@ -18,6 +18,15 @@ import (
 // ServiceAccount update.
 const LeaderElectionID = "xcc-syncer-controller"
 
+// The leader election timing the replicas run with, passed as flags: the
+// controller's defaults, spelled out so the failover test can derive its
+// bounds from them.
+const (
+	LeaseDuration = 10 * time.Second
+	RenewDeadline = 7 * time.Second
+	RetryPeriod   = time.Second
+)
+
 // ControllerReplica is one `xcc-syncer controller` run with leader
 // election on, as one pod of a Deployment with several replicas would be:
 // the same Lease as the others, an identity of its own, its own
@@ -72,6 +81,9 @@ func (l *Lab) StartControllerReplica(ctx context.Context, name string) (*Control
 			"--leader-elect=true",
 			"--leader-election-namespace", SliceNamespace,
 			"--leader-election-id", LeaderElectionID,
+			"--leader-elect-lease-duration", LeaseDuration.String(),
+			"--leader-elect-renew-deadline", RenewDeadline.String(),
+			"--leader-elect-retry-period", RetryPeriod.String(),
 		}
 		p, err := startProcess(l.LogDir, r.Name, nil, l.Bin("xcc-syncer"), r.args...)
 		r.Process = p

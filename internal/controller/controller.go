@@ -169,6 +169,9 @@ func New(cfg Config) *Controller {
 		Resync:         cfg.Resync,
 		Written:        cfg.Metrics.SlicesWritten,
 		Exists:         c.gatewayDNSExists,
+		// A write that went on in the background ended: sync again, so
+		// status catches up and a newer generation is written.
+		Done: func(ref string) { c.queue.Add(ref) },
 	})
 	return c
 }
@@ -270,6 +273,8 @@ func (c *Controller) Run(ctx context.Context, ready chan<- struct{}) error {
 		close(ready)
 	}
 	c.queue.Run(ctx, c.cfg.Workers)
+	// Writes still running in the background end with ctx.
+	c.publisher.Wait()
 	logger.Info("Workers stopped")
 	return nil
 }

@@ -50,6 +50,9 @@ type testEnv struct {
 	workloads map[string]*fake.Clientset // by kubeconfig content
 	ctrl      *Controller
 	events    *record.FakeRecorder
+	// cancel stops the controller; done is closed when its Run returned.
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // sawEvent reports whether an event containing every part was recorded.
@@ -147,7 +150,7 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 		}
 	}
 	e := &testEnv{t: t, ctx: ctx, mgmt: fake.NewClientset(mgmtObjs...), dyn: dyn, workloads: workloads,
-		events: record.NewFakeRecorder(1000)}
+		events: record.NewFakeRecorder(1000), cancel: cancel, done: make(chan struct{})}
 	e.ctrl = New(Config{
 		Kube: e.mgmt, Dynamic: dyn, ClusterResource: clusterGVR,
 		NewClient: func(raw []byte) (workload.Client, error) {
@@ -165,7 +168,19 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 		Recorder: e.events,
 	})
 	ready := make(chan struct{})
-	go func() { _ = e.ctrl.Run(ctx, ready) }()
+	go func() {
+		defer close(e.done)
+		_ = e.ctrl.Run(ctx, ready)
+	}()
+	// The controller and its background writes stop before the test ends.
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-e.done:
+		case <-time.After(10 * time.Second):
+			t.Error("the controller did not stop within 10s")
+		}
+	})
 	select {
 	case <-ready:
 	case <-time.After(10 * time.Second):

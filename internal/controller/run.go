@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,11 +40,15 @@ import (
 const (
 	DefaultLeaderElectionID        = "xcc-syncer-controller"
 	DefaultLeaderElectionNamespace = "xcc-dns"
-	leaseDuration                  = 15 * time.Second
-	renewDeadline                  = 10 * time.Second
-	retryPeriod                    = 2 * time.Second
-	serviceAccountNamespaceFile    = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-	clusterAPIGroup                = "cluster.x-k8s.io"
+	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod
+	// are the leader election's timing. After a leader dies, its standby
+	// takes over at most LeaseDuration + 2 x 2.2 x RetryPeriod later
+	// (TakeoverBound): 14.4 s with these.
+	DefaultLeaseDuration        = 10 * time.Second
+	DefaultRenewDeadline        = 7 * time.Second
+	DefaultRetryPeriod          = time.Second
+	serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+	clusterAPIGroup             = "cluster.x-k8s.io"
 )
 
 // clusterAPIVersions are the Cluster API versions the controller can read,
@@ -60,8 +65,13 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string // empty: the pod's namespace, else DefaultLeaderElectionNamespace
 	LeaderElectionID        string
-	Resync                  time.Duration
-	Workers                 int
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
+	// election (see TakeoverBound).
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	Resync        time.Duration
+	Workers       int
 	// Profiling serves Go's /debug/pprof/ on HTTPAddress too.
 	Profiling bool
 	// AllowKubeconfigExec names the exec credential plugin commands a
@@ -80,6 +90,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a coordination Lease so only one replica writes")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", DefaultLeaderElectionNamespaceFromPod(), "namespace of the leader election Lease")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "name of the leader election Lease")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, "how long a standby waits, after it last saw the Lease renewed, before it takes the Lease")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", DefaultRenewDeadline, "how long the leader tries to renew the Lease before it gives up and exits; less than the lease duration")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "how often the leader renews and a standby tries to take the Lease (a standby's tries are stretched by up to 2.2 times)")
 	fs.DurationVar(&o.Resync, "resync-period", DefaultResync, "how often every GatewayDNS is synced again, repairing drift in workload clusters")
 	fs.IntVar(&o.Workers, "workers", DefaultWorkers, "GatewayDNS synced concurrently")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-address")
@@ -144,10 +157,9 @@ func Run(ctx context.Context, o Options) error {
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: controllerName})
 
 	var ready, leading atomic.Bool
-	var elector *leaderelection.LeaderElector
 	srv, err := httpserver.Start(ctx, httpserver.Config{Address: o.HTTPAddress, Gatherer: reg, Profiling: o.Profiling,
 		Ready: func(*http.Request) (string, error) {
-			if elector != nil && !leading.Load() {
+			if o.LeaderElect && !leading.Load() {
 				return "ok", nil // a standby is ready to take over
 			}
 			if !ready.Load() {
@@ -195,44 +207,123 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("leader election lock: %w", err)
 	}
-	runErr := make(chan error, 1)
-	elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-		ReleaseOnCancel: true, Name: o.LeaderElectionID,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				leading.Store(true)
-				logger.Info("Became leader; starting controller", "lease", o.LeaderElectionNamespace+"/"+o.LeaderElectionID, "identity", id)
-				runErr <- runController(ctx)
-			},
-			OnStoppedLeading: func() {
-				leading.Store(false)
-				logger.Info("Stopped leading", "identity", id)
-			},
-			OnNewLeader: func(identity string) {
-				if identity != id {
-					logger.Info("Another replica leads; standing by", "leader", identity)
-				}
-			},
-		},
+	logger.Info("Waiting for leadership", "lease", o.LeaderElectionNamespace+"/"+o.LeaderElectionID, "identity", id,
+		"leaseDuration", o.leaseDuration(), "renewDeadline", o.renewDeadline(), "retryPeriod", o.retryPeriod())
+	err = runElected(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, LeaseDuration: o.leaseDuration(), RenewDeadline: o.renewDeadline(), RetryPeriod: o.retryPeriod(),
+		Name: o.LeaderElectionID,
+	}, &leading, func(ctx context.Context) error {
+		logger.Info("Became leader; starting controller", "lease", o.LeaderElectionNamespace+"/"+o.LeaderElectionID, "identity", id)
+		return runController(ctx)
 	})
+	return firstError(err, srvErr)
+}
+
+func (o Options) leaseDuration() time.Duration {
+	return orDefault(o.LeaseDuration, DefaultLeaseDuration)
+}
+func (o Options) renewDeadline() time.Duration {
+	return orDefault(o.RenewDeadline, DefaultRenewDeadline)
+}
+func (o Options) retryPeriod() time.Duration { return orDefault(o.RetryPeriod, DefaultRetryPeriod) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// TakeoverBound is the longest a standby takes to hold the Lease after
+// the leader died without releasing it: it may see the last renewal up to
+// one try after it was written, counts leaseDuration from then (by its
+// own clock), and tries again up to one try later; client-go stretches
+// each wait between tries by up to leaderelection.JitterFactor (1.2), so
+// a try comes at most 2.2 x retryPeriod after the one before.
+func TakeoverBound(leaseDuration, retryPeriod time.Duration) time.Duration {
+	maxWait := time.Duration((1 + leaderelection.JitterFactor) * float64(retryPeriod))
+	return leaseDuration + 2*maxWait
+}
+
+// runElected runs run while this replica holds the Lease of cfg, until
+// ctx ends or the Lease is lost. The Lease is released (ReleaseOnCancel)
+// only after run has returned: the elector runs on a context of its own
+// that ends once run did, so the writes run had in flight have stopped
+// before a standby can take over. Without that, client-go releases the
+// Lease the moment ctx ends, while the controller still finishes its
+// writes. leading tells /readyz whether this replica leads.
+func runElected(ctx context.Context, cfg leaderelection.LeaderElectionConfig, leading *atomic.Bool, run func(context.Context) error) error {
+	logger := klog.FromContext(ctx)
+	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElecting()
+	var (
+		mu       sync.Mutex
+		started  bool // run was started
+		stopping bool // ctx ended
+	)
+	runDone := make(chan error, 1)
+	cfg.ReleaseOnCancel = true
+	cfg.Callbacks = leaderelection.LeaderCallbacks{
+		OnStartedLeading: func(leaseCtx context.Context) {
+			mu.Lock()
+			if stopping {
+				mu.Unlock()
+				return
+			}
+			started = true
+			mu.Unlock()
+			leading.Store(true)
+			// run stops when ctx ends or the Lease is lost.
+			runCtx, cancel := context.WithCancel(leaseCtx)
+			stop := context.AfterFunc(ctx, cancel)
+			err := run(runCtx)
+			stop()
+			cancel()
+			runDone <- err
+			// Only now may the elector release the Lease.
+			stopElecting()
+		},
+		OnStoppedLeading: func() {
+			leading.Store(false)
+			logger.Info("Stopped leading", "identity", cfg.Lock.Identity())
+		},
+		OnNewLeader: func(identity string) {
+			if identity != cfg.Lock.Identity() {
+				logger.Info("Another replica leads; standing by", "leader", identity)
+			}
+		},
+	}
+	le, err := leaderelection.NewLeaderElector(cfg)
 	if err != nil {
 		return fmt.Errorf("leader elector: %w", err)
 	}
-	logger.Info("Waiting for leadership", "lease", o.LeaderElectionNamespace+"/"+o.LeaderElectionID, "identity", id)
-	elector.Run(ctx)
-	select {
-	case err := <-runErr:
-		if err != nil {
+	// A replica that is not leading stops electing when ctx ends; one that
+	// leads stops once run returned (above).
+	stopWatch := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		stopping = true
+		s := started
+		mu.Unlock()
+		if !s {
+			stopElecting()
+		}
+	})
+	defer stopWatch()
+	le.Run(electCtx)
+	mu.Lock()
+	s := started
+	mu.Unlock()
+	if s {
+		// The Lease was lost (or released): wait for run to stop too.
+		if err := <-runDone; err != nil {
 			return err
 		}
-	default:
 	}
 	if ctx.Err() == nil {
 		// Lost the lease while still running: exit, so no two replicas write.
 		return errors.New("leader election lost")
 	}
-	return firstError(nil, srvErr)
+	return nil
 }
 
 func firstError(err error, srvErr <-chan error) error {

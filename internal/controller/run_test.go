@@ -1,11 +1,17 @@
 package controller
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2/ktesting"
 )
 
 func TestDiscoverClusterResource(t *testing.T) {
@@ -43,5 +49,79 @@ func TestLeaderElectionNamespaceFromPod(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "xcc-system")
 	if got := DefaultLeaderElectionNamespaceFromPod(); got != "xcc-system" {
 		t.Errorf("got %q, want the pod's namespace", got)
+	}
+}
+
+// TestRunElectedReleasesAfterRun: the Lease stays held while the
+// controller finishes after ctx ended, and is released once it returned,
+// so a standby never starts while the old leader still writes.
+func TestRunElectedReleasesAfterRun(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kube := fake.NewClientset()
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, "xcc-dns", "lease", kube.CoreV1(), kube.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := func() string {
+		l, err := kube.CoordinationV1().Leases("xcc-dns").Get(context.Background(), "lease", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	var leading atomic.Bool
+	running := make(chan struct{})
+	var heldWhileStopping []string
+	done := make(chan error, 1)
+	go func() {
+		done <- runElected(ctx, leaderelection.LeaderElectionConfig{
+			Lock: lock, LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond, Name: "test",
+		}, &leading, func(ctx context.Context) error {
+			close(running)
+			<-ctx.Done()
+			// Writes still landing after ctx ended.
+			for range 5 {
+				time.Sleep(100 * time.Millisecond)
+				heldWhileStopping = append(heldWhileStopping, holder())
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-running:
+	case <-time.After(10 * time.Second):
+		t.Fatal("never led")
+	}
+	if !leading.Load() {
+		t.Error("leading not set")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("runElected did not return")
+	}
+	for i, h := range heldWhileStopping {
+		if h != "me" {
+			t.Errorf("while the controller stopped (%d): Lease held by %q, want still me", i, h)
+		}
+	}
+	if h := holder(); h != "" {
+		t.Errorf("after return: Lease held by %q, want released", h)
+	}
+	if leading.Load() {
+		t.Error("leading still set")
+	}
+}
+
+func TestTakeoverBound(t *testing.T) {
+	if got, want := TakeoverBound(DefaultLeaseDuration, DefaultRetryPeriod), 14400*time.Millisecond; got != want {
+		t.Errorf("TakeoverBound(defaults) = %s, want %s", got, want)
 	}
 }

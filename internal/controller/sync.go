@@ -79,11 +79,12 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	c.workloads.Release(key, src.uses)
 	// Status, and an Event per cluster whose reason changed.
 	status := buildStatus(gd, want, res.Errs)
+	markWriting(gd, &status, res.Pending)
 	c.recordTransitions(gd, want.Clusters)
 	if err := c.updateStatus(ctx, gd, status); err != nil {
 		return err
 	}
-	if len(res.Errs) == 0 {
+	if len(res.Errs) == 0 && len(res.Pending) == 0 {
 		c.observePropagation(key)
 	}
 	logger.V(2).Info("Synced", "selected", status.SelectedClusters, "ready", status.ReadyClusters,

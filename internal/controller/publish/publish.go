@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +30,19 @@ import (
 // instead of on the sum of all.
 const targetWorkers = 8
 
+// DefaultWait is how long Publish waits for its writes before it reports
+// the targets still being written as Pending. A healthy API server takes
+// a few milliseconds per slice; the wait only spares a second sync (and a
+// status that says Writing for a moment) after a large write.
+const DefaultWait = 500 * time.Millisecond
+
+// minRetry and maxRetry bound the backoff of a target whose write timed
+// out: it is tried again after minRetry, then twice as long each time.
+const (
+	minRetry = 5 * time.Second
+	maxRetry = time.Minute
+)
+
 // Publisher is what the controller loop asks of the write path.
 type Publisher interface {
 	// Publish brings every target to the desired slices of the GatewayDNS
@@ -36,8 +51,11 @@ type Publisher interface {
 	// Remove deletes every slice written for ref from one target, and
 	// orphans of deleted GatewayDNS of its namespace.
 	Remove(ctx context.Context, ref string, t Target) error
-	// Forget drops what was remembered of ref, a GatewayDNS that is gone.
+	// Forget drops what was remembered of ref, a GatewayDNS that is gone,
+	// once its writes in flight have stopped.
 	Forget(ref string)
+	// Wait returns when every write running in the background has ended.
+	Wait()
 }
 
 var _ Publisher = (*Writer)(nil)
@@ -53,7 +71,11 @@ type Target struct {
 type Results struct {
 	// Errs holds, by target name, the writes that failed.
 	Errs map[string]error
-	// Written counts the slices created, updated or deleted.
+	// Pending holds, sorted, the targets still being written when
+	// Publish stopped waiting; Config.Done is called when they are done.
+	Pending []string
+	// Written counts the slices created, updated or deleted (by the
+	// writes that ended while Publish waited).
 	Written int
 }
 
@@ -69,6 +91,12 @@ type Config struct {
 	// Exists reports whether the GatewayDNS ref still exists; slices of one
 	// that does not are orphans, deleted at a target's next full list.
 	Exists func(ref string) bool
+	// Wait bounds how long Publish waits for its writes; 0: DefaultWait.
+	Wait time.Duration
+	// Done is called with ref when a write Publish stopped waiting for
+	// ended, or when a target that timed out may be tried again: the
+	// GatewayDNS should be synced again, so its status catches up.
+	Done func(ref string)
 }
 
 // Writer is the Publisher of the controller.
@@ -78,11 +106,19 @@ type Writer struct {
 	mu sync.Mutex
 	// records remembers, per GatewayDNS key, what was written to each target.
 	records map[string]*record
+	// writes counts the writes running, for Wait.
+	writes sync.WaitGroup
 }
 
 // NewWriter returns a Writer that remembers nothing yet: its first Publish
 // of each GatewayDNS lists every target.
 func NewWriter(cfg Config) *Writer {
+	if cfg.Wait == 0 {
+		cfg.Wait = DefaultWait
+	}
+	if cfg.Done == nil {
+		cfg.Done = func(string) {}
+	}
 	return &Writer{cfg: cfg, records: map[string]*record{}}
 }
 
@@ -91,12 +127,25 @@ func NewWriter(cfg Config) *Writer {
 // generation written to each target. A target one generation behind is
 // brought up to date with the delta alone, since listing every target on
 // every sync costs targets x slices (docs/benchmarks.md, section 4).
+// gen, cur and delta belong to the Publish of the GatewayDNS; the rest is
+// guarded by Writer.mu.
 type record struct {
 	gen   uint64
 	cur   Generation
 	delta Delta // from generation gen-1 to gen
 	// targets by workload key ("<cluster-ns>/<cluster>").
 	targets map[string]targetState
+	// busy holds the write in flight per slot: a destination, or a target
+	// whose destination is not known. One write per slot at a time.
+	busy map[string]*write
+	// timedOut holds the targets whose last write timed out, by workload
+	// key: they are not written again before their retry time.
+	timedOut map[string]*timedOut
+	// forgotten: the GatewayDNS is gone; writes still running are
+	// cancelled and their results dropped.
+	forgotten bool
+	// writes counts the writes of this record running, for Forget.
+	writes sync.WaitGroup
 }
 
 // targetState is what the controller knows one target has of a
@@ -117,6 +166,44 @@ type targetState struct {
 	kept map[string]string
 }
 
+// timedOut is a target whose API server did not answer in time.
+type timedOut struct {
+	err     error
+	backoff time.Duration
+	retryAt time.Time
+	timer   *time.Timer
+}
+
+// snapshot is the generation a write brings its targets to, copied when
+// the write starts: later syncs move the record on meanwhile.
+type snapshot struct {
+	gen   uint64
+	cur   Generation
+	delta Delta
+	d     desired.State
+}
+
+// write brings the targets of one slot to a snapshot, in the background
+// of the Publish that started it. targets[0] writes; the others have the
+// same destination and take its state (or are written on their own when
+// its write failed other than by a timeout).
+type write struct {
+	slot    string
+	targets []Target
+	uids    []types.UID
+	old     []targetState // what the record said of each target at the start
+	known   []bool
+	results []targetResult // by index of targets; read once done is closed
+	// suspect: the first target timed out before, so its write may hang
+	// again; Publish does not wait for it and it takes no worker.
+	suspect bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	// detached: the Publish that started it no longer waits; when it
+	// ends, Config.Done syncs the GatewayDNS again.
+	detached bool
+}
+
 // observe records the desired state of a sync; the generation moves on
 // when it differs from the last one.
 func (p *record) observe(d desired.State) {
@@ -130,24 +217,42 @@ func (p *record) observe(d desired.State) {
 	p.cur, p.delta = next, dl
 }
 
-// recordFor returns the record of a GatewayDNS, making it on first use.
-func (w *Writer) recordFor(ref string) *record {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// recordLocked returns the record of a GatewayDNS, making it on first use.
+func (w *Writer) recordLocked(ref string) *record {
 	p := w.records[ref]
 	if p == nil {
-		p = &record{targets: map[string]targetState{}}
+		p = &record{targets: map[string]targetState{}, busy: map[string]*write{}, timedOut: map[string]*timedOut{}}
 		w.records[ref] = p
 	}
 	return p
 }
 
-// Forget drops the record of a GatewayDNS that is gone.
+// Forget drops the record of a GatewayDNS that is gone. Its writes still
+// running are cancelled, and Forget returns once they have stopped, so
+// nothing is written for ref after it (its cleanup may list the targets
+// next).
 func (w *Writer) Forget(ref string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	p := w.records[ref]
 	delete(w.records, ref)
+	if p != nil {
+		p.forgotten = true
+		for _, wr := range p.busy {
+			wr.cancel()
+		}
+		for _, to := range p.timedOut {
+			to.timer.Stop()
+		}
+	}
+	w.mu.Unlock()
+	if p != nil {
+		p.writes.Wait()
+	}
 }
+
+// Wait returns when every write started in the background has ended.
+// Writes end when the context of the Publish that started them does.
+func (w *Writer) Wait() { w.writes.Wait() }
 
 // Remove lists the target and deletes every slice written for ref there,
 // with the orphans of its namespace.
@@ -156,107 +261,257 @@ func (w *Writer) Remove(ctx context.Context, ref string, t Target) error {
 	return err
 }
 
-// Publish brings every target to the desired slices, up to targetWorkers
-// at a time. A target that fails is recorded and skipped (and listed in
-// full on the next sync); the others are still written.
+// Publish brings every target to the desired slices. Each target's write
+// runs on its own (up to targetWorkers at a time), and Publish waits for
+// them at most Config.Wait: a target still being written then is reported
+// Pending and written on in the background; when that write ends,
+// Config.Done(ref) asks for another sync, which reports how it went. A
+// target has one write in flight at a time: while it runs, later syncs
+// report the target Pending, and the sync after it ends writes the latest
+// generation. A target whose write timed out (its API server does not
+// answer) is not written again before its retry time (backoff from
+// minRetry to maxRetry) and is reported failed until then; Publish never
+// waits for its next try. A target that fails is listed in full on its
+// next write; the others are written all the same.
 //
 // Targets with the same destination (Clusters whose kubeconfigs reach the
 // same slice namespace of the same API server) are written once, through
 // one of them; the others take its state. Written one by one, each would
 // create the slices the first had just made and list the namespace again.
-// When that write fails, the others are written on their own, as any target.
+// When that write fails, the others are written on their own, as any
+// target; when it timed out, they share its error (same API server).
 func (w *Writer) Publish(ctx context.Context, ref string, d desired.State, targets []Target) Results {
 	logger := klog.FromContext(ctx)
-	p := w.recordFor(ref)
-	p.observe(d)
+	out := Results{Errs: map[string]error{}}
+	sem := make(chan struct{}, targetWorkers)
 
-	results := make([]targetResult, len(targets))
+	w.mu.Lock()
+	p := w.recordLocked(ref)
+	w.mu.Unlock()
+	// Only Publish of ref touches gen, cur and delta (the controller's
+	// queue syncs a key on one worker at a time), and writes take copies:
+	// the generation, the costly part at scale, is computed unlocked.
+	p.observe(d)
+	snap := snapshot{gen: p.gen, cur: p.cur, delta: p.delta, d: d}
+	w.mu.Lock()
+
 	uids := make([]types.UID, len(targets))
-	var writers []int
-	byDest := map[string][]int{} // destination -> indexes of the targets there, in order
-	var dests []string
+	keep := map[string]bool{} // workload keys whose state is kept
+	var slots []string
+	bySlot := map[string][]int{} // slot -> indexes of its targets, in order
 	for i, t := range targets {
 		uid, has, synced := t.Cluster.SliceNamespace(w.cfg.SliceNamespace)
 		switch {
 		case !synced:
 			// Not listed yet: the Namespace informer enqueues us once it has.
 			logger.V(2).Info("Target cluster not listed yet; skipped", "cluster", t.Name)
-			if old, known := p.targets[t.Cluster.Key()]; known {
-				results[i].state = &old
-			}
+			keep[t.Cluster.Key()] = true
 			continue
 		case !has:
 			continue
 		}
+		keep[t.Cluster.Key()] = true
 		uids[i] = uid
-		dest := t.Cluster.Destination(uid)
-		if dest == "" {
-			writers = append(writers, i)
+		slot := t.Cluster.Destination(uid)
+		if slot == "" {
+			slot = "target " + t.Cluster.Key()
+		}
+		if _, seen := bySlot[slot]; !seen {
+			slots = append(slots, slot)
+		}
+		bySlot[slot] = append(bySlot[slot], i)
+	}
+	// Targets gone, or without the slice namespace, are forgotten.
+	for key, to := range p.timedOut {
+		if !keep[key] {
+			to.timer.Stop()
+			delete(p.timedOut, key)
+		}
+	}
+	for key := range p.targets {
+		if !keep[key] {
+			delete(p.targets, key)
+		}
+	}
+
+	now := time.Now()
+	var started []*write
+	for _, slot := range slots {
+		group := bySlot[slot]
+		if wr := p.busy[slot]; wr != nil {
+			// Still writing an earlier generation; the sync after it
+			// ends writes this one.
+			wr.detached = true
+			for _, i := range group {
+				out.Pending = append(out.Pending, targets[i].Name)
+			}
 			continue
 		}
-		if _, seen := byDest[dest]; !seen {
-			dests = append(dests, dest)
-		}
-		byDest[dest] = append(byDest[dest], i)
-	}
-	// Each destination is written through its first target whose state is
-	// known (the others would list it again), else through its first; the
-	// rest take the writer's state.
-	writtenBy := map[int]int{} // index of a target -> index of the target that writes for it
-	for _, dest := range dests {
-		group := byDest[dest]
-		first := group[0]
-		for _, i := range group {
+		// A destination is written through its first target whose state
+		// is known (the others would list it again), else its first.
+		first := 0
+		for n, i := range group {
 			if p.known(targets[i], uids[i]) {
-				first = i
+				first = n
 				break
 			}
 		}
-		writers = append(writers, first)
-		for _, i := range group {
-			if i != first {
-				writtenBy[i] = first
+		order := append([]int{group[first]}, append(append([]int(nil), group[:first]...), group[first+1:]...)...)
+		if to := p.timedOut[targets[order[0]].Cluster.Key()]; to != nil && now.Before(to.retryAt) {
+			for _, i := range order {
+				out.Errs[targets[i].Name] = fmt.Errorf("%w; next try at %s", to.err, to.retryAt.UTC().Format(time.RFC3339))
+			}
+			continue
+		}
+		wr := &write{slot: slot, done: make(chan struct{})}
+		for _, i := range order {
+			t := targets[i]
+			wr.targets = append(wr.targets, t)
+			wr.uids = append(wr.uids, uids[i])
+			wr.old = append(wr.old, p.targets[t.Cluster.Key()])
+			wr.known = append(wr.known, p.known(t, uids[i]))
+		}
+		wr.results = make([]targetResult, len(order))
+		wr.suspect = p.timedOut[wr.targets[0].Cluster.Key()] != nil
+		var wctx context.Context
+		wctx, wr.cancel = context.WithCancel(ctx)
+		p.busy[slot] = wr
+		p.writes.Add(1)
+		w.writes.Add(1)
+		started = append(started, wr)
+		go w.run(wctx, ref, p, wr, snap, sem)
+	}
+	w.mu.Unlock()
+
+	// Wait for the writes, at most Config.Wait, and not for a target that
+	// timed out before.
+	timer := time.NewTimer(w.cfg.Wait)
+	defer timer.Stop()
+wait:
+	for _, wr := range started {
+		if wr.suspect {
+			continue
+		}
+		select {
+		case <-wr.done:
+		case <-timer.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, wr := range started {
+		select {
+		case <-wr.done:
+		default:
+			wr.detached = true
+			for _, t := range wr.targets {
+				out.Pending = append(out.Pending, t.Name)
+			}
+			continue
+		}
+		for i, r := range wr.results {
+			out.Written += r.written
+			if r.err != nil {
+				out.Errs[wr.targets[i].Name] = r.err
 			}
 		}
 	}
-	write := func(indexes []int) {
-		sem := make(chan struct{}, targetWorkers)
-		var wg sync.WaitGroup
-		for _, i := range indexes {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				results[i] = w.writeTarget(ctx, p, targets[i], uids[i], ref, d)
+	sort.Strings(out.Pending)
+	return out
+}
+
+// run writes wr's targets to snap and records the results.
+func (w *Writer) run(ctx context.Context, ref string, p *record, wr *write, snap snapshot, sem chan struct{}) {
+	defer w.writes.Done()
+	defer p.writes.Done()
+	defer wr.cancel()
+	if !wr.suspect {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+		}
+	}
+	if ctx.Err() != nil {
+		for i := range wr.results {
+			wr.results[i].err = ctx.Err()
+		}
+	} else {
+		w.writeSlot(ctx, ref, wr, snap)
+	}
+
+	w.mu.Lock()
+	detached := wr.detached && !p.forgotten
+	if !p.forgotten {
+		w.recordResultsLocked(ref, p, wr)
+	}
+	if p.busy[wr.slot] == wr {
+		delete(p.busy, wr.slot)
+	}
+	close(wr.done)
+	w.mu.Unlock()
+	if detached {
+		w.cfg.Done(ref)
+	}
+}
+
+// writeSlot writes the first target of wr, then gives the others its
+// state, its timeout, or their own writes.
+func (w *Writer) writeSlot(ctx context.Context, ref string, wr *write, snap snapshot) {
+	first := w.writeTarget(ctx, snap, wr.old[0], wr.known[0], wr.targets[0], wr.uids[0], ref)
+	wr.results[0] = first
+	var alone sync.WaitGroup
+	for i := 1; i < len(wr.targets); i++ {
+		switch {
+		case first.err == nil && first.state != nil:
+			st := *first.state
+			st.client = wr.targets[i].Cluster.Client()
+			wr.results[i].state = &st
+		case isTimeout(first.err):
+			// The same API server: it would not answer either.
+			wr.results[i].err = first.err
+		default:
+			alone.Go(func() {
+				wr.results[i] = w.writeTarget(ctx, snap, wr.old[i], wr.known[i], wr.targets[i], wr.uids[i], ref)
 			})
 		}
-		wg.Wait()
 	}
-	write(writers)
-	var alone []int
-	for i, j := range writtenBy {
-		if r := results[j]; r.err == nil && r.state != nil {
-			st := *r.state
-			st.client = targets[i].Cluster.Client()
-			results[i].state = &st
+	alone.Wait()
+}
+
+// recordResultsLocked records the results of a write that ended: the targets'
+// states, and the backoff of the targets that timed out.
+func (w *Writer) recordResultsLocked(ref string, p *record, wr *write) {
+	for i, r := range wr.results {
+		key := wr.targets[i].Cluster.Key()
+		if r.state != nil && r.err == nil {
+			p.targets[key] = *r.state
+		} else {
+			delete(p.targets, key)
+		}
+		if !isTimeout(r.err) {
+			if to := p.timedOut[key]; to != nil {
+				to.timer.Stop()
+				delete(p.timedOut, key)
+			}
 			continue
 		}
-		alone = append(alone, i)
-	}
-	write(alone)
-
-	out := Results{Errs: map[string]error{}}
-	states := make(map[string]targetState, len(targets))
-	for i, r := range results {
-		out.Written += r.written
-		if r.err != nil {
-			out.Errs[targets[i].Name] = r.err
+		to := p.timedOut[key]
+		if to == nil {
+			to = &timedOut{backoff: minRetry}
+			p.timedOut[key] = to
+		} else {
+			to.timer.Stop()
+			to.backoff = min(2*to.backoff, maxRetry)
 		}
-		if r.state != nil {
-			states[targets[i].Cluster.Key()] = *r.state
-		}
+		to.err = r.err
+		to.retryAt = time.Now().Add(to.backoff)
+		to.timer = time.AfterFunc(to.backoff, func() { w.cfg.Done(ref) })
 	}
-	p.targets = states
-	return out
 }
 
 // targetResult is what writing one target came to.
@@ -273,23 +528,24 @@ func (p *record) known(t Target, uid types.UID) bool {
 	return known && old.client == t.Cluster.Client() && old.nsUID == uid
 }
 
-// writeTarget brings one target, whose slice namespace has UID uid, to the
-// current generation of p: nothing when it has it, the delta when it has
-// the one before and was listed recently, otherwise a full list and write.
-func (w *Writer) writeTarget(ctx context.Context, p *record, t Target, uid types.UID, ref string, d desired.State) targetResult {
-	old := p.targets[t.Cluster.Key()]
-	fresh := p.known(t, uid) && time.Since(old.listed) < w.cfg.Resync/2
+// writeTarget brings one target, whose slice namespace has UID uid and
+// whose state the record said was old (known: written with its present
+// client and namespace), to generation snap: nothing when it has it, the
+// delta when it has the one before and was listed recently, otherwise a
+// full list and write.
+func (w *Writer) writeTarget(ctx context.Context, snap snapshot, old targetState, known bool, t Target, uid types.UID, ref string) targetResult {
+	fresh := known && time.Since(old.listed) < w.cfg.Resync/2
 	var r targetResult
 	switch {
-	case fresh && old.written == p.gen:
+	case fresh && old.written == snap.gen:
 		r.state = &old
 		return r
-	case fresh && old.written+1 == p.gen:
-		kept, n, err := w.writeDelta(ctx, t, ref, p.delta, p.cur, old.kept)
+	case fresh && old.written+1 == snap.gen:
+		kept, n, err := w.writeDelta(ctx, t, ref, snap.delta, snap.cur, old.kept)
 		r.written, r.err = n, err
 		if err == nil {
 			st := old
-			st.written, st.kept = p.gen, kept
+			st.written, st.kept = snap.gen, kept
 			r.state = &st
 			return r
 		}
@@ -298,12 +554,25 @@ func (w *Writer) writeTarget(ctx context.Context, p *record, t Target, uid types
 		}
 		klog.FromContext(ctx).V(2).Info("Target has slices the controller did not know of; listing it", "cluster", t.Name)
 	}
-	kept, n, err := w.writeFull(ctx, t, ref, d)
+	kept, n, err := w.writeFull(ctx, t, ref, snap.d)
 	r.written, r.err = r.written+n, err
 	if err == nil {
-		r.state = &targetState{written: p.gen, client: t.Cluster.Client(), nsUID: uid, listed: time.Now(), kept: kept}
+		r.state = &targetState{written: snap.gen, client: t.Cluster.Client(), nsUID: uid, listed: time.Now(), kept: kept}
 	}
 	return r
+}
+
+// isTimeout reports whether err says an API server did not answer in
+// time: a request's deadline passed, or the server said it timed out.
+func isTimeout(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // slices returns the slice client of a target's slice namespace.
@@ -335,7 +604,12 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 	p.Delete = append(p.Delete, w.orphans(ref, existing)...)
 	n := 0
 	var errs []error
+	// A call that timed out ends the write: the server does not answer.
+	stalled := func() bool { return len(errs) > 0 && isTimeout(errs[len(errs)-1]) }
 	for _, s := range p.Create {
+		if stalled() {
+			break
+		}
 		// put, not create: the slice may have been made since the list.
 		changed, err := w.put(ctx, t, ref, s, true)
 		if err != nil {
@@ -347,6 +621,9 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 		}
 	}
 	for _, s := range p.Update {
+		if stalled() {
+			break
+		}
 		if err := w.update(ctx, t, s); err != nil {
 			errs = append(errs, err)
 			continue
@@ -354,6 +631,9 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 		n++
 	}
 	for _, s := range p.Delete {
+		if stalled() {
+			break
+		}
 		if err := w.delete(ctx, t, s); err != nil {
 			errs = append(errs, err)
 			continue
@@ -390,6 +670,8 @@ func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 	}
 	n := 0
 	var errs []error
+	// A call that timed out ends the write: the server does not answer.
+	stalled := func() bool { return len(errs) > 0 && isTimeout(errs[len(errs)-1]) }
 	put := func(s *discoveryv1.EndpointSlice, isNew bool) {
 		changed, err := w.put(ctx, t, ref, s, isNew)
 		if err != nil {
@@ -399,6 +681,9 @@ func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 		}
 	}
 	for _, s := range dl.Create {
+		if stalled() {
+			break
+		}
 		if _, isKept := kept[s.Name]; isKept {
 			put(s, false)
 			continue
@@ -416,9 +701,15 @@ func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 		n++
 	}
 	for _, s := range dl.Update {
+		if stalled() {
+			break
+		}
 		put(s, false)
 	}
 	for _, name := range append(gone, dl.Delete...) {
+		if stalled() {
+			break
+		}
 		s, err := w.get(ctx, t, name)
 		switch {
 		case apierrors.IsNotFound(err):
