@@ -175,7 +175,7 @@ type serviceWatch struct {
 	// endpoints watches the Service's EndpointSlices (health).
 	endpoints *objectWatch
 	cancel    context.CancelFunc
-	users    map[string]bool
+	users     map[string]bool
 }
 
 // Access is the result of looking up a workload cluster's client: the
