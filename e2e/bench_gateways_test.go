@@ -83,6 +83,9 @@ func testBenchGatewaysFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := lab.SetClusterAvailable(ctx, mgmt, lab.ClusterNamespace, lab.ClusterA, "True"); err != nil {
+		t.Fatal(err)
+	}
 	causes := []failoverCause{
 		{"envoy endpoints of cluster-a not ready", func(ctx context.Context, healthy bool) error {
 			return lab.SetGatewayEndpoints(ctx, a, healthy)
@@ -100,10 +103,8 @@ func testBenchGatewaysFailover(t *testing.T) {
 	began := time.Now()
 	for i := range trials {
 		for ci, cause := range causes {
-			// Healthy again, and answered by cluster-b's cluster DNS.
-			if err := cause.set(ctx, true); err != nil {
-				t.Fatal(err)
-			}
+			// Healthy (every cause undoes itself), and answered by
+			// cluster-b's cluster DNS.
 			primed, err := waitAnswerSet(ctx, b.ClusterDNSAddr, name, both, time.Now().Add(changeTimeout))
 			if err != nil {
 				t.Fatalf("trial %d, %s: back to both gateways: %v", i, cause.name, err)
@@ -120,6 +121,10 @@ func testBenchGatewaysFailover(t *testing.T) {
 			}
 			gone[ci] = append(gone[ci], at.Sub(made))
 			pastTTL[ci] = append(pastTTL[ci], at.Sub(primedAt.Add(primeTTL)))
+			// Healthy again before the other cause is measured.
+			if err := cause.set(ctx, true); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	var tb strings.Builder

@@ -17,7 +17,9 @@ import (
 // (label kubernetes.io/service-name, in the Service's namespace), as the
 // cluster's endpoint slice controller writes them: whether the gateway
 // has a ready endpoint is part of its health for the multi-cluster name.
-// Of each slice it caches only the endpoints' conditions.
+// Of each slice it caches only the endpoints' conditions, and of its
+// updates only those that change whether it has a ready endpoint are
+// events.
 func watchEndpoints(client Client, namespace, service string, onChange func()) *objectWatch {
 	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: service}).String()
 	lw := &cache.ListWatch{
@@ -35,12 +37,25 @@ func watchEndpoints(client Client, namespace, service string, onChange func()) *
 		ObjectType:    &discoveryv1.EndpointSlice{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { onChange() },
-			UpdateFunc: func(any, any) { onChange() },
+			UpdateFunc: func(old, cur any) {
+				// Only a slice gaining or losing its last ready endpoint
+				// can change health; a gateway's pods come and go often.
+				if hasReady(old) != hasReady(cur) {
+					onChange()
+				}
+			},
 			DeleteFunc: func(any) { onChange() },
 		},
 		Transform: endpointsForCache,
 	})
 	return &objectWatch{store: store, ctl: ctl}
+}
+
+// hasReady reports whether obj, an EndpointSlice, has an endpoint that
+// takes traffic.
+func hasReady(obj any) bool {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	return ok && desired.ReadyEndpoints([]*discoveryv1.EndpointSlice{s}) > 0
 }
 
 // endpointsForCache keeps of an EndpointSlice what health reads: its
