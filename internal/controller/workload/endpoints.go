@@ -36,7 +36,7 @@ func watchEndpoints(client Client, namespace, service string, onChange func()) *
 		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
 		ObjectType:    &discoveryv1.EndpointSlice{},
 		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { onChange() },
+			AddFunc: func(any) { onChange() },
 			UpdateFunc: func(old, cur any) {
 				// Only a slice gaining or losing its last ready endpoint
 				// can change health; a gateway's pods come and go often.
