@@ -97,6 +97,7 @@ var suite = []struct {
 	{"ChartRBAC", shared, testChartRBAC},
 	{"LabClusters", shared, testLabClusters},
 	{"Walkthrough", shared, testWalkthrough},
+	{"GatewaysLocal", shared, testGatewaysLocal},
 	{"GatewayIPChange", shared, testGatewayIPChange},
 	{"IPv6Gateway", shared, testIPv6Gateway},
 	{"ReverseLookup", shared, testReverseLookup},
@@ -111,6 +112,7 @@ var suite = []struct {
 
 	{"BenchServeKills", bench, testBenchServeKills},
 	{"BenchPropagation", bench, testBenchPropagation},
+	{"BenchGatewaysFailover", bench, testBenchGatewaysFailover},
 	{"BenchHangingTarget", bench, testBenchHangingTarget},
 	{"BenchScale", bench, testBenchScale},
 

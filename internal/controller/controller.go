@@ -99,6 +99,8 @@ type Controller struct {
 	claims *desired.AddressClaims
 	// reasons are the status reasons of each GatewayDNS's last sync (events.go).
 	reasons *lastReasons
+	// self remembers the self markers written (self.go).
+	self *selfMarkers
 
 	pendingMu sync.Mutex
 	// pending holds, per GatewayDNS key, the time of the oldest gateway
@@ -127,6 +129,7 @@ func New(cfg Config) *Controller {
 		pending: map[string]time.Time{},
 		claims:  desired.NewAddressClaims(),
 		reasons: newLastReasons(),
+		self:    newSelfMarkers(),
 	}
 	c.queue = watch.New(watch.Config{Name: controllerName, Sync: c.syncKey, Failed: c.syncFailed})
 	c.gdns = c.dynInf.ForResource(v1alpha1.GatewayDNSResource).Informer()

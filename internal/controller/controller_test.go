@@ -189,15 +189,40 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 	return e
 }
 
-// slices returns "hostname type addresses" of every slice in a workload cluster.
+// slices returns "hostname type addresses" of every slice of a
+// per-cluster name (gateway, api) in a workload cluster; gateways_test.go
+// looks at the multi-cluster name and the self marker.
 func (e *testEnv) slices(cluster string) []string {
+	return e.slicesOf(cluster, contract.KindGateway, contract.KindAPI)
+}
+
+// perClusterSlices returns the slices of the per-cluster names (gateway,
+// api) in a workload cluster.
+func (e *testEnv) perClusterSlices(cluster string) []discoveryv1.EndpointSlice {
+	list, err := e.workloads[cluster].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return slices.DeleteFunc(list.Items, func(s discoveryv1.EndpointSlice) bool {
+		k := contract.Kind(s.Labels[contract.LabelRecord])
+		return k != contract.KindGateway && k != contract.KindAPI
+	})
+}
+
+// slicesOf returns fixture.SliceView of every slice of the given kinds
+// (label xcc-dns.io/record) in a workload cluster.
+func (e *testEnv) slicesOf(cluster string, kinds ...contract.Kind) []string {
 	list, err := e.workloads[cluster].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	var out []string
 	for i := range list.Items {
-		out = append(out, fixture.SliceView(&list.Items[i]))
+		s := &list.Items[i]
+		if kind, has := s.Labels[contract.LabelRecord]; has && !slices.Contains(kinds, contract.Kind(kind)) {
+			continue
+		}
+		out = append(out, fixture.SliceView(s))
 	}
 	slices.Sort(out)
 	return out
@@ -377,9 +402,9 @@ func TestControllerConflictOlderWins(t *testing.T) {
 	if c := findCondition(st, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("newer Ready condition %+v, want False", c)
 	}
-	list, _ := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
-	if len(list.Items) != 1 || list.Items[0].Annotations[contract.AnnotationGatewayRef] != "dev-team/older" {
-		t.Errorf("want one slice by dev-team/older, got %d: %+v", len(list.Items), list.Items)
+	list := e.perClusterSlices("cluster-a")
+	if len(list) != 1 || list[0].Annotations[contract.AnnotationGatewayRef] != "dev-team/older" {
+		t.Errorf("want one slice by dev-team/older, got %d: %+v", len(list), list)
 	}
 	// The first status may predate the Service informer's list: wait for Ready.
 	st = e.eventuallyStatus("older", func(s v1alpha1.GatewayDNSStatus) bool {
@@ -395,8 +420,8 @@ func TestControllerConflictOlderWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		list, _ := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
-		return len(list.Items) == 1 && list.Items[0].Annotations[contract.AnnotationGatewayRef] == "dev-team/newer", nil
+		list := e.perClusterSlices("cluster-a")
+		return len(list) == 1 && list[0].Annotations[contract.AnnotationGatewayRef] == "dev-team/newer", nil
 	})
 	if err != nil {
 		t.Errorf("newer did not take over: %v", e.slices("cluster-a"))
@@ -519,9 +544,9 @@ func TestControllerSharesServiceInformers(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		list, _ := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
+		list := e.perClusterSlices("cluster-a")
 		c, s, u := watch()
-		return len(list.Items) == 1 && list.Items[0].Annotations[contract.AnnotationGatewayRef] == "dev-team/two" && c == 1 && s == 1 && u == 1, nil
+		return len(list) == 1 && list[0].Annotations[contract.AnnotationGatewayRef] == "dev-team/two" && c == 1 && s == 1 && u == 1, nil
 	})
 	if err != nil {
 		c, s, u := watch()
@@ -545,7 +570,7 @@ func sliceLists(c *fake.Clientset) int {
 	n := 0
 	for _, a := range c.Actions() {
 		l, ok := a.(k8stesting.ListAction)
-		if ok && l.GetResource().Resource == "endpointslices" && !l.GetListRestrictions().Labels.Empty() {
+		if ok && l.GetResource().Resource == "endpointslices" && l.GetNamespace() == DefaultSliceNamespace && !l.GetListRestrictions().Labels.Empty() {
 			n++
 		}
 	}
@@ -726,8 +751,8 @@ func TestControllerWritesSameDestinationOnce(t *testing.T) {
 	if n := sliceLists(b); n != 1 {
 		t.Errorf("cluster-b listed %d times, want once for both of its Clusters", n)
 	}
-	if n := sliceActions(b, "create"); n != 3 {
-		t.Errorf("%d creates in cluster-b, want 3 (one per slice)", n)
+	if n := sliceActions(b, "create"); n != 7 {
+		t.Errorf("%d creates in cluster-b, want 7 (one per slice: 3 gateway, 3 gateways, 1 self marker)", n)
 	}
 
 	before := len(b.Actions())
@@ -741,8 +766,8 @@ func TestControllerWritesSameDestinationOnce(t *testing.T) {
 			calls = append(calls, a.GetVerb())
 		}
 	}
-	if !slices.Equal(calls, []string{"get", "update"}) {
-		t.Errorf("a change made %q in cluster-b, want one get and one update", calls)
+	if !slices.Equal(calls, []string{"get", "update", "get", "update"}) {
+		t.Errorf("a change made %q in cluster-b, want one get and one update of each of the gateway and gateways slices", calls)
 	}
 }
 

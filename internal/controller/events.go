@@ -21,7 +21,8 @@ func (c *Controller) recordWriteFailures(gd *v1alpha1.GatewayDNS, targets []publ
 }
 
 // recordTransitions emits one Event per cluster whose reason changed, a
-// Warning when it stopped being Published, so `kubectl describe` shows the
+// Warning when it stopped being Published, and one per cluster whose
+// gateway health changed (GatewayUnhealthy, a Warning; GatewayHealthy), so `kubectl describe` shows the
 // history that status alone overwrites. The reasons are remembered in
 // c.reasons, as status lists at most maxStatusClusters of them; on the first sync
 // since start they come from the stored status, and a cluster it left out
@@ -34,12 +35,22 @@ func (c *Controller) recordTransitions(gd *v1alpha1.GatewayDNS, clusters []v1alp
 		before = map[string]string{}
 		for _, cs := range gd.Status.Clusters {
 			before[cs.Name] = cs.Reason
+			before[healthKey(cs.Name)] = cs.HealthReason
 		}
 		complete = gd.Status.OmittedClusters == 0
 	}
 	now := make(map[string]string, len(clusters))
 	for _, cs := range clusters {
 		now[cs.Name] = cs.Reason
+		now[healthKey(cs.Name)] = cs.HealthReason
+		if oldHealth := before[healthKey(cs.Name)]; oldHealth != "" && oldHealth != cs.HealthReason {
+			// The multi-cluster name answers this gateway or stops to.
+			if cs.Healthy {
+				c.cfg.Recorder.Eventf(gd, corev1.EventTypeNormal, "GatewayHealthy", "cluster %s: gateway healthy again (was %s)", cs.Name, oldHealth)
+			} else {
+				c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "GatewayUnhealthy", "cluster %s: %s", cs.Name, cs.HealthReason)
+			}
+		}
 		old, had := before[cs.Name]
 		if old == cs.Reason || (!had && !complete) {
 			continue
@@ -52,6 +63,10 @@ func (c *Controller) recordTransitions(gd *v1alpha1.GatewayDNS, clusters []v1alp
 	}
 	c.reasons.set(key, now)
 }
+
+// healthKey is where lastReasons keeps a cluster's health reason: a
+// cluster name never holds a NUL.
+func healthKey(cluster string) string { return cluster + "\x00health" }
 
 // lastReasons remembers, per GatewayDNS key, the status reason of each
 // cluster at its last sync (recordTransitions).

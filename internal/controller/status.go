@@ -48,6 +48,9 @@ func buildStatus(gd *v1alpha1.GatewayDNS, d desired.State, writeErrs map[string]
 	st.Clusters, st.OmittedClusters = listedClusters(d.Clusters, maxStatusClusters)
 	var notReady []string
 	for _, c := range d.Clusters {
+		if c.Healthy {
+			st.HealthyClusters++
+		}
 		switch {
 		case c.Ready:
 			st.ReadyClusters++

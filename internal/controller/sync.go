@@ -77,6 +77,13 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	res := c.publisher.Publish(ctx, key, want, src.targets)
 	c.recordWriteFailures(gd, src.targets, res.Errs)
 	c.workloads.Release(key, src.uses)
+	// Self markers: which Clusters each target is, for the locality
+	// policy Local; status says which gateways some cluster answers.
+	selves, selfErr := c.writeSelf(ctx, gd.Namespace, src.targets)
+	if selfErr != nil {
+		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "SelfMarkerFailed", "%v", selfErr)
+	}
+	markAnswered(want, selves)
 	// Status, and an Event per cluster whose reason changed.
 	status := buildStatus(gd, want, res.Errs)
 	markWriting(gd, &status, res.Pending)
@@ -92,7 +99,17 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	if len(res.Errs) > 0 {
 		return fmt.Errorf("write EndpointSlices of %s: %d target cluster(s) failed", key, len(res.Errs))
 	}
-	return nil
+	return selfErr
+}
+
+// markAnswered sets each status entry's answered: whether the DNS of at
+// least one target (none known: of a cluster that is none of the
+// sources) answers its gateway for the multi-cluster name.
+func markAnswered(want desired.State, selves [][]string) {
+	answered := contract.Answered(want.Locality, want.Sources, selves)
+	for i := range want.Clusters {
+		want.Clusters[i].Answered = answered[want.Clusters[i].Name]
+	}
 }
 
 // markAddressConflicts records the addresses want's clusters claim and
@@ -160,9 +177,10 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 		}
 		in := desired.Input{Name: u.GetName(), Selected: selector.Matches(labels.Set(u.GetLabels()))}
 		in.APIHost, _, _ = unstructured.NestedString(u.Object, "spec", "controlPlaneEndpoint", "host")
-		if in.Selected && u.GetDeletionTimestamp() != nil {
-			// A Cluster being deleted loses its names now, not when it is gone.
-			in.Selected = false
+		// A Cluster being deleted loses its names now, not when it is gone.
+		in.Deleting = u.GetDeletionTimestamp() != nil
+		if ok, why := desired.Availability(u.Object); !ok {
+			in.Unavailable = why
 		}
 		if owner := owners[in.Name]; owner != "" && owner != key {
 			in.OwnedBy = owner
@@ -186,8 +204,9 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 		}
 		refs := map[string]bool{}
 		g.uses[acc.Cluster.Key()] = refs
-		if in.Selected && in.OwnedBy == "" && refErr == nil {
+		if in.Selected && !in.Deleting && in.OwnedBy == "" && refErr == nil {
 			in.Service, in.ServiceSynced = c.workloads.Service(acc.Cluster, svcNS, svcName, key)
+			in.ReadyEndpoints, in.EndpointsSynced = c.workloads.ReadyEndpoints(acc.Cluster, svcNS, svcName)
 			refs[gd.Spec.Service] = true
 		}
 		g.clusters = append(g.clusters, in)
@@ -257,6 +276,8 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 	if err != nil {
 		return fmt.Errorf("list clusters in %q: %w", namespace, err)
 	}
+	// The last GatewayDNS of the namespace takes its self markers along.
+	lastInNamespace := !c.othersIn(namespace, name)
 	var errs []error
 	for _, o := range clusterObjs {
 		m := watch.Meta(o)
@@ -274,9 +295,30 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 		if err := c.publisher.Remove(ctx, key, publish.Target{Name: m.GetName(), Cluster: acc.Cluster}); err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", m.GetName(), err))
 		}
+		if lastInNamespace {
+			if err := c.removeSelf(ctx, namespace, acc.Cluster); err != nil {
+				errs = append(errs, fmt.Errorf("cluster %s: %w", m.GetName(), err))
+			}
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove EndpointSlices of %s: %w", key, err)
 	}
 	return nil
+}
+
+// othersIn reports whether a GatewayDNS of namespace other than name
+// exists and is not being deleted.
+func (c *Controller) othersIn(namespace, name string) bool {
+	objs, err := c.gdns.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return true // unknown: keep the markers
+	}
+	for _, o := range objs {
+		m := watch.Meta(o)
+		if m != nil && m.GetName() != name && m.GetDeletionTimestamp() == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -39,6 +39,9 @@ const (
 	// one lying about it). Conflict instead means an older GatewayDNS owns
 	// the cluster's names.
 	ReasonAddressConflict = "AddressConflict"
+	// ReasonClusterDeleting: the Cluster has a deletionTimestamp; its
+	// names are removed at once rather than when it is gone.
+	ReasonClusterDeleting = "ClusterDeleting"
 )
 
 // Input is what the informers know about one Cluster in the namespace
@@ -60,6 +63,17 @@ type Input struct {
 	ServiceSynced bool
 	// Service is the gateway Service; nil when it does not exist.
 	Service *corev1.Service
+	// Deleting is true when the Cluster has a deletionTimestamp: it loses
+	// its names at once, the multi-cluster name included.
+	Deleting bool
+	// Unavailable is empty while the Cluster counts as available by its
+	// Cluster API conditions, else why not (Availability).
+	Unavailable string
+	// EndpointsSynced is true once the informer on the gateway Service's
+	// EndpointSlices has listed; ReadyEndpoints counts their endpoints
+	// that take traffic (ReadyEndpoints).
+	EndpointsSynced bool
+	ReadyEndpoints  int
 }
 
 // State is what one GatewayDNS wants in the xcc-dns namespace of
@@ -74,6 +88,12 @@ type State struct {
 	Clusters []v1alpha1.ClusterStatus
 	// ConflictOwners maps a cluster to the GatewayDNS that owns its names.
 	ConflictOwners map[string]string
+	// Locality is the policy of the multi-cluster name, and Sources its
+	// source clusters with their hosts (ready when healthy), sorted by
+	// cluster, as serve reads them from the slices: what status's
+	// answered is computed from (contract.Answered).
+	Locality contract.Locality
+	Sources  []contract.SourceHosts
 }
 
 // Compute turns a GatewayDNS and what is known about the Clusters of
@@ -93,6 +113,33 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 	}
 	source := func(cluster string, kind contract.Kind, hostname string) contract.Source {
 		return contract.Source{Namespace: gd.Namespace, GatewayDNS: gd.Name, Cluster: cluster, Kind: kind, Hostname: hostname, TTL: ttl}
+	}
+	// The multi-cluster name *.<gd>.<ns>.gateways.<domain>: the same
+	// addresses as each cluster's gateway name, with health and locality.
+	loc, locErr := contract.LocalityFromAPI(gd.Spec.Locality)
+	out.Locality = loc
+	var gwTTL int32
+	if gd.Spec.GatewaysTTL != nil {
+		gwTTL = *gd.Spec.GatewaysTTL
+	}
+	last := map[string]v1alpha1.ClusterStatus{}
+	for _, st := range gd.Status.Clusters {
+		last[st.Name] = st
+	}
+	gateways := func(cluster string, addrs contract.Addresses, h health) {
+		if locErr != nil {
+			return
+		}
+		src := contract.Source{Namespace: gd.Namespace, GatewayDNS: gd.Name, Cluster: cluster, Kind: contract.KindGateways,
+			Hostname: contract.GatewaysHostname(gd.Name, gd.Namespace, domain), TTL: gwTTL, Locality: loc, Unhealthy: !h.healthy}
+		out.Slices = append(out.Slices, contract.Build(src, addrs)...)
+		sh := contract.SourceHosts{Cluster: cluster}
+		if h.healthy {
+			sh.Ready = addrs.All()
+		} else {
+			sh.Unready = addrs.All()
+		}
+		out.Sources = append(out.Sources, sh)
 	}
 
 	for _, c := range sorted {
@@ -119,6 +166,12 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 			out.Clusters = append(out.Clusters, st)
 			continue
 		}
+		if c.Deleting {
+			st.Reason, st.HealthReason = ReasonClusterDeleting, v1alpha1.HealthReasonClusterDeleting
+			st.Message = "the Cluster is being deleted; its names are removed"
+			out.Clusters = append(out.Clusters, st)
+			continue
+		}
 		var notes []string
 		if c.APIHost != "" {
 			api := onlyAllowed(contract.Classify([]string{c.APIHost}, nil, domain), allowed)
@@ -139,10 +192,12 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 		case c.AccessReason != "":
 			st.Reason, st.Message = c.AccessReason, c.AccessMessage+"; last published addresses kept"
 			out.Keep[c.Name] = true
+			keptGateways(&st, c, last[c.Name])
 		case !c.ServiceSynced:
 			st.Reason = ReasonClusterUnreachable
 			st.Message = fmt.Sprintf("Service %s/%s not listed yet (cluster unreachable or connecting); last published addresses kept", svcNS, svcName)
 			out.Keep[c.Name] = true
+			keptGateways(&st, c, last[c.Name])
 		case c.Service == nil:
 			st.Reason = ReasonServiceNotFound
 			st.Message = fmt.Sprintf("Service %s/%s not found in the workload cluster", svcNS, svcName)
@@ -182,10 +237,35 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 				st.Reason, st.Addresses = ReasonTooManyAddresses, nil
 				st.Message = fmt.Sprintf("Service %s/%s has %d addresses of one family, more than %d; last published addresses kept", svcNS, svcName, n, contract.MaxAddressesPerSlice)
 				out.Keep[c.Name] = true
+				keptGateways(&st, c, last[c.Name])
 				break
 			}
 			st.Reason, st.Ready = ReasonPublished, true
 			out.Slices = append(out.Slices, contract.Build(source(c.Name, contract.KindGateway, contract.GatewayHostname(c.Name, gd.Namespace, domain)), gw)...)
+			h := c.health(fmt.Sprintf("%s/%s", svcNS, svcName), last[c.Name])
+			st.Healthy, st.HealthReason = h.healthy, h.reason
+			gateways(c.Name, gw, h)
+			if !h.healthy {
+				notes = append(notes, "gateway unhealthy: "+h.message)
+			}
+		}
+		if out.Keep[c.Name] && len(st.Addresses) > 0 {
+			// The last addresses, carried in status from sync to sync (and
+			// over a restart), are what the kept gateway name still
+			// answers; the multi-cluster name keeps them too, with the
+			// last health, unless the Cluster now says it is unavailable.
+			addrs := onlyAllowed(contract.Classify(st.Addresses, nil, domain), allowed)
+			st.Addresses = addrs.All()
+			if len(st.Addresses) > 0 {
+				gateways(c.Name, addrs, health{healthy: st.Healthy, reason: st.HealthReason})
+			}
+		}
+		if st.HealthReason == "" {
+			// No address: nothing of this cluster is in the multi-cluster name.
+			st.HealthReason = v1alpha1.HealthReasonNoAddress
+			if c.Unavailable != "" {
+				st.HealthReason = v1alpha1.HealthReasonClusterNotAvailable
+			}
 		}
 		if len(notes) > 0 {
 			st.Message = strings.TrimPrefix(st.Message+"; "+strings.Join(notes, "; "), "; ")
@@ -193,7 +273,62 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 		out.Clusters = append(out.Clusters, st)
 	}
 	sort.Slice(out.Slices, func(i, j int) bool { return out.Slices[i].Name < out.Slices[j].Name })
+	if locErr != nil {
+		// The API server validates spec.locality; if a bad one slips
+		// through, no multi-cluster name rather than one serve refuses.
+		for i := range out.Clusters {
+			out.Clusters[i].Healthy = false
+			out.Clusters[i].Message = strings.TrimPrefix(out.Clusters[i].Message+"; multi-cluster name not published: "+locErr.Error(), "; ")
+		}
+	}
 	return out
+}
+
+// health is whether a cluster's gateway counts for the multi-cluster
+// name, and if not, the first check that failed.
+type health struct {
+	healthy         bool
+	reason, message string
+}
+
+// health checks, in order, that the Cluster is not being deleted, is
+// available, and that the gateway Service (which has an address, or this
+// is not called) has a ready endpoint. While the EndpointSlices of the
+// Service have not been listed, the last health in status stands, as
+// an unreachable cluster keeps its last slices; a cluster never seen
+// healthy counts as not.
+func (c Input) health(svc string, last v1alpha1.ClusterStatus) health {
+	switch {
+	case c.Deleting:
+		return health{reason: v1alpha1.HealthReasonClusterDeleting, message: "the Cluster is being deleted"}
+	case c.Unavailable != "":
+		return health{reason: v1alpha1.HealthReasonClusterNotAvailable, message: "Cluster " + c.Unavailable}
+	case !c.EndpointsSynced:
+		if last.HealthReason == v1alpha1.HealthReasonHealthy || last.HealthReason == v1alpha1.HealthReasonNoReadyEndpoints {
+			return health{healthy: last.Healthy, reason: last.HealthReason, message: "EndpointSlices of Service " + svc + " not listed yet; last health kept"}
+		}
+		return health{reason: v1alpha1.HealthReasonNoReadyEndpoints,
+			message: "EndpointSlices of Service " + svc + " not listed yet (the kubeconfig needs list and watch on EndpointSlices in its namespace)"}
+	case c.ReadyEndpoints == 0:
+		return health{reason: v1alpha1.HealthReasonNoReadyEndpoints, message: "Service " + svc + " has no ready endpoint"}
+	}
+	return health{healthy: true, reason: v1alpha1.HealthReasonHealthy}
+}
+
+// keptGateways fills the status entry of a cluster whose state is
+// unknown (its slices are kept) from its last entry: the addresses still
+// published and their health, which only the Cluster's own conditions,
+// read in the management cluster, can still take away.
+func keptGateways(st *v1alpha1.ClusterStatus, c Input, last v1alpha1.ClusterStatus) {
+	st.Addresses = slices.Clone(last.Addresses)
+	st.Healthy, st.HealthReason = last.Healthy, last.HealthReason
+	if st.HealthReason == "" && len(st.Addresses) > 0 {
+		// Published before health was known: never seen healthy.
+		st.HealthReason = v1alpha1.HealthReasonNoReadyEndpoints
+	}
+	if c.Unavailable != "" {
+		st.Healthy, st.HealthReason = false, v1alpha1.HealthReasonClusterNotAvailable
+	}
 }
 
 // maxListedRefusals bounds the refused addresses a status message names:

@@ -111,7 +111,7 @@ func NewClientFromKubeconfig(data []byte, policy kubeconfig.Policy) (Client, err
 
 // Set keeps one client per workload cluster, one Namespace informer on
 // the slice namespace of each, and one Service informer per gateway
-// Service. Each is shared by every GatewayDNS that uses it (its users, by
+// Service with one on that Service's EndpointSlices. Each is shared by every GatewayDNS that uses it (its users, by
 // GatewayDNS key) and stopped when none does (Release).
 type Set struct {
 	mu             sync.Mutex
@@ -172,8 +172,10 @@ func (w *Cluster) Client() Client { return w.client }
 
 type serviceWatch struct {
 	informer *objectWatch
-	cancel   context.CancelFunc
-	users    map[string]bool
+	// endpoints watches the Service's EndpointSlices (health).
+	endpoints *objectWatch
+	cancel    context.CancelFunc
+	users     map[string]bool
 }
 
 // Access is the result of looking up a workload cluster's client: the
@@ -276,7 +278,9 @@ func (w *Cluster) SliceNamespace(name string) (uid types.UID, has, synced bool) 
 }
 
 // Service returns the gateway Service of w for user, starting a
-// field-selected informer on first use. synced is false until it has listed.
+// field-selected informer on first use, and a label-selected one on the
+// Service's EndpointSlices (ReadyEndpoints). synced is false until the
+// Service informer has listed.
 func (m *Set) Service(w *Cluster, namespace, name, user string) (svc *corev1.Service, synced bool) {
 	ref := namespace + "/" + name
 	m.mu.Lock()
@@ -294,6 +298,8 @@ func (m *Set) Service(w *Cluster, namespace, name, user string) (svc *corev1.Ser
 				return client.CoreV1().Services(namespace).Watch(ctx, o)
 			})
 		sw.informer.run(ctx, notify)
+		sw.endpoints = watchEndpoints(client, namespace, name, notify)
+		sw.endpoints.run(ctx, notify)
 		w.services[ref] = sw
 		klog.FromContext(m.ctx).V(2).Info("Watching gateway Service", "cluster", w.key, "service", ref)
 	}
