@@ -23,6 +23,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -258,7 +259,7 @@ func TestRenderedWorkload(t *testing.T) {
 	for _, o := range objs {
 		var spec any
 		switch o["kind"] {
-		case "Deployment", "Job":
+		case "Deployment", "StatefulSet", "Job":
 			spec = get(o, "spec", "template", "spec")
 		default:
 			continue
@@ -267,7 +268,7 @@ func TestRenderedWorkload(t *testing.T) {
 		checked++
 	}
 	if checked != 3 {
-		t.Errorf("checked %d pod templates, want 3 (the DNS Deployment and two hook Jobs)", checked)
+		t.Errorf("checked %d pod templates, want 3 (the DNS StatefulSet and two hook Jobs)", checked)
 	}
 }
 
@@ -322,7 +323,7 @@ func TestWorkloadReverseCIDRs(t *testing.T) {
 		t.Errorf("rendered Corefile:\n%s", lineDiff(want, got))
 	}
 	const flag = `"--reverse-cidrs=192.0.2.0/25,2001:db8::/32"`
-	serveArgs, _ := json(t, get(find(objs, "Deployment", releaseName), "spec", "template", "spec", "containers", 0, "args"))
+	serveArgs, _ := json(t, get(find(objs, "StatefulSet", releaseName), "spec", "template", "spec", "containers", 0, "args"))
 	hookArgs, _ := json(t, get(find(objs, "Job", releaseName+"-patch-corefile-add"), "spec", "template", "spec", "containers", 0, "args"))
 	for what, args := range map[string]string{"serve": serveArgs, "patch-corefile hook": hookArgs} {
 		if !strings.Contains(args, flag) {
@@ -350,6 +351,10 @@ func TestRenderedTypes(t *testing.T) {
 				typed = &corev1.PersistentVolumeClaim{}
 			case "Deployment":
 				typed = &appsv1.Deployment{}
+			case "StatefulSet":
+				typed = &appsv1.StatefulSet{}
+			case "PodDisruptionBudget":
+				typed = &policyv1.PodDisruptionBudget{}
 			case "Job":
 				typed = &batchv1.Job{}
 			case "Role":
@@ -410,7 +415,7 @@ func TestImageValues(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got := map[string]string{}
 			for _, o := range objects(t, render(t, renderCase{chart: c.chart, args: c.args})) {
-				if o["kind"] != "Deployment" && o["kind"] != "Job" {
+				if o["kind"] != "Deployment" && o["kind"] != "StatefulSet" && o["kind"] != "Job" {
 					continue
 				}
 				containers, _ := get(o, "spec", "template", "spec", "containers").([]any)
@@ -475,7 +480,7 @@ func TestRenderRefusals(t *testing.T) {
 func TestLoopbackEtcdURLs(t *testing.T) {
 	for _, url := range []string{"http://127.0.0.1:2379", "http://127.3.2.1:2379", "http://[::1]:2379", "http://localhost:2379"} {
 		objs := objects(t, render(t, renderCase{chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.clientURL=" + url}}))
-		spec := get(find(objs, "Deployment", releaseName), "spec", "template", "spec")
+		spec := get(find(objs, "StatefulSet", releaseName), "spec", "template", "spec")
 		args, _ := json(t, get(container(t, spec, "xcc-syncer"), "args"))
 		env, _ := json(t, get(container(t, spec, "coredns"), "env"))
 		if !strings.Contains(args, `"--etcd-client-url=`+url+`"`) || !strings.Contains(env, `{"name":"ETCD_ENDPOINT","value":"`+url+`"}`) {
@@ -494,7 +499,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 // automounted token of their own ServiceAccount.
 func TestServiceAccountToken(t *testing.T) {
 	objs := objects(t, render(t, renderCases[0]))
-	spec := get(find(objs, "Deployment", releaseName), "spec", "template", "spec")
+	spec := get(find(objs, "StatefulSet", releaseName), "spec", "template", "spec")
 	if got := get(spec, "automountServiceAccountToken"); got != false {
 		t.Errorf("DNS pod automountServiceAccountToken = %v, want false", got)
 	}
@@ -584,7 +589,7 @@ func TestNetworkPolicy(t *testing.T) {
 				t.Fatal("no NetworkPolicy")
 			}
 			selector, _ := json(t, get(np, "spec", "podSelector"))
-			pod, _ := json(t, map[string]any{"matchLabels": get(find(objs, "Deployment", releaseName), "spec", "selector", "matchLabels")})
+			pod, _ := json(t, map[string]any{"matchLabels": get(find(objs, "StatefulSet", releaseName), "spec", "selector", "matchLabels")})
 			if selector != pod {
 				t.Errorf("podSelector %s, want the DNS pod's %s", selector, pod)
 			}
@@ -650,4 +655,70 @@ func json(t *testing.T, v any) (string, error) {
 		t.Fatal(err)
 	}
 	return string(j), nil
+}
+
+// TestWorkloadReplicas: two DNS replicas by default, each with its own
+// volume, replaced one at a time, evicted one at a time, spread over nodes,
+// and stopping only after CoreDNS's lameduck (serve outlives it).
+func TestWorkloadReplicas(t *testing.T) {
+	objs := objects(t, render(t, renderCases[0]))
+	sts := find(objs, "StatefulSet", releaseName)
+	for _, c := range []struct {
+		path []any
+		want string
+	}{
+		{[]any{"spec", "replicas"}, "2"},
+		{[]any{"spec", "podManagementPolicy"}, `"Parallel"`},
+		{[]any{"spec", "updateStrategy"}, `{"type":"RollingUpdate"}`},
+		{[]any{"spec", "volumeClaimTemplates", 0, "metadata", "name"}, `"etcd-data"`},
+		{[]any{"spec", "template", "spec", "topologySpreadConstraints", 0, "topologyKey"}, `"kubernetes.io/hostname"`},
+		{[]any{"spec", "template", "spec", "topologySpreadConstraints", 0, "labelSelector", "matchLabels"}, mustJSON(t, get(sts, "spec", "selector", "matchLabels"))},
+	} {
+		if got := mustJSON(t, get(sts, c.path...)); got != c.want {
+			t.Errorf("StatefulSet %v = %s, want %s", c.path, got, c.want)
+		}
+	}
+	if find(objs, "PersistentVolumeClaim", releaseName+"-etcd") != nil {
+		t.Error("a PersistentVolumeClaim shared by the replicas is rendered; each needs its own")
+	}
+	pdb := find(objs, "PodDisruptionBudget", releaseName)
+	if got := mustJSON(t, get(pdb, "spec")); got != `{"maxUnavailable":1,"selector":{"matchLabels":`+mustJSON(t, get(sts, "spec", "selector", "matchLabels"))+`}}` {
+		t.Errorf("PodDisruptionBudget spec = %s", got)
+	}
+	args := mustJSON(t, get(container(t, get(sts, "spec", "template", "spec"), "xcc-syncer"), "args"))
+	for _, want := range []string{`"--shutdown-delay=7s"`, `"--cluster-dns-configmap=kube-system/coredns"`, `"--cluster-dns-service=xcc-dns/xcc-dns"`} {
+		if !strings.Contains(args, want) {
+			t.Errorf("serve args %s lack %s", args, want)
+		}
+	}
+	corefile := mustJSON(t, get(find(objs, "ConfigMap", releaseName+"-corefile"), "data", "Corefile"))
+	if !strings.Contains(corefile, `lameduck 5s`) {
+		t.Error("the Corefile has no lameduck: a stopping replica would drop queries at once")
+	}
+	if got := mustJSON(t, get(find(objs, "Service", releaseName), "metadata", "finalizers")); got != `["xcc-dns.io/cluster-dns-forward"]` {
+		t.Errorf("Service finalizers = %s, want the forward block's", got)
+	}
+
+	// Without persistence: an emptyDir per pod, no claim templates; without
+	// the patch hooks: no finalizer and no Corefile flags.
+	objs = objects(t, render(t, renderCases[1]))
+	sts = find(objs, "StatefulSet", releaseName)
+	if v := get(sts, "spec", "volumeClaimTemplates"); v != nil {
+		t.Errorf("volumeClaimTemplates without persistence: %v", v)
+	}
+	if v := get(find(objs, "Service", releaseName), "metadata", "finalizers"); v != nil {
+		t.Errorf("Service finalizers without patchCorefile: %v", v)
+	}
+	if args := mustJSON(t, get(container(t, get(sts, "spec", "template", "spec"), "xcc-syncer"), "args")); strings.Contains(args, "--cluster-dns") {
+		t.Errorf("serve keeps the forward block without patchCorefile: %s", args)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	s, err := json(t, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -14,7 +14,7 @@ import (
 
 // testChartImages checks what the README's install (one value,
 // image.registry) put into the API servers: every container of the
-// charts' Deployments names <registry>/<image>:<appVersion>, the tag
+// charts' Deployments and StatefulSets names <registry>/<image>:<appVersion>, the tag
 // make push pushes.
 func testChartImages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
@@ -45,6 +45,15 @@ func testChartImages(t *testing.T) {
 		}
 		got := map[string]string{}
 		for _, d := range deps.Items {
+			for _, ct := range d.Spec.Template.Spec.Containers {
+				got[ct.Name] = ct.Image
+			}
+		}
+		sets, err := c.cluster.Client.AppsV1().StatefulSets(lab.SliceNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("%s: list StatefulSets in %s: %v", c.cluster.Name, lab.SliceNamespace, err)
+		}
+		for _, d := range sets.Items {
 			for _, ct := range d.Spec.Template.Spec.Containers {
 				got[ct.Name] = ct.Image
 			}

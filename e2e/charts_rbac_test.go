@@ -49,6 +49,20 @@ func testChartRBAC(t *testing.T) {
 	forbidden("serve: create an EndpointSlice in "+lab.SliceNamespace, err)
 	_, err = serve.DiscoveryV1().EndpointSlices("kube-system").List(ctx, metav1.ListOptions{})
 	forbidden("serve: list EndpointSlices in kube-system", err)
+	// The forward block: serve may read the cluster DNS ConfigMap and its
+	// own Service, and nothing else of either kind.
+	if _, err := serve.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{}); err != nil {
+		t.Errorf("serve: get kube-system/coredns: %v", err)
+	}
+	if _, err := serve.CoreV1().Services(lab.SliceNamespace).Get(ctx, lab.ReleaseName, metav1.GetOptions{}); err != nil {
+		t.Errorf("serve: get its Service: %v", err)
+	}
+	_, err = serve.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{})
+	forbidden("serve: list ConfigMaps in kube-system", err)
+	_, err = serve.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+	forbidden("serve: get another ConfigMap in kube-system", err)
+	_, err = serve.CoreV1().Services("kube-system").List(ctx, metav1.ListOptions{})
+	forbidden("serve: list Services in kube-system", err)
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", theLab.ControllerKubeconfig)
 	if err != nil {

@@ -105,6 +105,8 @@ var suite = []struct {
 	{"ThirdClusterAndHostnameGateway", shared, testThirdClusterAndHostnameGateway},
 	{"GatewayDNSDeleted", shared, testGatewayDNSDeleted},
 	{"PatchCorefile", shared, testPatchCorefile},
+	{"ForwardBlockFollowsTheService", shared, testForwardBlockFollowsTheService},
+	{"ForwardBlockHoldsTheAddress", shared, testForwardBlockHoldsTheAddress},
 	{"KubeconfigInstructionsRefused", shared, testKubeconfigInstructionsRefused},
 	{"ControllerFailover", shared, testControllerFailover},
 
@@ -116,6 +118,7 @@ var suite = []struct {
 
 	{"ManagementDown", outage, testManagementDown},
 	{"WorkloadAPIServerDown", outage, testWorkloadAPIServerDown},
+	{"ReplicasRestart", outage, testReplicasRestart},
 }
 
 // TestE2E runs suite in its order (TestMain checked it).

@@ -18,6 +18,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -101,8 +102,39 @@ func multiClusterSlices() []*discoveryv1.EndpointSlice {
 	out = append(out, contract.Build(contract.Source{Namespace: "dev-team", GatewayDNS: "web", Cluster: "cluster-b", Kind: contract.KindName,
 		Hostname: contract.DefaultNameHostname("shop", "dev-team", dnsworld.Zone), TTL: 30, Locality: contract.Locality{Policy: contract.PolicyAll}},
 		contract.Classify([]string{"192.0.2.45"}, nil, dnsworld.Zone))...)
+	out = append(out, headlessSlices()...)
 	for _, s := range out {
 		s.Namespace = testfixture.SliceNamespace
+	}
+	return out
+}
+
+// headlessSlices export headless Services, as the controller writes them
+// into cluster-a: db (policy local) a StatefulSet's pods in cluster-a and
+// cluster-b, one of them without a hostname; cache (policy all) one pod in
+// each cluster.
+func headlessSlices() []*discoveryv1.EndpointSlice {
+	pg := []contract.Port{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432}}
+	redis := []contract.Port{{Name: "redis", Protocol: corev1.ProtocolTCP, Port: 6379}}
+	var out []*discoveryv1.EndpointSlice
+	for _, h := range []struct {
+		gd, cluster string
+		loc         contract.Locality
+		group       contract.HeadlessGroup
+	}{
+		{"db", "cluster-a", contract.Locality{Policy: contract.PolicyLocal}, contract.HeadlessGroup{Ports: pg,
+			IPv4: []contract.Endpoint{{Address: "10.1.0.5", Hostname: "postgres-0"}, {Address: "10.1.0.6", Hostname: "postgres-1"}},
+			IPv6: []contract.Endpoint{{Address: "fd00:1::5", Hostname: "postgres-0"}}}},
+		{"db", "cluster-b", contract.Locality{Policy: contract.PolicyLocal}, contract.HeadlessGroup{Ports: pg,
+			IPv4: []contract.Endpoint{{Address: "10.2.0.5", Hostname: "postgres-0"}, {Address: "10.2.0.9"}}}},
+		{"cache", "cluster-a", contract.Locality{Policy: contract.PolicyAll}, contract.HeadlessGroup{Ports: redis,
+			IPv4: []contract.Endpoint{{Address: "10.1.1.5", Hostname: "redis-0"}}}},
+		{"cache", "cluster-b", contract.Locality{Policy: contract.PolicyAll}, contract.HeadlessGroup{Ports: redis,
+			IPv4: []contract.Endpoint{{Address: "10.2.1.5", Hostname: "redis-0"}}}},
+	} {
+		out = append(out, contract.BuildHeadless(contract.Source{Namespace: "dev-team", GatewayDNS: h.gd, Cluster: h.cluster, Kind: contract.KindHeadless,
+			Hostname: contract.HeadlessHostname(h.gd, "dev-team", dnsworld.Zone), Locality: h.loc},
+			contract.HeadlessEndpoints{Groups: []contract.HeadlessGroup{h.group}})...)
 	}
 	return out
 }
@@ -185,6 +217,14 @@ var wildcardLabelQueries = []question{
 	{"any.dev-team.gateways.xcc.test.", dns.TypeA},
 	{"*.gateways.xcc.test.", dns.TypeA},
 	{"any.dev-team.names.xcc.test.", dns.TypeA},
+	// The headless names: the name across clusters is rewritten onto
+	// _all.<gd>.<ns>.services. first, which holds the label still.
+	{"any.dev-team.services.xcc.test.", dns.TypeA},
+	{"db.any.services.xcc.test.", dns.TypeA},
+	{"any.db.dev-team.services.xcc.test.", dns.TypeA},
+	{"postgres-0.any.db.dev-team.services.xcc.test.", dns.TypeA},
+	{"_pg._tcp.any.dev-team.services.xcc.test.", dns.TypeSRV},
+	{"*.services.xcc.test.", dns.TypeSRV},
 }
 
 // TestCorefileAnswers asks the shipped Corefile, in this build's plugin
@@ -201,6 +241,7 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 		a   = "gateway.cluster-a.dev-team.clusters.xcc.test."
 		api = "api.cluster-a.dev-team.clusters.xcc.test."
 		web = "web.dev-team.gateways.xcc.test."
+		db  = "db.dev-team.services.xcc.test."
 		// rev6b is the reverse name of cluster-b's 2001:db8::b.
 		rev6b = "b.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa."
 	)
@@ -280,6 +321,58 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 		{"shop.dev-team.names.xcc.test.", dns.TypeAAAA, dns.RcodeSuccess, nil, true},
 		{"www.shop.dev-team.names.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
 		{"nosuch.dev-team.names.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
+		// An exported headless Service, as cluster-a's DNS answers it, with
+		// the multi-cluster TTL. db is local: the name across clusters
+		// answers cluster-a's own pods, SRV points at their names.
+		{db, dns.TypeA, dns.RcodeSuccess, []string{db + " 5 IN A 10.1.0.5", db + " 5 IN A 10.1.0.6"}, false},
+		{db, dns.TypeAAAA, dns.RcodeSuccess, []string{db + " 5 IN AAAA fd00:1::5"}, false},
+		{db, dns.TypeTXT, dns.RcodeSuccess, nil, true},
+		{db, dns.TypeCNAME, dns.RcodeSuccess, nil, true},
+		{db, dns.TypeSRV, dns.RcodeSuccess, nil, true},
+		{"_pg._tcp." + db, dns.TypeSRV, dns.RcodeSuccess, []string{
+			"_pg._tcp." + db + " 5 IN SRV 10 50 5432 postgres-0.cluster-a." + db,
+			"_pg._tcp." + db + " 5 IN SRV 10 50 5432 postgres-1.cluster-a." + db}, false},
+		{"_pg._tcp." + db, dns.TypeA, dns.RcodeSuccess, nil, true},
+		{"_pg._tcp." + db, dns.TypeCNAME, dns.RcodeSuccess, nil, true},
+		{"_pg._tcp." + db, dns.TypeTXT, dns.RcodeSuccess, nil, true},
+		{"_pg._udp." + db, dns.TypeSRV, dns.RcodeNameError, nil, true},
+		{"_http._tcp." + db, dns.TypeSRV, dns.RcodeNameError, nil, true},
+		// cache is all: every cluster's pods.
+		{"_redis._tcp.cache.dev-team.services.xcc.test.", dns.TypeSRV, dns.RcodeSuccess, []string{
+			"_redis._tcp.cache.dev-team.services.xcc.test. 5 IN SRV 10 50 6379 redis-0.cluster-a.cache.dev-team.services.xcc.test.",
+			"_redis._tcp.cache.dev-team.services.xcc.test. 5 IN SRV 10 50 6379 redis-0.cluster-b.cache.dev-team.services.xcc.test."}, false},
+		// Asked once only, as every name here: a second ask of a name could
+		// be a cache hit whose TTL has counted down. The answer is in lower case.
+		{"Cache.DEV-team.services.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{
+			"cache.dev-team.services.xcc.test. 5 IN A 10.1.1.5", "cache.dev-team.services.xcc.test. 5 IN A 10.2.1.5"}, false},
+		// One cluster's pods, whatever the policy.
+		{"cluster-b." + db, dns.TypeA, dns.RcodeSuccess, []string{"cluster-b." + db + " 5 IN A 10.2.0.5", "cluster-b." + db + " 5 IN A 10.2.0.9"}, false},
+		{"cluster-b." + db, dns.TypeAAAA, dns.RcodeSuccess, nil, true},
+		{"cluster-a." + db, dns.TypeAAAA, dns.RcodeSuccess, []string{"cluster-a." + db + " 5 IN AAAA fd00:1::5"}, false},
+		{"cluster-a." + db, dns.TypeSRV, dns.RcodeSuccess, nil, true},
+		{"cluster-a." + db, dns.TypeCNAME, dns.RcodeSuccess, nil, true},
+		// One pod: by its hostname, or by its dashed address without one.
+		{"postgres-0.cluster-a." + db, dns.TypeA, dns.RcodeSuccess, []string{"postgres-0.cluster-a." + db + " 5 IN A 10.1.0.5"}, false},
+		{"postgres-0.cluster-a." + db, dns.TypeAAAA, dns.RcodeSuccess, []string{"postgres-0.cluster-a." + db + " 5 IN AAAA fd00:1::5"}, false},
+		{"postgres-0.cluster-b." + db, dns.TypeA, dns.RcodeSuccess, []string{"postgres-0.cluster-b." + db + " 5 IN A 10.2.0.5"}, false},
+		{"10-2-0-9.cluster-b." + db, dns.TypeA, dns.RcodeSuccess, []string{"10-2-0-9.cluster-b." + db + " 5 IN A 10.2.0.9"}, false},
+		{"postgres-1.cluster-a." + db, dns.TypeAAAA, dns.RcodeSuccess, nil, true},
+		{"postgres-0.cluster-a." + db, dns.TypeSRV, dns.RcodeSuccess, nil, true},
+		{"postgres-0.cluster-a." + db, dns.TypeCNAME, dns.RcodeSuccess, nil, true},
+		{"postgres-0.cluster-a." + db, dns.TypeTXT, dns.RcodeSuccess, nil, true},
+		// Names that do not exist: NXDOMAIN.
+		{"postgres-9.cluster-a." + db, dns.TypeA, dns.RcodeNameError, nil, true},
+		{"www.postgres-0.cluster-a." + db, dns.TypeA, dns.RcodeNameError, nil, true},
+		{"x._pg._tcp." + db, dns.TypeSRV, dns.RcodeNameError, nil, true},
+		{"nosuch." + db, dns.TypeA, dns.RcodeNameError, nil, true},
+		{"nosuch.dev-team.services.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
+		{"db.other-team.services.xcc.test.", dns.TypeSRV, dns.RcodeNameError, nil, true},
+		// Empty non-terminals: NODATA, not the records below them.
+		{"services.xcc.test.", dns.TypeA, dns.RcodeSuccess, nil, true},
+		{"dev-team.services.xcc.test.", dns.TypeA, dns.RcodeSuccess, nil, true},
+		{"dev-team.services.xcc.test.", dns.TypeSRV, dns.RcodeSuccess, nil, true},
+		{"_tcp." + db, dns.TypeA, dns.RcodeSuccess, nil, true},
+		{"_tcp." + db, dns.TypeSRV, dns.RcodeSuccess, nil, true},
 		// Refused input beside valid input: the valid part is served.
 		{"kuard.gateway.cluster-d.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.gateway.cluster-d.dev-team.clusters.xcc.test. 30 IN A 192.0.2.30"}, false},
 		{"kuard.gateway.cluster-e.dev-team.clusters.xcc.test.", dns.TypeA, dns.RcodeSuccess, []string{"kuard.gateway.cluster-e.dev-team.clusters.xcc.test. 30 IN A 192.0.2.50"}, false},
@@ -564,5 +657,23 @@ func TestStaleAnswersWhileEtcdIsDown(t *testing.T) {
 	r, _, err := (&dns.Client{Timeout: 15 * time.Second}).Exchange(m, w.DNS.UDP)
 	if err != nil || r.Rcode != dns.RcodeServerFailure {
 		t.Errorf("a name never answered, with etcd down: %v %v, want SERVFAIL", r, err)
+	}
+}
+
+// The SRV answer of a headless Service carries its targets' addresses in
+// the additional section (the etcd plugin reads each target's A records:
+// one etcd read per target, not AAAA), so a client needs no second query.
+func TestHeadlessSRVAdditional(t *testing.T) {
+	w := startWorld(t, testSlices())
+	const db = "db.dev-team.services.xcc.test."
+	for _, network := range []string{"udp", "tcp"} {
+		r := w.Ask(t, network, "_pg._tcp."+db, dns.TypeSRV, 0)
+		got := testfixture.StripTTL(testfixture.Lines(r.Extra))
+		want := testfixture.StripTTL(testfixture.ZoneLines(
+			"postgres-0.cluster-a."+db+" 5 IN A 10.1.0.5",
+			"postgres-1.cluster-a."+db+" 5 IN A 10.1.0.6"))
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 2 || !slices.Equal(got, want) {
+			t.Errorf("%s: rcode %s, answer %v, additional %q; want 2 SRV and additional %q", network, dns.RcodeToString[r.Rcode], r.Answer, got, want)
+		}
 	}
 }

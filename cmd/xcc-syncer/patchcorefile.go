@@ -39,10 +39,17 @@ func runPatchCorefile(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !o.Remove && o.ForwardToService != "" {
+	switch {
+	case o.Remove && o.ForwardToService != "":
+		// Without the finalizer the serve replicas stop re-adding the block.
+		if err := corefile.RemoveFinalizer(ctx, client, o.ForwardToService); err != nil {
+			return err
+		}
+	case o.ForwardToService != "":
 		if o.ForwardTo, err = corefile.ServiceAddress(ctx, client, o.ForwardToService); err != nil {
 			return err
 		}
+		o.Service = o.ForwardToService
 	}
 	action, err := corefile.ApplyToConfigMap(ctx, client, o.Namespace, o.ConfigMap, o.Options)
 	if err != nil {

@@ -42,7 +42,10 @@ type WorkloadDNS struct {
 	PatchedByBinary bool
 
 	serveArgs []string
-	l         *Lab
+	// xccEnv and xccConf start our CoreDNS (see replicas.go).
+	xccEnv  []string
+	xccConf string
+	l       *Lab
 }
 
 func (l *Lab) startXCC(ctx context.Context) error {
@@ -128,6 +131,8 @@ func (d *WorkloadDNS) start(ctx context.Context) error {
 			"--etcd-peer-url", fmt.Sprintf("http://%s:%d", loopback, ports[1]),
 			"--http-address", d.ServeHTTP,
 			"--reverse-cidrs", ReverseCIDRs,
+			// As the chart: etcd outlives CoreDNS's lameduck.
+			"--shutdown-delay", ServeShutdownDelay.String(),
 		}
 		p, err := startProcess(l.LogDir, "xcc-syncer-serve-"+w.Name, nil, l.Bin("xcc-syncer"), d.serveArgs...)
 		d.Serve = p
@@ -161,6 +166,7 @@ func (d *WorkloadDNS) start(ctx context.Context) error {
 			"METRICS_PORT=" + strconv.Itoa(ports[3]),
 			"UPSTREAM=" + l.Upstream,
 		}
+		d.xccEnv, d.xccConf = env, xccConf
 		p, err := startProcess(l.LogDir, "xcc-dns-coredns-"+w.Name, env, l.CoreDNSBin(), "-conf", xccConf)
 		d.XCCDNS = p
 		return p, httpOK(fmt.Sprintf("http://%s:%d/ready", loopback, ports[2])), err

@@ -18,7 +18,8 @@ const (
 
 	// AnnotationLocality and AnnotationFailoverOrder carry a GatewayDNS's
 	// locality policy on the slices of a multi-cluster name (KindGateways,
-	// KindName): how each cluster's DNS picks among the healthy sources.
+	// KindName, KindHeadless): how each cluster's DNS picks among the
+	// healthy sources.
 	// See Locality.
 	AnnotationLocality      = "xcc-dns.io/locality"
 	AnnotationFailoverOrder = "xcc-dns.io/failover-order"
@@ -59,6 +60,17 @@ const (
 	// namespace <ns>; every cluster that exports it is one source, as for
 	// KindGateways.
 	KindName Kind = "name"
+	// KindHeadless is <gatewaydns>.<ns>.services.<zone> and the names
+	// below it: the ready pods of a headless Service that GatewayDNS
+	// <gatewaydns> of namespace <ns> exports (resolutionType headless),
+	// one slice per (source cluster, address family, port set), owned by
+	// that GatewayDNS as KindGateways is. Each slice gives its cluster's
+	// names <cluster>.<gatewaydns>... and <pod>.<cluster>.<gatewaydns>...
+	// on its own; the name across clusters and its SRV records
+	// _<port>._<proto>.<gatewaydns>... are made from every source
+	// together, by health and locality, as for KindGateways. See
+	// HeadlessNames.
+	KindHeadless Kind = "headless"
 	// KindSelf labels the self marker, which publishes no name (BuildSelf).
 	KindSelf Kind = "self"
 )
@@ -66,7 +78,7 @@ const (
 // MultiCluster reports whether the records of a name of kind k are made
 // from the slices of several source clusters together, by health and
 // locality (Select), rather than from each slice alone.
-func (k Kind) MultiCluster() bool { return k == KindGateways || k == KindName }
+func (k Kind) MultiCluster() bool { return k == KindGateways || k == KindName || k == KindHeadless }
 
 // Bounds of what one slice may carry.
 const (
@@ -77,4 +89,15 @@ const (
 	// sides: the controller refuses more with a status reason, serve
 	// refuses the whole slice. Ten endpoints of the API server's maximum.
 	MaxAddressesPerSlice = 10 * MaxAddressesPerEndpoint
+	// MaxPortsPerSlice bounds the ports of a headless slice: each named
+	// port is one SRV record per pod, so 1,000 pods of 16 ports are 16,000
+	// records in every cluster.
+	MaxPortsPerSlice = 16
+	// MaxRecordsPerName bounds the records of one name made from several
+	// sources (the headless name across clusters, each of its SRV names):
+	// 1,000 SRV records with their addresses in the additional section are
+	// about 46 KB, below the 64 KB a DNS message over TCP can hold, and
+	// the etcd plugin reads each SRV target's addresses once per query.
+	// serve keeps the first ones in the policy's order and reports it.
+	MaxRecordsPerName = 1000
 )

@@ -19,6 +19,9 @@ const (
 	// namesLabel roots the names Services claim with the fqdn annotation,
 	// one subtree per namespace: <name>.<ns>.names.<zone>.
 	namesLabel = "names"
+	// servicesLabel roots the names of exported headless Services:
+	// <gatewaydns>.<ns>.services.<zone> and the names below it.
+	servicesLabel = "services"
 	// wildcardLabel is the etcd plugin's other wildcard besides "*": a
 	// path label "any" makes it read the whole subtree. No name we publish
 	// may contain it, so no query for one of ours needs to reach etcd.
@@ -70,6 +73,13 @@ func DefaultNameHostname(name, namespace, domain string) string {
 	return name + "." + namespace + "." + namesLabel + "." + skydnsrecord.CanonicalName(domain)
 }
 
+// HeadlessHostname is the hostname annotation of the slices of a
+// GatewayDNS exporting a headless Service: the name across clusters,
+// <gatewaydns>.<namespace>.services.<domain>.
+func HeadlessHostname(gatewayDNS, namespace, domain string) string {
+	return gatewayDNS + "." + namespace + "." + servicesLabel + "." + skydnsrecord.CanonicalName(domain)
+}
+
 // Hostname is a published hostname read back into its parts.
 type Hostname struct {
 	// Name is where the records are stored: the hostname without its
@@ -79,7 +89,7 @@ type Hostname struct {
 	Namespace string
 	// Cluster is the cluster in the name (KindGateway, KindAPI).
 	Cluster string
-	// GatewayDNS is the GatewayDNS in the name (KindGateways).
+	// GatewayDNS is the GatewayDNS in the name (KindGateways, KindHeadless).
 	GatewayDNS string
 }
 
@@ -91,6 +101,7 @@ type Hostname struct {
 //	api.<cluster>.<namespace>.clusters.<domain>        (KindAPI)
 //	*.<gatewayDNS>.<namespace>.gateways.<domain>       (KindGateways; only the GatewayDNS's own)
 //	<name>.<namespace>.names.<domain>                  (KindName)
+//	<gatewayDNS>.<namespace>.services.<domain>         (KindHeadless; only the GatewayDNS's own)
 //
 // Anything else, including a name below another (which the etcd plugin's
 // prefix read would add to that name's answers), another namespace's
@@ -102,8 +113,8 @@ func ParseHostname(hostname, namespace, gatewayDNS, domain string) (Hostname, er
 	}
 	zone := skydnsrecord.CanonicalName(domain)
 	want := func() error {
-		return fmt.Errorf("hostname %q: %w %q: want *.gateway.<cluster>.%[3]s.%[4]s.%[5]s, api.<cluster>.%[3]s.%[4]s.%[5]s, *.%[6]s.%[3]s.%[7]s.%[5]s or <name>.%[3]s.%[8]s.%[5]s",
-			hostname, ErrOutsideSubtree, namespace, clustersLabel, zone, gatewayDNS, gatewaysLabel, namesLabel)
+		return fmt.Errorf("hostname %q: %w %q: want *.gateway.<cluster>.%[3]s.%[4]s.%[5]s, api.<cluster>.%[3]s.%[4]s.%[5]s, *.%[6]s.%[3]s.%[7]s.%[5]s, <name>.%[3]s.%[8]s.%[5]s or %[6]s.%[3]s.%[9]s.%[5]s",
+			hostname, ErrOutsideSubtree, namespace, clustersLabel, zone, gatewayDNS, gatewaysLabel, namesLabel, servicesLabel)
 	}
 	// The labels below the zone, the last being the subtree.
 	labels := strings.Split(strings.TrimSuffix(name, "."+zone), ".")
@@ -123,13 +134,15 @@ func ParseHostname(hostname, namespace, gatewayDNS, domain string) (Hostname, er
 		h = Hostname{Name: name, Kind: KindGateways, GatewayDNS: labels[0], Namespace: labels[1]}
 	case subtree == namesLabel && len(labels) == 3 && !wildcard:
 		h = Hostname{Name: name, Kind: KindName, Namespace: labels[1]}
+	case subtree == servicesLabel && len(labels) == 3 && !wildcard:
+		h = Hostname{Name: name, Kind: KindHeadless, GatewayDNS: labels[0], Namespace: labels[1]}
 	default:
 		return Hostname{}, want()
 	}
 	if h.Namespace != namespace {
 		return Hostname{}, fmt.Errorf("hostname %q: %w %q: it belongs to namespace %q", hostname, ErrOutsideSubtree, namespace, h.Namespace)
 	}
-	if h.Kind == KindGateways && h.GatewayDNS != gatewayDNS {
+	if (h.Kind == KindGateways || h.Kind == KindHeadless) && h.GatewayDNS != gatewayDNS {
 		return Hostname{}, fmt.Errorf("hostname %q: %w %s/%s: it belongs to GatewayDNS %s/%s", hostname, ErrOutsideSubtree, namespace, gatewayDNS, namespace, h.GatewayDNS)
 	}
 	for _, l := range labels[:len(labels)-1] {

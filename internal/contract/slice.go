@@ -54,22 +54,7 @@ func Build(src Source, addrs Addresses) []*discoveryv1.EndpointSlice {
 		if len(f.addrs) == 0 {
 			continue
 		}
-		s := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: SliceName(src.Namespace, src.GatewayDNS, src.Cluster, src.Kind, strings.ToLower(string(f.t))),
-				Labels: map[string]string{
-					LabelManagedBy:     ManagedByValue,
-					LabelServiceName:   src.GatewayDNS,
-					LabelSourceCluster: src.Cluster,
-					LabelRecord:        string(src.Kind),
-				},
-				Annotations: map[string]string{
-					AnnotationHostname:   src.Hostname,
-					AnnotationGatewayRef: src.Namespace + "/" + src.GatewayDNS,
-				},
-			},
-			AddressType: f.t,
-		}
+		s := newSlice(src, strings.ToLower(string(f.t)), f.t)
 		ready := !src.Unhealthy || !src.Kind.MultiCluster()
 		for chunk := range slices.Chunk(f.addrs, MaxAddressesPerEndpoint) {
 			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
@@ -77,15 +62,37 @@ func Build(src Source, addrs Addresses) []*discoveryv1.EndpointSlice {
 				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)},
 			})
 		}
-		if src.TTL != 0 {
-			s.Annotations[AnnotationTTL] = strconv.Itoa(int(src.TTL))
-		}
-		if src.Kind.MultiCluster() {
-			src.Locality.annotate(s.Annotations)
-		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// newSlice returns a slice of src without endpoints, named for family: the
+// labels and annotations every kind carries.
+func newSlice(src Source, family string, t discoveryv1.AddressType) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: SliceName(src.Namespace, src.GatewayDNS, src.Cluster, src.Kind, family),
+			Labels: map[string]string{
+				LabelManagedBy:     ManagedByValue,
+				LabelServiceName:   src.GatewayDNS,
+				LabelSourceCluster: src.Cluster,
+				LabelRecord:        string(src.Kind),
+			},
+			Annotations: map[string]string{
+				AnnotationHostname:   src.Hostname,
+				AnnotationGatewayRef: src.Namespace + "/" + src.GatewayDNS,
+			},
+		},
+		AddressType: t,
+	}
+	if src.TTL != 0 {
+		s.Annotations[AnnotationTTL] = strconv.Itoa(int(src.TTL))
+	}
+	if src.Kind.MultiCluster() {
+		src.Locality.annotate(s.Annotations)
+	}
+	return s
 }
 
 // Parsed is what a slice asks serve to publish.
@@ -105,6 +112,10 @@ type Parsed struct {
 	// Locality the policy, of a multi-cluster name.
 	Source   string
 	Locality Locality
+	// Pods and Ports are those of a headless slice (KindHeadless): every
+	// serving endpoint with its own label, and the named ports.
+	Pods  []HeadlessPod
+	Ports []Port
 }
 
 // Parse reads a slice the way serve publishes it. ok is false for a slice
@@ -147,6 +158,13 @@ func Parse(slice *discoveryv1.EndpointSlice, domain string) (p Parsed, ok bool, 
 		default:
 			p.TTL = uint32(n)
 		}
+	}
+	if p.Kind == KindHeadless {
+		ok, more := parseHeadless(slice, domain, &p)
+		if !ok {
+			return Parsed{}, false, append(problems, more...)
+		}
+		return p, true, append(problems, more...)
 	}
 	if !isAddressTypeKnown(slice.AddressType) {
 		return Parsed{}, false, append(problems, fmt.Errorf("addressType %q: want IPv4, IPv6 or FQDN", slice.AddressType))

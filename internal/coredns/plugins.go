@@ -46,8 +46,7 @@ import (
 // CoreDNS v1.15 moved rewrite ahead of acl (so an access rule sees the name
 // that is answered), which put it ahead of cache too: every cache hit then
 // pays the rewrite rule, a copy of the answer and the reverter that puts the
-// asked name back, about 5 µs of CPU per query, a tenth of a cached answer's
-// cost (docs/benchmarks.md). This build has no acl. With cache first, a hit
+// asked name back (its cost: docs/benchmarks.md). This build has no acl. With cache first, a hit
 // is answered under the name that was asked, and only a miss passes rewrite;
 // the answers are the same, and the cache holds an entry per name asked
 // instead of per gateway.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,14 +77,20 @@ func ApplyToConfigMap(ctx context.Context, client kubernetes.Interface, namespac
 // rather than templating it into the hook keeps the hook right even when the
 // Service got its ClusterIP after the chart rendered.
 func ServiceAddress(ctx context.Context, client kubernetes.Interface, ref string) (string, error) {
-	namespace, name, ok := strings.Cut(ref, "/")
-	if !ok || namespace == "" || name == "" || strings.Contains(name, "/") {
-		return "", fmt.Errorf("service %q is not namespace/name", ref)
+	namespace, name, err := SplitRef(ref)
+	if err != nil {
+		return "", fmt.Errorf("service: %w", err)
 	}
 	svc, err := client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("get Service %s: %w", ref, err)
 	}
+	return serviceAddress(svc)
+}
+
+// serviceAddress is ServiceAddress of a Service already read.
+func serviceAddress(svc *corev1.Service) (string, error) {
+	ref := svc.Namespace + "/" + svc.Name
 	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
 	if err != nil {
 		return "", fmt.Errorf("service %s has no ClusterIP (%q): cluster DNS needs one to forward to", ref, svc.Spec.ClusterIP)

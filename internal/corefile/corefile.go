@@ -59,6 +59,11 @@ type Options struct {
 	ForwardTo string
 	// Remove takes the block out instead of adding it.
 	Remove bool
+	// Service is the namespace/name of the Service the block forwards to,
+	// written into the block's first line (`; service <ns>/<name>`), so
+	// whoever finds the block later knows what it depends on (see Keep).
+	// Empty: the block names none.
+	Service string
 	// ReverseCIDRs are forwarded too: the block's keys include them, and
 	// CoreDNS turns each into its reverse zones. Names in them then reach
 	// the xcc-dns server instead of this Corefile's other blocks (such as
@@ -84,6 +89,14 @@ const (
 // CacheSeconds) and `forward`. The `.` block's `reload` already reloads the
 // whole Corefile, so the block does not need its own.
 func Block(zone, forwardTo string, reverse ...netip.Prefix) (string, error) {
+	return block(Options{Zone: zone, ForwardTo: forwardTo, ReverseCIDRs: reverse})
+}
+
+// serviceTag introduces the Service a block forwards to, on its first line.
+const serviceTag = "; service "
+
+func block(o Options) (string, error) {
+	zone, forwardTo, reverse := o.Zone, o.ForwardTo, o.ReverseCIDRs
 	z, err := normalizeZone(zone)
 	if err != nil {
 		return "", err
@@ -97,7 +110,14 @@ func Block(zone, forwardTo string, reverse ...netip.Prefix) (string, error) {
 		keys = append(keys, p.String()+":"+DNSPort)
 	}
 	var b strings.Builder
-	b.WriteString(beginComment + "\n")
+	b.WriteString(beginComment)
+	if o.Service != "" {
+		if _, _, err := SplitRef(o.Service); err != nil {
+			return "", err
+		}
+		b.WriteString(serviceTag + o.Service)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "%s {\n", strings.Join(keys, " "))
 	b.WriteString(indent + "errors\n")
 	fmt.Fprintf(&b, "%scache %d\n", indent, CacheSeconds)
@@ -131,7 +151,7 @@ func Patch(old string, o Options) (string, Action, error) {
 		}
 		next, action = old[:start]+old[blk.end:], Removed
 	default:
-		want, err := Block(o.Zone, o.ForwardTo, o.ReverseCIDRs...)
+		want, err := block(o)
 		if err != nil {
 			return "", "", err
 		}
@@ -155,6 +175,29 @@ func Patch(old string, o Options) (string, Action, error) {
 		return "", "", fmt.Errorf("refusing to write the %s Corefile: %w", action, err)
 	}
 	return next, action, nil
+}
+
+// BlockService returns the Service the managed block of corefile names
+// (namespace/name), "" when it names none, and whether there is a block.
+func BlockService(corefile string) (service string, found bool, err error) {
+	blk, err := findBlock(corefile)
+	if err != nil || blk == nil {
+		return "", false, err
+	}
+	first, _, _ := strings.Cut(corefile[blk.start:blk.end], "\n")
+	if _, svc, ok := strings.Cut(first, serviceTag); ok {
+		return strings.TrimSpace(svc), true, nil
+	}
+	return "", true, nil
+}
+
+// SplitRef splits a namespace/name reference.
+func SplitRef(ref string) (namespace, name string, err error) {
+	namespace, name, ok := strings.Cut(ref, "/")
+	if !ok || namespace == "" || name == "" || strings.ContainsAny(name, "/ \t#") || strings.ContainsAny(namespace, " \t#") {
+		return "", "", fmt.Errorf("%q is not namespace/name", ref)
+	}
+	return namespace, name, nil
 }
 
 // appendBlock puts the block at the end, after one blank line.

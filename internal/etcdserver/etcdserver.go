@@ -31,8 +31,8 @@ const (
 	DefaultLogLevel     = "warn"
 	compactionMode      = "periodic"
 	// compactionRetention keeps five minutes of history: the records are a
-	// copy of the EndpointSlices, so older revisions serve nobody, and with
-	// an hour of it heavy churn filled the 256 MiB quota (make bench-faults).
+	// copy of the EndpointSlices, so older revisions serve nobody, and an
+	// hour of them can fill the quota (docs/reliability.md).
 	compactionRetention  = "5m"
 	initialClusterStateN = "new"
 )

@@ -18,5 +18,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ReconcilePeriod, "reconcile-period", DefaultReconcilePeriod, "how often every record is read back from etcd and repaired")
 	fs.IntVar(&o.MaxRecords, "max-records", DefaultMaxRecords, "most records all EndpointSlices together may publish; a slice that would exceed it is refused")
 	fs.StringVar(&o.EtcdEndpoints, "etcd-endpoints", "", "comma-separated client URLs of an existing etcd; set, no etcd is embedded")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 0, "how long to go on serving (etcd up, /readyz not ready) after SIGTERM; longer than CoreDNS's lameduck")
+	fs.StringVar(&o.ClusterDNSConfigMap, "cluster-dns-configmap", "", "namespace/name of the cluster DNS ConfigMap whose forward block to keep (with --cluster-dns-service)")
+	fs.StringVar(&o.ClusterDNSService, "cluster-dns-service", "", "namespace/name of this Service: the block forwards to its ClusterIP while it exists and goes when it is deleted")
+	fs.DurationVar(&o.ClusterDNSPeriod, "cluster-dns-period", DefaultClusterDNSPeriod, "how often the forward block is checked")
 	o.Etcd.AddFlags(fs)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -17,14 +18,16 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
-// A multi-cluster name (contract.KindGateways, contract.KindName) is made
+// A multi-cluster name (contract.KindGateways, KindName, KindHeadless) is made
 // from the slices of every source cluster together: which sources it
 // answers depends on all of them (their health, the GatewayDNS's locality
 // policy) and on which Clusters this cluster is (the self marker). So its
 // records are synced per name, not per slice: they have one owner,
 // "MultiCluster <name>", and the queue carries a key "name:<name>" for it
 // beside the slice keys. A slice's own sync never writes records of a
-// multi-cluster name; it queues the names the slice had and has.
+// multi-cluster name; it queues the names the slice had and has. (A
+// headless slice also writes its own cluster's names, which depend on it
+// alone: see headlessSliceRecords.)
 //
 // The records of such a name never claim an address for a PTR record:
 // the address is the gateway of a cluster whose own gateway name has the
@@ -78,6 +81,11 @@ var indexers = cache.Indexers{
 // change of the GatewayDNS reaching them one by one, or a slice edited by
 // hand) every healthy source is answered with the shortest TTL, and a
 // problem says so.
+//
+// The records of a headless name (contract.KindHeadless) are stored at
+// contract.HeadlessAllName(name), with port NoSRVPort, beside the SRV
+// records of its named ports (srvRecords); at most
+// contract.MaxRecordsPerName of each.
 func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsrecord.Set, contract.Answer, []error) {
 	var problems []error
 	bySource := map[string]*contract.SourceHosts{}
@@ -109,11 +117,66 @@ func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsr
 	slices.SortFunc(sources, func(a, b contract.SourceHosts) int { return cmp.Compare(a.Cluster, b.Cluster) })
 	answer := contract.Select(loc, sources, self)
 	owner := MultiOwner(name)
+	at := name
+	if len(parsed) > 0 && parsed[0].Kind == contract.KindHeadless {
+		at = contract.HeadlessAllName(name)
+		if len(answer.Hosts) > contract.MaxRecordsPerName {
+			problems = append(problems, fmt.Errorf("name %s: %d addresses, more than %d; answering the first in the policy's order", name, len(answer.Hosts), contract.MaxRecordsPerName))
+			answer.Hosts = answer.Hosts[:contract.MaxRecordsPerName]
+		}
+	}
+	port := 0
+	if at != name {
+		port = NoSRVPort
+	}
 	records := make(skydnsrecord.Set, len(answer.Hosts))
 	for _, host := range answer.Hosts {
-		records[skydnsrecord.RecordKey(name, owner, host)] = skydnsrecord.Record{Host: host, TTL: ttl, Owner: owner}
+		records[skydnsrecord.RecordKey(at, owner, host)] = skydnsrecord.Record{Host: host, Port: port, TTL: ttl, Owner: owner}
+	}
+	if at != name {
+		problems = append(problems, srvRecords(records, name, owner, ttl, parsed, answer)...)
 	}
 	return records, answer, problems
+}
+
+// srvRecords adds to records the SRV records of the headless name name:
+// for each named port, one per pod of the sources answer picked (their
+// ready pods; every pod when no source is healthy) that has a name of its
+// own, target that name. At most contract.MaxRecordsPerName per SRV name,
+// the first in the policy's order.
+func srvRecords(records skydnsrecord.Set, name, owner string, ttl uint32, parsed []contract.Parsed, answer contract.Answer) []error {
+	var problems []error
+	count := map[string]int{}
+	for _, cluster := range answer.Selected {
+		for _, p := range parsed {
+			if p.Source != cluster {
+				continue
+			}
+			for _, port := range p.Ports {
+				srv := contract.HeadlessSRVName(name, port)
+				for _, pod := range p.Pods {
+					if pod.Label == "" || (!pod.Ready && !answer.Fallback) {
+						continue
+					}
+					target := contract.HeadlessPodName(name, cluster, pod.Label)
+					key := skydnsrecord.RecordKey(srv, owner, target+":"+strconv.Itoa(int(port.Port)))
+					if _, dup := records[key]; dup {
+						continue
+					}
+					if count[srv] == contract.MaxRecordsPerName {
+						problems = append(problems, fmt.Errorf("name %s: more than %d SRV records; answering the first in the policy's order", srv, contract.MaxRecordsPerName))
+						count[srv]++
+					}
+					if count[srv] > contract.MaxRecordsPerName {
+						continue
+					}
+					count[srv]++
+					records[key] = skydnsrecord.Record{Host: target, Port: int(port.Port), TTL: ttl, Owner: owner}
+				}
+			}
+		}
+	}
+	return problems
 }
 
 // multiName returns the multi-cluster name slice publishes, if it is one.
@@ -253,6 +316,10 @@ func (s *Syncer) syncName(ctx context.Context, name string) error {
 	s.reconcileMu.RLock()
 	defer s.reconcileMu.RUnlock()
 	owner := MultiOwner(name)
+	dirs := map[string]bool{skydnsrecord.Key(name): true}
+	for k := range s.store.OwnedBy(owner) {
+		dirs[skydnsrecord.ParentKey(k)] = true
+	}
 	desired, err := s.multiRecords(ctx, name)
 	if err != nil {
 		return err
@@ -268,7 +335,15 @@ func (s *Syncer) syncName(ctx context.Context, name string) error {
 		return fmt.Errorf("sync records of %s: %w", name, err)
 	}
 	s.observe(ctx, res, "name", name)
-	return s.syncNameRecord(ctx, skydnsrecord.Key(name))
+	for k := range desired {
+		dirs[skydnsrecord.ParentKey(k)] = true
+	}
+	for _, dir := range sortedKeys(dirs) {
+		if err := s.syncNameRecord(ctx, dir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // syncNameRecord makes the name record of the name at key dir match the

@@ -50,6 +50,16 @@ type Options struct {
 	MaxRecords int
 	// ReverseCIDRs are the ranges whose addresses get PTR records.
 	ReverseCIDRs cidr.List
+	// ShutdownDelay is how long serve goes on (etcd answering, /readyz
+	// saying "shutting down") after it is told to stop, so that a CoreDNS
+	// in lameduck beside it still reads records.
+	ShutdownDelay time.Duration
+	// ClusterDNSConfigMap (namespace/name) and ClusterDNSService
+	// (namespace/name), both set: keep the zone's forward block in that
+	// Corefile while the Service exists, and take it out when the Service
+	// is deleted (corefile.Keep), every ClusterDNSPeriod.
+	ClusterDNSConfigMap, ClusterDNSService string
+	ClusterDNSPeriod                       time.Duration
 	// HTTPReady, if set, is told the address the HTTP server bound (for
 	// HTTPAddress with port 0).
 	HTTPReady func(net.Addr)
@@ -58,6 +68,7 @@ type Options struct {
 // Run runs the serve role until ctx ends.
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
+	ctx, stopping := delayStop(ctx, o.ShutdownDelay)
 	kube := o.Client
 	if kube == nil {
 		var err error
@@ -112,6 +123,11 @@ func Run(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ready := func(r *http.Request) (string, error) {
+		select {
+		case <-stopping:
+			return "", errors.New("shutting down")
+		default:
+		}
 		pctx, cancel := context.WithTimeout(r.Context(), etcdProbeTimeout)
 		defer cancel()
 		if _, err := cli.Get(pctx, "health", clientv3.WithCountOnly()); err != nil {
@@ -134,6 +150,13 @@ func Run(ctx context.Context, o Options) error {
 	if len(external) == 0 {
 		go wait.UntilWithContext(ctx, func(ctx context.Context) { keepSpace(ctx, cli, endpoints[0]) }, spaceCheckPeriod)
 	}
+	if o.ClusterDNSConfigMap != "" && o.ClusterDNSService != "" {
+		k, err := newClusterDNSKeeper(kube, o)
+		if err != nil {
+			return err
+		}
+		go k.run(ctx, stopping)
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	done := make(chan error, 1)
@@ -144,6 +167,23 @@ func Run(ctx context.Context, o Options) error {
 	case err := <-etcdErr:
 		return fmt.Errorf("embedded etcd: %w", err)
 	}
+}
+
+// delayStop returns a context that ends delay after ctx does, and a
+// channel closed as soon as ctx ends.
+func delayStop(ctx context.Context, delay time.Duration) (context.Context, <-chan struct{}) {
+	stopping := make(chan struct{})
+	delayed, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		<-ctx.Done()
+		close(stopping)
+		if delay > 0 {
+			klog.FromContext(ctx).Info("Told to stop: serving on for the shutdown delay", "delay", delay)
+			time.Sleep(delay)
+		}
+		cancel()
+	}()
+	return delayed, stopping
 }
 
 // recordsOnDisk counts the keys under the zone that etcd holds before the

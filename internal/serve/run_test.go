@@ -139,3 +139,43 @@ func TestRestartWithoutAPIServerServesFromDisk(t *testing.T) {
 		t.Errorf("/readyz with nothing on disk and no API server: %d %s", code, body)
 	}
 }
+
+// TestShutdownDelay: told to stop, serve says "shutting down" on /readyz
+// at once, goes on running for the delay (with an embedded etcd, that etcd
+// stays up for a CoreDNS in lameduck beside it), and only then ends.
+func TestShutdownDelay(t *testing.T) {
+	srv, _ := testfixture.StartEtcd(t)
+	addr := make(chan net.Addr, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	const delay = 1500 * time.Millisecond
+	go func() {
+		done <- serve.Run(ctx, serve.Options{
+			Client: fake.NewClientset(gatewaySlice()), Namespace: serve.DefaultNamespace, Domain: "xcc.test",
+			EtcdEndpoints: strings.Join(srv.Endpoints(), ","), ShutdownDelay: delay,
+			HTTPAddress: "127.0.0.1:0", HTTPReady: func(a net.Addr) { addr <- a },
+		})
+	}()
+	base := "http://" + (<-addr).String()
+	waitReady(t, base)
+	stopped := time.Now()
+	cancel()
+	time.Sleep(200 * time.Millisecond)
+	if code, body := testfixture.HTTPGet(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "shutting down") {
+		t.Errorf("/readyz while stopping: %d %q, want 503 shutting down", code, body)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("serve ended %s after the stop, before its %s delay: %v", time.Since(stopped), delay, err)
+	default:
+	}
+	select {
+	case err := <-done:
+		if took := time.Since(stopped); took < delay || err != nil {
+			t.Errorf("serve ended after %s with %v, want after %s without error", took, err, delay)
+		}
+	case <-time.After(delay + 10*time.Second):
+		t.Fatal("serve did not end after its shutdown delay")
+	}
+}

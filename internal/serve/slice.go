@@ -24,19 +24,50 @@ func SliceRecords(slice *discoveryv1.EndpointSlice, domain string) (skydnsrecord
 
 // sliceRecords is SliceRecords, and the multi-cluster name the slice
 // publishes, if it is one: such a name's records are made from all its
-// slices together (MultiRecords), never from one.
+// slices together (MultiRecords), never from one. A headless slice has
+// records of its own too: those of its cluster's names.
 func sliceRecords(slice *discoveryv1.EndpointSlice, domain string) (skydnsrecord.Set, string, []error) {
 	p, ok, problems := contract.Parse(slice, domain)
 	if !ok {
 		return nil, "", problems
 	}
+	owner := Owner(slice.Namespace, slice.Name)
+	if p.Kind == contract.KindHeadless {
+		return headlessSliceRecords(p, owner), p.Name, problems
+	}
 	if p.Kind.MultiCluster() {
 		return nil, p.Name, problems
 	}
-	owner := Owner(slice.Namespace, slice.Name)
 	records := make(skydnsrecord.Set, len(p.Hosts))
 	for _, host := range p.Hosts {
 		records[skydnsrecord.RecordKey(p.Name, owner, host)] = skydnsrecord.Record{Host: host, TTL: p.TTL, Owner: owner}
 	}
 	return records, "", problems
 }
+
+// headlessSliceRecords are the records of the names of one cluster that a
+// headless slice gives on its own: <cluster>.X with every pod's address
+// and <pod>.<cluster>.X with that pod's. They are published whatever the
+// source's health, as the gateway name of a cluster is; health only
+// chooses among the clusters for X itself.
+func headlessSliceRecords(p contract.Parsed, owner string) skydnsrecord.Set {
+	records := make(skydnsrecord.Set, 2*len(p.Pods))
+	cluster := contract.HeadlessClusterName(p.Name, p.Source)
+	for _, pod := range p.Pods {
+		records[skydnsrecord.RecordKey(cluster, owner, pod.Host)] = skydnsrecord.Record{Host: pod.Host, Port: NoSRVPort, TTL: p.TTL, Owner: owner}
+		if pod.Label != "" {
+			name := contract.HeadlessPodName(p.Name, p.Source, pod.Label)
+			records[skydnsrecord.RecordKey(name, owner, pod.Host)] = skydnsrecord.Record{Host: pod.Host, Port: NoSRVPort, TTL: p.TTL, Owner: owner}
+		}
+	}
+	return records
+}
+
+// NoSRVPort is the port of the address records of headless names. The etcd
+// plugin answers an SRV query from every address record below the name,
+// with a target made from the record's key (a leaf such as
+// _5f0c....<name>, which names nothing); it skips records of port -1 (as
+// the kubernetes plugin marks endpoints without ports). So SRV of a
+// per-cluster or per-pod name, or of the name across clusters, is NODATA
+// rather than junk; only _<port>._<proto> names answer SRV.
+const NoSRVPort = -1

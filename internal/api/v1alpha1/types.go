@@ -15,13 +15,23 @@ var (
 	GatewayDNSKind     = SchemeGroupVersion.WithKind("GatewayDNS")
 )
 
-// ResolutionType says which address of the gateway Service a GatewayDNS publishes.
-// +kubebuilder:validation:Enum=loadBalancer
+// ResolutionType says which addresses of the Service a GatewayDNS
+// publishes: what its names resolve to.
+// +kubebuilder:validation:Enum=loadBalancer;headless
 type ResolutionType string
 
-// ResolutionTypeLoadBalancer publishes status.loadBalancer.ingress of the
-// gateway Service: its IPs as A/AAAA and its hostnames as CNAME.
-const ResolutionTypeLoadBalancer ResolutionType = "loadBalancer"
+const (
+	// ResolutionTypeLoadBalancer publishes status.loadBalancer.ingress of
+	// the gateway Service: its IPs as A/AAAA and its hostnames as CNAME.
+	ResolutionTypeLoadBalancer ResolutionType = "loadBalancer"
+	// ResolutionTypeHeadless publishes the ready pod addresses of a
+	// headless Service (clusterIP None), as the cluster's own DNS resolves
+	// it, under <name>.<namespace>.services.<domain>: across the selected
+	// clusters by the locality policy, per cluster, per pod, and SRV
+	// records of its named ports. Only useful where pod addresses are
+	// routable between the clusters.
+	ResolutionTypeHeadless ResolutionType = "headless"
+)
 
 // Bounds of spec.ttl. Below MinTTL a resolver would hammer the DNS server;
 // above MaxTTL a moved gateway would stay wrong in caches for too long.
@@ -97,24 +107,30 @@ const (
 )
 
 // GatewayDNSSpec is what the user asks for.
+// +kubebuilder:validation:XValidation:rule="!has(self.resolutionType) || self.resolutionType != 'headless' || !has(self.gatewaysTTL)",message="gatewaysTTL is for the gateways name of resolutionType loadBalancer; a headless export's names all use ttl (default 5 s)"
 type GatewayDNSSpec struct {
 	// ClusterSelector selects the Cluster API Clusters, in the namespace of
 	// this GatewayDNS, whose gateway Service gets the name
 	// *.gateway.<cluster>.<namespace>.clusters.<domain>.
 	ClusterSelector metav1.LabelSelector `json:"clusterSelector"`
 
-	// Service is the gateway Service in each selected workload cluster,
-	// as namespace/name (for example projectcontour/envoy).
+	// Service is the Service in each selected workload cluster, as
+	// namespace/name: the gateway (for example projectcontour/envoy) or,
+	// with resolutionType headless, the headless Service to export.
 	// +kubebuilder:validation:MaxLength=127
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
 	Service string `json:"service"`
 
-	// ResolutionType says which address of the Service is published.
+	// ResolutionType says which addresses of the Service are published:
+	// loadBalancer (the default), the load-balancer addresses of a gateway
+	// Service; headless, the ready pod addresses of a headless Service.
 	// +kubebuilder:default=loadBalancer
 	// +optional
 	ResolutionType ResolutionType `json:"resolutionType,omitempty"`
 
-	// TTL in seconds of the published records; unset, the DNS server's default (30 s).
+	// TTL in seconds of the published records; unset, the DNS server's
+	// default (30 s), and 5 s for resolutionType headless, whose pods come
+	// and go more often than load balancers.
 	// +kubebuilder:validation:Minimum=5
 	// +kubebuilder:validation:Maximum=3600
 	// +optional

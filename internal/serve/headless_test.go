@@ -1,0 +1,202 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+)
+
+const headlessX = "db.dev-team.services.xcc.test"
+
+// headlessSlices are the slices the controller writes for GatewayDNS
+// dev-team/db exporting a headless Service of cluster with port pg/TCP
+// 5432; pods are "<hostname>=<address>" or "<address>".
+func headlessSlices(cluster string, loc contract.Locality, healthy bool, pods ...string) []*discoveryv1.EndpointSlice {
+	g := contract.HeadlessGroup{Ports: []contract.Port{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432}}}
+	for _, p := range pods {
+		addr, host := p, ""
+		if h, a, ok := strings.Cut(p, "="); ok {
+			addr, host = a, h
+		}
+		e := contract.Endpoint{Address: addr, Hostname: host}
+		if strings.Contains(addr, ":") {
+			g.IPv6 = append(g.IPv6, e)
+		} else {
+			g.IPv4 = append(g.IPv4, e)
+		}
+	}
+	out := contract.BuildHeadless(contract.Source{Namespace: "dev-team", GatewayDNS: "db", Cluster: cluster, Kind: contract.KindHeadless,
+		Hostname: contract.HeadlessHostname("db", "dev-team", "xcc.test"), Locality: loc, Unhealthy: !healthy},
+		contract.HeadlessEndpoints{Groups: []contract.HeadlessGroup{g}})
+	for _, s := range out {
+		s.Namespace = DefaultNamespace
+	}
+	return out
+}
+
+// srv reads the SRV records at name from etcd as "target:port", sorted.
+func (r *running) srv(t *testing.T, name string) []string {
+	t.Helper()
+	var out []string
+	for _, kv := range r.get(t, skydnsrecord.Key(name)+"/") {
+		out = append(out, fmt.Sprintf("%s:%d", kv.Host, kv.Port))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r *running) get(t *testing.T, prefix string) []skydnsrecord.Record {
+	t.Helper()
+	resp, err := r.etcd.Get(context.Background(), prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []skydnsrecord.Record
+	for _, kv := range resp.Kvs {
+		rec, err := skydnsrecord.Unmarshal(kv.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// The names of an exported headless Service in two clusters, each told by
+// its self marker which it is: the name across clusters answers the
+// asking cluster's own pods (policy Local) and its SRV records point at
+// their names; per-cluster and per-pod names answer alike everywhere.
+func TestHeadlessNames(t *testing.T) {
+	local := contract.Locality{Policy: contract.PolicyLocal}
+	world := func(aHealthy bool) []*discoveryv1.EndpointSlice {
+		return slices.Concat(
+			headlessSlices("cluster-a", local, aHealthy, "postgres-0=10.1.0.5", "postgres-1=10.1.0.6", "postgres-0=fd00:1::5"),
+			headlessSlices("cluster-b", local, true, "postgres-0=10.2.0.5", "10.2.0.9"))
+	}
+	inA := runSyncer(t, append(world(true), selfMarker("cluster-a"))...)
+	inB := runSyncer(t, append(world(true), selfMarker("cluster-b"))...)
+	all := contract.HeadlessAllName(headlessX)
+	srvName := "_pg._tcp." + headlessX
+	inA.expect(t, "cluster-a's DNS", all, "10.1.0.5", "10.1.0.6", "fd00:1::5")
+	inB.expect(t, "cluster-b's DNS", all, "10.2.0.5", "10.2.0.9")
+	if got, want := inA.srv(t, srvName), []string{
+		"postgres-0.cluster-a." + headlessX + ":5432", "postgres-1.cluster-a." + headlessX + ":5432",
+	}; !slices.Equal(got, want) {
+		t.Errorf("SRV in cluster-a: %q, want %q", got, want)
+	}
+	if got, want := inB.srv(t, srvName), []string{
+		"10-2-0-9.cluster-b." + headlessX + ":5432", "postgres-0.cluster-b." + headlessX + ":5432",
+	}; !slices.Equal(got, want) {
+		t.Errorf("SRV in cluster-b: %q, want %q", got, want)
+	}
+	for _, r := range []*running{inA, inB} {
+		r.expect(t, "pod", "postgres-0.cluster-a."+headlessX, "10.1.0.5", "fd00:1::5")
+		r.expect(t, "pod without hostname", "10-2-0-9.cluster-b."+headlessX, "10.2.0.9")
+	}
+
+	// cluster-a unhealthy: its DNS answers cluster-b's pods, SRV too; its
+	// own names still answer its pods.
+	inA.put(t, world(false)...)
+	inA.expect(t, "cluster-a unhealthy", all, "10.2.0.5", "10.2.0.9")
+	if got := inA.srv(t, srvName); len(got) != 2 || !strings.Contains(got[0], "cluster-b") {
+		t.Errorf("SRV with cluster-a unhealthy: %q", got)
+	}
+	inA.expect(t, "cluster-a's pod, cluster-a unhealthy", "postgres-1.cluster-a."+headlessX, "10.1.0.6")
+
+	// A pod gone from the slice leaves every name.
+	inA.put(t, slices.Concat(
+		headlessSlices("cluster-a", local, true, "postgres-0=10.1.0.5", "postgres-0=fd00:1::5"),
+		headlessSlices("cluster-b", local, true, "postgres-0=10.2.0.5", "10.2.0.9"))...)
+	inA.expect(t, "postgres-1 gone", all, "10.1.0.5", "fd00:1::5")
+	inA.expect(t, "postgres-1 gone", "postgres-1.cluster-a."+headlessX)
+	if got := inA.srv(t, srvName); len(got) != 1 {
+		t.Errorf("SRV after postgres-1 left: %q", got)
+	}
+	// Every slice gone: nothing of the name is left.
+	inA.del(t, slices.Concat(
+		headlessSlices("cluster-a", local, true, "postgres-0=10.1.0.5", "postgres-0=fd00:1::5"),
+		headlessSlices("cluster-b", local, true, "postgres-0=10.2.0.5", "10.2.0.9"))...)
+	inA.expect(t, "every slice deleted", headlessX)
+}
+
+// Pod addresses claim no PTR, even inside the reverse CIDRs: a pod's own
+// name and its cluster's name both hold the address.
+func TestHeadlessClaimsNoPTR(t *testing.T) {
+	r := runSyncer(t, headlessSlices("cluster-a", contract.Locality{Policy: contract.PolicyAll}, true, "postgres-0=192.0.2.50")...)
+	r.expect(t, "pod", "postgres-0.cluster-a."+headlessX, "192.0.2.50")
+	resp, err := r.etcd.Get(context.Background(), "/skydns/arpa/in-addr/192/0/2/50")
+	if err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("PTR of a pod address: %v %v", resp.Kvs, err)
+	}
+}
+
+// The SRV names of a name across clusters hold at most
+// contract.MaxRecordsPerName records, as does the name itself.
+func TestHeadlessRecordsPerName(t *testing.T) {
+	all := contract.Locality{Policy: contract.PolicyAll}
+	var parsed []contract.Parsed
+	for c := range 2 {
+		var pods []string
+		for i := range contract.MaxAddressesPerSlice {
+			pods = append(pods, fmt.Sprintf("p%d=10.%d.%d.%d", i, c, i/250, i%250+1))
+		}
+		for _, s := range headlessSlices(fmt.Sprintf("cluster-%d", c), all, true, pods...) {
+			p, ok, problems := contract.Parse(s, "xcc.test")
+			if !ok || len(problems) > 0 {
+				t.Fatal(problems)
+			}
+			parsed = append(parsed, p)
+		}
+	}
+	records, _, problems := MultiRecords(headlessX, parsed, nil)
+	counts := map[string]int{}
+	for k := range records {
+		counts[skydnsrecord.ParentKey(k)]++
+	}
+	want := map[string]int{
+		skydnsrecord.Key(contract.HeadlessAllName(headlessX)): contract.MaxRecordsPerName,
+		skydnsrecord.Key("_pg._tcp." + headlessX):             contract.MaxRecordsPerName,
+	}
+	if fmt.Sprint(counts) != fmt.Sprint(want) || len(problems) != 2 {
+		t.Errorf("records per name %v, problems %v; want %v and two problems", counts, problems, want)
+	}
+}
+
+// When no source is healthy every published pod answers, SRV too, but an
+// endpoint marked terminating never does: health falls back, readiness
+// of a pod does not.
+func TestHeadlessFallbackNeverTerminating(t *testing.T) {
+	all := contract.Locality{Policy: contract.PolicyAll}
+	a := headlessSlices("cluster-a", all, false, "postgres-0=10.1.0.5", "postgres-1=10.1.0.6")[0]
+	a.Endpoints[1].Conditions.Terminating = ptr.To(true)
+	b := headlessSlices("cluster-b", all, false, "postgres-0=10.2.0.5")[0]
+	var parsed []contract.Parsed
+	for _, s := range []*discoveryv1.EndpointSlice{a, b} {
+		p, ok, _ := contract.Parse(s, "xcc.test")
+		if !ok {
+			t.Fatal("refused")
+		}
+		parsed = append(parsed, p)
+	}
+	records, answer, _ := MultiRecords(headlessX, parsed, nil)
+	var got []string
+	for _, r := range records {
+		got = append(got, fmt.Sprintf("%s:%d", r.Host, r.Port))
+	}
+	slices.Sort(got)
+	want := []string{"10.1.0.5:-1", "10.2.0.5:-1",
+		"postgres-0.cluster-a." + headlessX + ":5432", "postgres-0.cluster-b." + headlessX + ":5432"}
+	if !answer.Fallback || !slices.Equal(got, want) {
+		t.Errorf("records %q (fallback %v), want %q", got, answer.Fallback, want)
+	}
+}
