@@ -70,7 +70,7 @@ func headlessView(t *testing.T, d State) []string {
 			continue
 		}
 		for _, pd := range p.Pods {
-			v := fmt.Sprintf("%s %s %s=%s ttl=%d", p.Source, p.Hostname.Name, pd.Label, pd.Host, p.TTL)
+			v := fmt.Sprintf("%s %s %s=%s ttl=%d", p.Source, p.Name, pd.Label, pd.Host, p.TTL)
 			for _, port := range p.Ports {
 				v += fmt.Sprintf(" %s/%s/%d", port.Name, port.Protocol, port.Port)
 			}
@@ -114,14 +114,18 @@ func TestComputeHeadless(t *testing.T) {
 				headlessIn("cluster-a", pod("10.1.0.5", "db-0", true), pod("10.1.0.6", "db-1", true)),
 				headlessIn("cluster-b", pod("10.2.0.5", "db-0", true)),
 			},
-			want: []string{row("cluster-a", "db-0", "10.1.0.5"), row("cluster-a", "db-1", "10.1.0.6"), row("cluster-b", "db-0", "10.2.0.5")},
+			want:   []string{row("cluster-a", "db-0", "10.1.0.5"), row("cluster-a", "db-1", "10.1.0.6"), row("cluster-b", "db-0", "10.2.0.5")},
 			status: map[string]string{"cluster-a": "Published 2 Healthy", "cluster-b": "Published 1 Healthy"},
 		},
 		{
-			name:     "not-ready and terminating pods are left out; no hostname: dashed address",
-			clusters: []Input{headlessIn("cluster-a", pod("10.1.0.5", "", true), pod("10.1.0.6", "db-1", false), func() discoveryv1.Endpoint { e := pod("10.1.0.7", "db-2", true); e.Conditions.Terminating = ptr.To(true); return e }())},
-			want:     []string{row("cluster-a", "10-1-0-5", "10.1.0.5")},
-			status:   map[string]string{"cluster-a": "Published 1 Healthy"},
+			name: "not-ready and terminating pods are left out; no hostname: dashed address",
+			clusters: []Input{headlessIn("cluster-a", pod("10.1.0.5", "", true), pod("10.1.0.6", "db-1", false), func() discoveryv1.Endpoint {
+				e := pod("10.1.0.7", "db-2", true)
+				e.Conditions.Terminating = ptr.To(true)
+				return e
+			}())},
+			want:   []string{row("cluster-a", "10-1-0-5", "10.1.0.5")},
+			status: map[string]string{"cluster-a": "Published 1 Healthy"},
 		},
 		{
 			name:     "no ready pod: published, no slices, not healthy",

@@ -179,8 +179,8 @@ type serviceWatch struct {
 	// content is set once a headless export uses the Service: every
 	// change of its endpoints is then an event, not only health changes.
 	content atomic.Bool
-	cancel    context.CancelFunc
-	users     map[string]bool
+	cancel  context.CancelFunc
+	users   map[string]bool
 }
 
 // Access is the result of looking up a workload cluster's client: the
