@@ -33,7 +33,7 @@ const (
 	failoverLabel = "xcc-failover"
 	// failoverClusters is how many Clusters each phase adds at once, their
 	// kubeconfigs reaching the three workload API servers in turn: enough
-	// slices (350 per workload cluster) that the leader is still
+	// slices (550 per workload cluster) that the leader is still
 	// writing them when it is stopped.
 	failoverClusters = 150
 
@@ -99,11 +99,13 @@ func failoverPhaseClusters(phase string, n int) []failoverCluster {
 }
 
 // desiredSlices is what GatewayDNS failoverNamespace/phase must publish
-// in every target: per Cluster, one gateway slice per address family of
-// its workload cluster's failoverService, and one api slice (the control
-// plane host is a name: FQDN).
-func desiredSlices(clusters []failoverCluster) map[sliceKey]wantSlice {
+// in every target: per Cluster, one gateway slice and one slice of the
+// multi-cluster name per address family of its workload cluster's
+// failoverService, and one api slice (the control plane host is a name:
+// FQDN).
+func desiredSlices(phase string, clusters []failoverCluster) map[sliceKey]wantSlice {
 	out := map[sliceKey]wantSlice{}
+	gateways := fmt.Sprintf("*.%s.%s.gateways.%s", phase, failoverNamespace, lab.Zone)
 	for _, c := range clusters {
 		base := fmt.Sprintf("%s.%s.clusters.%s", c.name, failoverNamespace, lab.Zone)
 		gw := failoverGateways[c.w.Name]
@@ -122,6 +124,7 @@ func desiredSlices(clusters []failoverCluster) map[sliceKey]wantSlice {
 		}{{discoveryv1.AddressTypeIPv4, v4}, {discoveryv1.AddressTypeIPv6, v6}, {discoveryv1.AddressTypeFQDN, nonEmpty(gw.Hostname)}} {
 			if len(f.addrs) > 0 {
 				out[sliceKey{c.name, "gateway", f.t}] = wantSlice{hostname: "*.gateway." + base, addrs: f.addrs}
+				out[sliceKey{c.name, "gateways", f.t}] = wantSlice{hostname: gateways, addrs: f.addrs}
 			}
 		}
 		out[sliceKey{c.name, "api", discoveryv1.AddressTypeFQDN}] = wantSlice{
@@ -388,7 +391,7 @@ func testControllerFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want[phase] = desiredSlices(phases[phase])
+		want[phase] = desiredSlices(phase, phases[phase])
 		created := time.Now()
 		if err := createFailoverGatewayDNS(ctx, mgmt, phase); err != nil {
 			t.Fatal(err)
