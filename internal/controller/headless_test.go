@@ -154,3 +154,43 @@ func TestControllerHeadless(t *testing.T) {
 		t.Errorf("the postgres informers are not stopped with their last user")
 	}
 }
+
+// After a restart the controller has no memory of what a headless export
+// published; a cluster it cannot reach then keeps the pods a target
+// still holds, read back from there, rather than losing them everywhere.
+func TestControllerHeadlessKeptOverRestart(t *testing.T) {
+	db := testfixture.GatewayDNS("db")
+	db.Spec.Service, db.Spec.ResolutionType = "databases/postgres", v1alpha1.ResolutionTypeHeadless
+	db.Status.Clusters = []v1alpha1.ClusterStatus{{Name: "cluster-b", Reason: "Published", Ready: true, Pods: 1, Healthy: true, HealthReason: "Healthy"}}
+	a := fakeWorkload(true)
+	if _, err := a.CoreV1().Services("databases").Create(context.Background(), postgres(corev1.ClusterIPNone), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.DiscoveryV1().EndpointSlices("databases").Create(context.Background(), postgresEndpoints([]string{"10.1.0.5"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// What the controller wrote before it restarted: cluster-b's pod.
+	const x = "db.dev-team.services.xcc.test"
+	src := contract.Source{Namespace: "dev-team", GatewayDNS: "db", Cluster: "cluster-b", Kind: contract.KindHeadless, Hostname: x}
+	for _, s := range contract.BuildHeadless(src, contract.HeadlessEndpoints{Groups: []contract.HeadlessGroup{{
+		Ports: []contract.Port{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432}},
+		IPv4:  []contract.Endpoint{{Address: "10.2.0.5", Hostname: "db-0"}},
+	}}}) {
+		s.Namespace = DefaultSliceNamespace
+		if _, err := a.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// cluster-b has no kubeconfig Secret now: its state is unknown.
+	e := newTestEnv(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, db)},
+		map[string]*fake.Clientset{"cluster-a": a})
+	e.eventuallyStatus("db", func(s v1alpha1.GatewayDNSStatus) bool {
+		return podsOf(s) == "cluster-a=Published/1/Healthy/true cluster-b=KubeconfigMissing/1/Healthy/true"
+	})
+	want := []string{x + " IPv4 10.1.0.5", x + " IPv4 10.2.0.5", "self dev-team cluster-a"}
+	if got := e.slicesOf("cluster-a", contract.KindHeadless, contract.KindSelf); !slices.Equal(got, want) {
+		t.Errorf("cluster-a holds %q, want %q", got, want)
+	}
+}

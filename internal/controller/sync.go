@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +69,10 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	src, err := c.gather(ctx, gd)
 	if err != nil {
 		return err
+	}
+	if gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless {
+		// What a kept cluster last published, after a restart.
+		c.recoverHeadless(ctx, key, src)
 	}
 	// Desired: the slices to publish and a status entry per cluster.
 	want := desired.Compute(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, src.clusters)
@@ -231,37 +234,6 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 	return g, nil
 }
 
-// headlessPublished remembers, per GatewayDNS key, the ready endpoints a
-// headless export last published per source cluster
-// (desired.State.Headless): what stays published while a cluster's
-// endpoints are unknown. Pod addresses are too many and change too often
-// for status, which carries only their count.
-type headlessPublished struct {
-	mu    sync.Mutex
-	byKey map[string]map[string]contract.HeadlessEndpoints
-}
-
-func newHeadlessPublished() *headlessPublished {
-	return &headlessPublished{byKey: map[string]map[string]contract.HeadlessEndpoints{}}
-}
-
-func (h *headlessPublished) get(key string) map[string]contract.HeadlessEndpoints {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.byKey[key]
-}
-
-// set replaces what key published; nil or empty forgets it.
-func (h *headlessPublished) set(key string, eps map[string]contract.HeadlessEndpoints) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(eps) == 0 {
-		delete(h.byKey, key)
-		return
-	}
-	h.byKey[key] = eps
-}
-
 // owners maps each Cluster of the namespace to the GatewayDNS that may
 // publish its names: of those that select it and are not being deleted, the
 // oldest by creationTimestamp, then name. The newer ones report Conflict.
@@ -315,6 +287,9 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 	c.publisher.Forget(key)
 	c.reasons.forget(key)
 	c.headless.set(key, nil)
+	c.headless.mu.Lock()
+	delete(c.headless.recovered, key)
+	c.headless.mu.Unlock()
 	_, affected := c.claims.Set(key, nil)
 	for _, other := range affected {
 		c.queue.Add(other)
