@@ -84,7 +84,9 @@ func keptHeadless(st *v1alpha1.ClusterStatus, c Input, last v1alpha1.ClusterStat
 		st.Healthy, st.HealthReason = false, v1alpha1.HealthReasonClusterNotAvailable
 	}
 	if c.LastHeadless == nil {
-		st.Healthy = false
+		// Nothing to publish yet (read back on a later sync); the last
+		// health stands, so a later sync does not carry a false one.
+		st.Pods = last.Pods
 		return
 	}
 	st.Pods = int32(c.LastHeadless.Len())
