@@ -108,6 +108,7 @@ var suite = []struct {
 	{"ForwardBlockFollowsTheService", shared, testForwardBlockFollowsTheService},
 	{"ForwardBlockHoldsTheAddress", shared, testForwardBlockHoldsTheAddress},
 	{"KubeconfigInstructionsRefused", shared, testKubeconfigInstructionsRefused},
+	{"Headless", shared, testHeadless},
 	{"ControllerFailover", shared, testControllerFailover},
 
 	{"BenchServeKills", bench, testBenchServeKills},

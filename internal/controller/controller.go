@@ -106,6 +106,8 @@ type Controller struct {
 	// pending holds, per GatewayDNS key, the time of the oldest gateway
 	// Service event not yet written out (for ServiceToSlices).
 	pending map[string]time.Time
+	// headless is what each headless export last published.
+	headless *headlessPublished
 }
 
 // New builds the controller and registers its informers; Run starts them.
@@ -123,13 +125,14 @@ func New(cfg Config) *Controller {
 		cfg.Recorder = &record.FakeRecorder{}
 	}
 	c := &Controller{
-		cfg:     cfg,
-		dynInf:  dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, cfg.Resync),
-		kubeInf: informers.NewSharedInformerFactory(cfg.Kube, 0),
-		pending: map[string]time.Time{},
-		claims:  desired.NewAddressClaims(),
-		reasons: newLastReasons(),
-		self:    newSelfMarkers(),
+		cfg:      cfg,
+		dynInf:   dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, cfg.Resync),
+		kubeInf:  informers.NewSharedInformerFactory(cfg.Kube, 0),
+		pending:  map[string]time.Time{},
+		claims:   desired.NewAddressClaims(),
+		reasons:  newLastReasons(),
+		self:     newSelfMarkers(),
+		headless: newHeadlessPublished(),
 	}
 	c.queue = watch.New(watch.Config{Name: controllerName, Sync: c.syncKey, Failed: c.syncFailed})
 	c.gdns = c.dynInf.ForResource(v1alpha1.GatewayDNSResource).Informer()

@@ -55,6 +55,10 @@ func (c *Controller) recordTransitions(gd *v1alpha1.GatewayDNS, clusters []v1alp
 		if old == cs.Reason || (!had && !complete) {
 			continue
 		}
+		if cs.Reason == desired.ReasonPublished && gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless {
+			c.cfg.Recorder.Eventf(gd, corev1.EventTypeNormal, cs.Reason, "cluster %s: %d ready pods", cs.Name, cs.Pods)
+			continue
+		}
 		if cs.Reason == desired.ReasonPublished {
 			c.cfg.Recorder.Eventf(gd, corev1.EventTypeNormal, cs.Reason, "cluster %s: %v", cs.Name, cs.Addresses)
 			continue

@@ -70,8 +70,13 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	if gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless {
+		// What a kept cluster last published, after a restart.
+		c.recoverHeadless(ctx, key, src)
+	}
 	// Desired: the slices to publish and a status entry per cluster.
 	want := desired.Compute(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, src.clusters)
+	c.headless.set(key, want.Headless)
 	want.Clusters = c.markAddressConflicts(key, gd.Namespace, want)
 	// Plan and apply: every target brought to the desired slices.
 	res := c.publisher.Publish(ctx, key, want, src.targets)
@@ -166,6 +171,10 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 		selector = labels.Nothing()
 	}
 	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
+	// A headless export owns no cluster's names, so it is never in
+	// conflict with the GatewayDNS of the clusters' gateways.
+	headless := gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless
+	last := c.headless.get(key)
 
 	sort.Slice(clusterObjs, func(i, j int) bool {
 		return watch.Meta(clusterObjs[i]).GetName() < watch.Meta(clusterObjs[j]).GetName()
@@ -176,13 +185,16 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 			continue
 		}
 		in := desired.Input{Name: u.GetName(), Selected: selector.Matches(labels.Set(u.GetLabels()))}
+		if eps, ok := last[in.Name]; ok {
+			in.LastHeadless = &eps
+		}
 		in.APIHost, _, _ = unstructured.NestedString(u.Object, "spec", "controlPlaneEndpoint", "host")
 		// A Cluster being deleted loses its names now, not when it is gone.
 		in.Deleting = u.GetDeletionTimestamp() != nil
 		if ok, why := desired.Availability(u.Object); !ok {
 			in.Unavailable = why
 		}
-		if owner := owners[in.Name]; owner != "" && owner != key {
+		if owner := owners[in.Name]; owner != "" && owner != key && !headless {
 			in.OwnedBy = owner
 		}
 		if contract.ValidateLabel(in.Name) != nil {
@@ -204,7 +216,13 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 		}
 		refs := map[string]bool{}
 		g.uses[acc.Cluster.Key()] = refs
-		if in.Selected && !in.Deleting && in.OwnedBy == "" && refErr == nil {
+		switch {
+		case !in.Selected || in.Deleting || in.OwnedBy != "" || refErr != nil:
+		case headless:
+			in.Service, in.ServiceSynced = c.workloads.Headless(acc.Cluster, svcNS, svcName, key)
+			in.Endpoints, in.EndpointsSynced = c.workloads.Endpoints(acc.Cluster, svcNS, svcName)
+			refs[gd.Spec.Service] = true
+		default:
 			in.Service, in.ServiceSynced = c.workloads.Service(acc.Cluster, svcNS, svcName, key)
 			in.ReadyEndpoints, in.EndpointsSynced = c.workloads.ReadyEndpoints(acc.Cluster, svcNS, svcName)
 			refs[gd.Spec.Service] = true
@@ -228,7 +246,8 @@ func (c *Controller) owners(namespace string, clusterObjs []any) (map[string]str
 	var all []*v1alpha1.GatewayDNS
 	for _, o := range objs {
 		gd, err := toGatewayDNS(o)
-		if err != nil || gd.DeletionTimestamp != nil {
+		if err != nil || gd.DeletionTimestamp != nil || gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless {
+			// A headless export names no cluster of its own.
 			continue
 		}
 		all = append(all, gd)
@@ -268,6 +287,10 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 	c.pendingMu.Unlock()
 	c.publisher.Forget(key)
 	c.reasons.forget(key)
+	c.headless.set(key, nil)
+	c.headless.mu.Lock()
+	delete(c.headless.recovered, key)
+	c.headless.mu.Unlock()
 	_, affected := c.claims.Set(key, nil)
 	for _, other := range affected {
 		c.queue.Add(other)

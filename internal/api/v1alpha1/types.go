@@ -161,6 +161,11 @@ type ClusterStatus struct {
 	// Addresses published for the gateway name (IPs and hostnames).
 	// +optional
 	Addresses []string `json:"addresses,omitempty"`
+	// Pods counts the ready pods published for this cluster by a
+	// resolutionType headless export (their addresses are in the
+	// workload cluster, not here: pods come and go too often for status).
+	// +optional
+	Pods int32 `json:"pods,omitempty"`
 	// APIAddresses published for api.<cluster>... from spec.controlPlaneEndpoint.host.
 	// +optional
 	APIAddresses []string `json:"apiAddresses,omitempty"`

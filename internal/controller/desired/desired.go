@@ -42,6 +42,13 @@ const (
 	// ReasonClusterDeleting: the Cluster has a deletionTimestamp; its
 	// names are removed at once rather than when it is gone.
 	ReasonClusterDeleting = "ClusterDeleting"
+	// ReasonServiceNotHeadless: resolutionType headless names a Service
+	// whose clusterIP is not None; nothing of it is published.
+	ReasonServiceNotHeadless = "ServiceNotHeadless"
+	// ReasonTooManyEndpoints: a headless Service has more ready endpoints
+	// of one port set and address family than a slice may carry
+	// (contract.MaxAddressesPerSlice); the last published ones stay.
+	ReasonTooManyEndpoints = "TooManyEndpoints"
 )
 
 // Input is what the informers know about one Cluster in the namespace
@@ -74,6 +81,13 @@ type Input struct {
 	// that take traffic (ReadyEndpoints).
 	EndpointsSynced bool
 	ReadyEndpoints  int
+	// Endpoints are the EndpointSlices of the headless Service (read
+	// only), for resolutionType headless; valid when EndpointsSynced.
+	Endpoints []*discoveryv1.EndpointSlice
+	// LastHeadless is what the last sync published of this cluster's
+	// headless Service (State.Headless), if anything: what stays
+	// published while the cluster's state is unknown.
+	LastHeadless *contract.HeadlessEndpoints
 }
 
 // State is what one GatewayDNS wants in the xcc-dns namespace of
@@ -94,6 +108,10 @@ type State struct {
 	// answered is computed from (contract.Answered).
 	Locality contract.Locality
 	Sources  []contract.SourceHosts
+	// Headless is, for resolutionType headless, the ready endpoints
+	// published per source cluster (kept ones included): the next sync's
+	// LastHeadless.
+	Headless map[string]contract.HeadlessEndpoints
 }
 
 // Compute turns a GatewayDNS and what is known about the Clusters of
@@ -102,7 +120,8 @@ type State struct {
 // --allowed-cidrs; empty allows any) are refused. One cluster's bad input
 // only ever affects that cluster's entry.
 func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters []Input) State {
-	out := State{Keep: map[string]bool{}, ConflictOwners: map[string]string{}}
+	out := State{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{}}
+	isHeadless := gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless
 	sorted := slices.Clone(clusters)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
@@ -141,6 +160,28 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 		}
 		out.Sources = append(out.Sources, sh)
 	}
+	// The headless names <gd>.<ns>.services.<domain> and below: the ready
+	// pods of each cluster, with health and locality as above.
+	headless := func(cluster string, eps contract.HeadlessEndpoints, h health) {
+		out.Headless[cluster] = eps
+		if locErr != nil || eps.Len() == 0 {
+			return
+		}
+		src := contract.Source{Namespace: gd.Namespace, GatewayDNS: gd.Name, Cluster: cluster, Kind: contract.KindHeadless,
+			Hostname: contract.HeadlessHostname(gd.Name, gd.Namespace, domain), TTL: ttl, Locality: loc, Unhealthy: !h.healthy}
+		out.Slices = append(out.Slices, contract.BuildHeadless(src, eps)...)
+		sh := contract.SourceHosts{Cluster: cluster}
+		for _, g := range eps.Groups {
+			for _, e := range slices.Concat(g.IPv4, g.IPv6) {
+				if h.healthy {
+					sh.Ready = append(sh.Ready, e.Address)
+				} else {
+					sh.Unready = append(sh.Unready, e.Address)
+				}
+			}
+		}
+		out.Sources = append(out.Sources, sh)
+	}
 
 	for _, c := range sorted {
 		if !c.Selected {
@@ -173,7 +214,9 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 			continue
 		}
 		var notes []string
-		if c.APIHost != "" {
+		if c.APIHost != "" && !isHeadless {
+			// A headless export names no cluster of its own (the
+			// GatewayDNS of the cluster's gateway, if any, does).
 			api := onlyAllowed(contract.Classify([]string{c.APIHost}, nil, domain), allowed)
 			st.APIAddresses = api.All()
 			out.Slices = append(out.Slices, contract.Build(source(c.Name, contract.KindAPI, contract.APIHostname(c.Name, gd.Namespace, domain)), api)...)
@@ -186,21 +229,32 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 		case refErr != nil:
 			st.Reason = ReasonInvalidServiceRef
 			st.Message = fmt.Sprintf("spec.service: %v", refErr)
-		case gd.Spec.ResolutionType != "" && gd.Spec.ResolutionType != v1alpha1.ResolutionTypeLoadBalancer:
+		case gd.Spec.ResolutionType != "" && gd.Spec.ResolutionType != v1alpha1.ResolutionTypeLoadBalancer && !isHeadless:
 			st.Reason = ReasonUnsupportedResolutionType
-			st.Message = fmt.Sprintf("resolutionType %q is not supported (only %q)", gd.Spec.ResolutionType, v1alpha1.ResolutionTypeLoadBalancer)
+			st.Message = fmt.Sprintf("resolutionType %q is not supported (only %q and %q)", gd.Spec.ResolutionType,
+				v1alpha1.ResolutionTypeLoadBalancer, v1alpha1.ResolutionTypeHeadless)
 		case c.AccessReason != "":
 			st.Reason, st.Message = c.AccessReason, c.AccessMessage+"; last published addresses kept"
 			out.Keep[c.Name] = true
+			if isHeadless {
+				keptHeadless(&st, c, last[c.Name], headless)
+				break
+			}
 			keptGateways(&st, c, last[c.Name])
 		case !c.ServiceSynced:
 			st.Reason = ReasonClusterUnreachable
 			st.Message = fmt.Sprintf("Service %s/%s not listed yet (cluster unreachable or connecting); last published addresses kept", svcNS, svcName)
 			out.Keep[c.Name] = true
+			if isHeadless {
+				keptHeadless(&st, c, last[c.Name], headless)
+				break
+			}
 			keptGateways(&st, c, last[c.Name])
 		case c.Service == nil:
 			st.Reason = ReasonServiceNotFound
 			st.Message = fmt.Sprintf("Service %s/%s not found in the workload cluster", svcNS, svcName)
+		case isHeadless:
+			computeHeadless(&st, c, fmt.Sprintf("%s/%s", svcNS, svcName), last[c.Name], allowed, domain, &notes, out.Keep, headless)
 		case c.Service.Spec.Type != corev1.ServiceTypeLoadBalancer:
 			st.Reason = ReasonServiceNotLoadBalancer
 			st.Message = fmt.Sprintf("Service %s/%s is of type %q, not LoadBalancer", svcNS, svcName, c.Service.Spec.Type)
@@ -258,6 +312,12 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 			st.Addresses = addrs.All()
 			if len(st.Addresses) > 0 {
 				gateways(c.Name, addrs, health{healthy: st.Healthy, reason: st.HealthReason})
+			}
+		}
+		if st.HealthReason == "" && isHeadless {
+			st.HealthReason = v1alpha1.HealthReasonNoReadyEndpoints
+			if c.Unavailable != "" {
+				st.HealthReason = v1alpha1.HealthReasonClusterNotAvailable
 			}
 		}
 		if st.HealthReason == "" {

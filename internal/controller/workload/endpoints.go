@@ -2,8 +2,10 @@ package workload
 
 import (
 	"context"
+	"sync/atomic"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,12 +17,15 @@ import (
 
 // watchEndpoints is an informer on the EndpointSlices of one Service
 // (label kubernetes.io/service-name, in the Service's namespace), as the
-// cluster's endpoint slice controller writes them: whether the gateway
-// has a ready endpoint is part of its health for the multi-cluster name.
-// Of each slice it caches only the endpoints' conditions, and of its
-// updates only those that change whether it has a ready endpoint are
-// events.
-func watchEndpoints(client Client, namespace, service string, onChange func()) *objectWatch {
+// cluster's endpoint slice controller writes them. It serves two uses: a
+// gateway Service's health for the multi-cluster name (does it have a
+// ready endpoint?) and a headless export (which ready endpoints, with
+// their addresses, hostnames and ports). Of each slice it caches only
+// what those read (endpointsForCache). Of its updates, only those that
+// change whether the slice has a ready endpoint are events, unless
+// content is set (a headless export uses the Service): then every change
+// of what is cached is one.
+func watchEndpoints(client Client, namespace, service string, content *atomic.Bool, onChange func()) *objectWatch {
 	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: service}).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -38,9 +43,7 @@ func watchEndpoints(client Client, namespace, service string, onChange func()) *
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { onChange() },
 			UpdateFunc: func(old, cur any) {
-				// Only a slice gaining or losing its last ready endpoint
-				// can change health; a gateway's pods come and go often.
-				if hasReady(old) != hasReady(cur) {
+				if endpointsChanged(old, cur, content.Load()) {
 					onChange()
 				}
 			},
@@ -51,6 +54,27 @@ func watchEndpoints(client Client, namespace, service string, onChange func()) *
 	return &objectWatch{store: store, ctl: ctl}
 }
 
+// endpointsChanged reports whether an update of a cached slice (both
+// already trimmed by endpointsForCache) matters: for health alone, only a
+// slice gaining or losing its last ready endpoint (a gateway's pods come
+// and go often); for a headless export (content), any change of its
+// endpoints or ports.
+func endpointsChanged(old, cur any, content bool) bool {
+	if hasReady(old) != hasReady(cur) {
+		return true
+	}
+	if !content {
+		return false
+	}
+	o, ok1 := old.(*discoveryv1.EndpointSlice)
+	c, ok2 := cur.(*discoveryv1.EndpointSlice)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.AddressType != c.AddressType || !equality.Semantic.DeepEqual(o.Endpoints, c.Endpoints) ||
+		!equality.Semantic.DeepEqual(o.Ports, c.Ports)
+}
+
 // hasReady reports whether obj, an EndpointSlice, has an endpoint that
 // takes traffic.
 func hasReady(obj any) bool {
@@ -58,9 +82,10 @@ func hasReady(obj any) bool {
 	return ok && desired.ReadyEndpoints([]*discoveryv1.EndpointSlice{s}) > 0
 }
 
-// endpointsForCache keeps of an EndpointSlice what health reads: its
-// name, namespace, resourceVersion and each endpoint's conditions; a
-// gateway with hundreds of pods then costs little memory. Idempotent.
+// endpointsForCache keeps of an EndpointSlice what health and a headless
+// export read: its name, namespace, resourceVersion, address type and
+// ports, and of each endpoint its addresses, hostname and conditions
+// (no node, zone, hints, targetRef, labels or annotations). Idempotent.
 func endpointsForCache(obj any) (any, error) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
@@ -68,30 +93,49 @@ func endpointsForCache(obj any) (any, error) {
 	}
 	kept := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{
 		Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion,
-	}, AddressType: s.AddressType}
+	}, AddressType: s.AddressType, Ports: s.Ports}
+	if len(s.Endpoints) > 0 {
+		kept.Endpoints = make([]discoveryv1.Endpoint, 0, len(s.Endpoints))
+	}
 	for _, ep := range s.Endpoints {
-		kept.Endpoints = append(kept.Endpoints, discoveryv1.Endpoint{Conditions: ep.Conditions})
+		kept.Endpoints = append(kept.Endpoints, discoveryv1.Endpoint{Addresses: ep.Addresses, Hostname: ep.Hostname, Conditions: ep.Conditions})
 	}
 	return kept, nil
 }
 
-// ReadyEndpoints returns how many ready endpoints the gateway Service
-// namespace/name of w has (desired.ReadyEndpoints), watched since
-// Service was first called for it; synced is false until its
-// EndpointSlices have been listed (or when they cannot be: the
-// kubeconfig lacks list and watch on them).
-func (m *Set) ReadyEndpoints(w *Cluster, namespace, name string) (ready int, synced bool) {
+// endpointSlices returns the cached slices of the Service namespace/name
+// of w; synced is false until they have been listed (or when they cannot
+// be: the kubeconfig lacks list and watch on them).
+func (m *Set) endpointSlices(w *Cluster, namespace, name string) (out []*discoveryv1.EndpointSlice, synced bool) {
 	m.mu.Lock()
 	sw := w.services[namespace+"/"+name]
 	m.mu.Unlock()
 	if sw == nil || sw.endpoints == nil || !sw.endpoints.HasSynced() {
-		return 0, false
+		return nil, false
 	}
-	var slices []*discoveryv1.EndpointSlice
 	for _, o := range sw.endpoints.store.List() {
 		if s, ok := o.(*discoveryv1.EndpointSlice); ok {
-			slices = append(slices, s)
+			out = append(out, s)
 		}
 	}
+	return out, true
+}
+
+// ReadyEndpoints returns how many ready endpoints the gateway Service
+// namespace/name of w has (desired.ReadyEndpoints), watched since
+// Service was first called for it; synced as for endpointSlices.
+func (m *Set) ReadyEndpoints(w *Cluster, namespace, name string) (ready int, synced bool) {
+	slices, synced := m.endpointSlices(w, namespace, name)
+	if !synced {
+		return 0, false
+	}
 	return desired.ReadyEndpoints(slices), true
+}
+
+// Endpoints returns the cached EndpointSlices of the headless Service
+// namespace/name of w for a headless export (read only: they are the
+// informer's), watched since Headless was first called for it; synced as
+// for endpointSlices.
+func (m *Set) Endpoints(w *Cluster, namespace, name string) (slices []*discoveryv1.EndpointSlice, synced bool) {
+	return m.endpointSlices(w, namespace, name)
 }

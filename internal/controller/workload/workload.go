@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -172,10 +173,14 @@ func (w *Cluster) Client() Client { return w.client }
 
 type serviceWatch struct {
 	informer *objectWatch
-	// endpoints watches the Service's EndpointSlices (health).
+	// endpoints watches the Service's EndpointSlices (health, and what a
+	// headless export publishes).
 	endpoints *objectWatch
-	cancel    context.CancelFunc
-	users     map[string]bool
+	// content is set once a headless export uses the Service: every
+	// change of its endpoints is then an event, not only health changes.
+	content atomic.Bool
+	cancel  context.CancelFunc
+	users   map[string]bool
 }
 
 // Access is the result of looking up a workload cluster's client: the
@@ -298,7 +303,7 @@ func (m *Set) Service(w *Cluster, namespace, name, user string) (svc *corev1.Ser
 				return client.CoreV1().Services(namespace).Watch(ctx, o)
 			})
 		sw.informer.run(ctx, notify)
-		sw.endpoints = watchEndpoints(client, namespace, name, notify)
+		sw.endpoints = watchEndpoints(client, namespace, name, &sw.content, notify)
 		sw.endpoints.run(ctx, notify)
 		w.services[ref] = sw
 		klog.FromContext(m.ctx).V(2).Info("Watching gateway Service", "cluster", w.key, "service", ref)
@@ -315,6 +320,20 @@ func (m *Set) Service(w *Cluster, namespace, name, user string) (svc *corev1.Ser
 	}
 	s, _ := obj.(*corev1.Service)
 	return s, true
+}
+
+// Headless is Service for a headless export: every change of the
+// Service's endpoints (addresses, hostnames, conditions, ports), not only
+// one of its health, then enqueues its users. The informers are the same
+// ones Service starts; a Service used both ways has one of each.
+func (m *Set) Headless(w *Cluster, namespace, name, user string) (svc *corev1.Service, synced bool) {
+	svc, synced = m.Service(w, namespace, name, user)
+	m.mu.Lock()
+	if sw := w.services[namespace+"/"+name]; sw != nil {
+		sw.content.Store(true)
+	}
+	m.mu.Unlock()
+	return svc, synced
 }
 
 // Watched counts the clusters, the gateway Service informers and their
