@@ -39,7 +39,7 @@ func computePlan(ref string, wanted, existing []*discoveryv1.EndpointSlice, keep
 		}
 	}
 	kept := func(s *discoveryv1.EndpointSlice) bool {
-		return s.Labels[contract.LabelRecord] == string(contract.KindGateway) && keep[s.Labels[contract.LabelSourceCluster]]
+		return keptRecord(s) && keep[s.Labels[contract.LabelSourceCluster]]
 	}
 	want := map[string]bool{}
 	for _, d := range wanted {
@@ -177,7 +177,7 @@ func ComputeDelta(from, to Generation) Delta {
 			continue
 		}
 		s := from.Slices[name]
-		if source := s.Labels[contract.LabelSourceCluster]; s.Labels[contract.LabelRecord] == string(contract.KindGateway) && to.Keep[source] {
+		if source := s.Labels[contract.LabelSourceCluster]; keptRecord(s) && to.Keep[source] {
 			d.Kept[name] = source
 			continue
 		}
@@ -189,4 +189,13 @@ func ComputeDelta(from, to Generation) Delta {
 		}
 	}
 	return d
+}
+
+// keptRecord reports whether s is a slice a kept source cluster keeps as
+// it is: its gateway name, and the names its Services claim (KindName),
+// which, unlike the gateways name, are not rebuilt from status: they stay
+// as last written, health included.
+func keptRecord(s *discoveryv1.EndpointSlice) bool {
+	r := s.Labels[contract.LabelRecord]
+	return r == string(contract.KindGateway) || r == string(contract.KindName)
 }

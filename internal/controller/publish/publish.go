@@ -596,7 +596,7 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 	for i := range list.Items {
 		s := &list.Items[i]
 		existing = append(existing, s)
-		if source := s.Labels[contract.LabelSourceCluster]; ownedBy(s, ref) && s.Labels[contract.LabelRecord] == string(contract.KindGateway) && d.Keep[source] {
+		if source := s.Labels[contract.LabelSourceCluster]; ownedBy(s, ref) && keptRecord(s) && d.Keep[source] {
 			kept[s.Name] = source
 		}
 	}
