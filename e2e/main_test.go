@@ -109,6 +109,7 @@ var suite = []struct {
 	{"ForwardBlockHoldsTheAddress", shared, testForwardBlockHoldsTheAddress},
 	{"KubeconfigInstructionsRefused", shared, testKubeconfigInstructionsRefused},
 	{"Headless", shared, testHeadless},
+	{"Names", shared, testNames},
 	{"ControllerFailover", shared, testControllerFailover},
 
 	{"BenchServeKills", bench, testBenchServeKills},
