@@ -116,6 +116,7 @@ var suite = []struct {
 	{"BenchPropagation", bench, testBenchPropagation},
 	{"BenchGatewaysFailover", bench, testBenchGatewaysFailover},
 	{"BenchHangingTarget", bench, testBenchHangingTarget},
+	{"BenchNamesCost", bench, testBenchNamesCost},
 	{"BenchScale", bench, testBenchScale},
 
 	{"ManagementDown", outage, testManagementDown},
