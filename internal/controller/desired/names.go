@@ -28,6 +28,12 @@ const (
 	ReasonNoAddresses = "NoAddresses"
 )
 
+// KeepNamesKey is the key of State.Keep that keeps only the KindName
+// slices of cluster as they are: its Services have not been listed yet
+// (the informer is starting, or the kubeconfig may not list Services
+// cluster-wide). A cluster name never holds a NUL.
+func KeepNamesKey(cluster string) string { return cluster + "\x00names" }
+
 // maxNameSources bounds the sources a status entry of a name lists.
 const maxNameSources = 10
 
@@ -99,7 +105,17 @@ func AddNames(out *State, gd *v1alpha1.GatewayDNS, domain string, allowed cidr.L
 	sorted := slices.Clone(clusters)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, c := range sorted {
-		if !c.Selected || !published[c.Name] || !c.NamesSynced {
+		if !c.Selected || !published[c.Name] {
+			continue
+		}
+		if !c.NamesSynced {
+			// What it published stays until its Services are listed.
+			out.Keep[KeepNamesKey(c.Name)] = true
+			for i := range out.Clusters {
+				if out.Clusters[i].Name == c.Name {
+					out.Clusters[i].Message = strings.TrimPrefix(out.Clusters[i].Message+"; names: Services not listed yet (the kubeconfig needs list and watch on Services of every namespace); last published names kept", "; ")
+				}
+			}
 			continue
 		}
 		svcs := slices.Clone(c.Names)

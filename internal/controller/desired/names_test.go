@@ -161,6 +161,13 @@ func TestAddNames(t *testing.T) {
 			if !slices.Equal(claimed, tt.claimed) {
 				t.Errorf("claimed %q, want %q", claimed, tt.claimed)
 			}
+			for _, c := range tt.clusters {
+				// Services not listed: the names it published stay.
+				unlisted := c.Selected && c.OwnedBy == "" && !c.Deleting && c.ServiceSynced && !c.NamesSynced
+				if d.Keep[KeepNamesKey(c.Name)] != unlisted {
+					t.Errorf("cluster %s: names kept %v, want %v", c.Name, d.Keep[KeepNamesKey(c.Name)], unlisted)
+				}
+			}
 			for _, s := range d.Slices {
 				if s.Labels[contract.LabelRecord] != string(contract.KindName) {
 					continue
