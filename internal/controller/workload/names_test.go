@@ -48,4 +48,3 @@ func TestServiceForNames(t *testing.T) {
 		t.Errorf("a plain Service keeps %+v", s)
 	}
 }
-
