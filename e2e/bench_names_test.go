@@ -15,6 +15,7 @@ import (
 	"github.com/miekg/dns"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -30,18 +31,18 @@ const (
 )
 
 // testBenchNamesCost measures what spec.names costs per 1,000 Services
-// in one workload cluster. With names off, it creates 1,000 Services in
-// cluster-a (ClusterIP Services shaped as kubectl apply leaves them:
-// labels, selector, two ports, the last-applied annotation;
-// namesCostClaiming of them LoadBalancer Services annotated with the fqdn
-// annotation, an address and a ready endpoint), then turns names on for
-// the walkthrough GatewayDNS and measures: the controller's live heap (after
-// a forced GC) and resident memory before and after, how long listing
-// every Service of cluster-a takes (what the informer does at start), the
-// time from turning names on until status lists every claimed name
-// Published, and, once it has, the time from creating one more annotated
-// Service until cluster-b's serve has its record in etcd and until
-// cluster-b's cluster DNS answers it.
+// in one workload cluster. It measures the controller's live heap (after
+// a forced GC) and resident memory with names off, after turning names on
+// for the walkthrough GatewayDNS, after creating 990 Services in cluster-a
+// that claim nothing (ClusterIP Services shaped as kubectl apply leaves
+// them: labels, selector, two ports, the last-applied annotation) and
+// after 10 more, LoadBalancer Services annotated with the fqdn
+// annotation, each with an address and a ready endpoint. Then: how long
+// listing every Service of cluster-a takes, the time from turning names
+// off and on again until status lists every claimed name Published (the
+// informer's list and the first sync), and the time from creating one
+// more annotated Service until cluster-b's serve has its record in etcd
+// and until cluster-b's cluster DNS answers it.
 func testBenchNamesCost(t *testing.T) {
 	b := requireBench(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -70,16 +71,32 @@ func testBenchNamesCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // the names informer, if any, stopped
-	heap0, rss0, err := controllerMemory(ctx)
-	if err != nil {
+	var mem [4]struct{ heap, rss int64 }
+	measure := func(i int) {
+		t.Helper()
+		time.Sleep(3 * time.Second) // the sync and its writes land
+		var err error
+		if mem[i].heap, mem[i].rss, err = controllerMemory(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	measure(0)
+	// Names on, no Service claiming anything yet: the informer per cluster.
+	if err := setNames(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-
+	measure(1)
 	start := time.Now()
-	if err := createNamesServices(ctx, aClients, a); err != nil {
+	if err := createNamesServices(ctx, aClients, a, false); err != nil {
 		t.Fatal(err)
 	}
 	created := time.Since(start)
+	measure(2)
+	if err := createNamesServices(ctx, aClients, a, true); err != nil {
+		t.Fatal(err)
+	}
+	waitBenchNames(ctx, t)
+	measure(3)
 	start = time.Now()
 	list, err := aClients.kube.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -88,33 +105,18 @@ func testBenchNamesCost(t *testing.T) {
 	listTook := time.Since(start)
 	t.Logf("%d Services created in %s; listing all %d took %s", namesCostServices, created.Round(time.Millisecond), len(list.Items), listTook.Round(time.Millisecond))
 
-	// Names on: every claimed name Published.
+	// Names off and on again: the informer lists the 1,000 Services, and
+	// every claimed name is Published again.
+	if err := setNames(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
 	start = time.Now()
 	if err := setNames(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		got, err := lab.GatewayDNSNames(ctx, theLab.Management, lab.ClusterNamespace, lab.GatewayDNSName)
-		n := 0
-		for name, st := range got {
-			if strings.HasPrefix(name, "bench-") && st.Reason == "Published" && st.HealthySources == 1 {
-				n++
-			}
-		}
-		if err == nil && n == namesCostClaiming {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("claimed names published: %d of %d (%v)", n, namesCostClaiming, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitBenchNames(ctx, t)
 	enabledTook := time.Since(start)
-	time.Sleep(2 * time.Second) // the writes of that sync land
-	heap1, rss1, err := controllerMemory(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// One more annotated Service: until serve's etcd in cluster-b has it,
 	// and until cluster-b's cluster DNS answers it.
@@ -153,23 +155,35 @@ func testBenchNamesCost(t *testing.T) {
 	load, _ := os.ReadFile("/proc/loadavg")
 	var tb strings.Builder
 	fmt.Fprintf(&tb, "Service names: the cost of spec.names per %d Services in one workload cluster (%d claiming a name)\n", namesCostServices, namesCostClaiming)
-	fmt.Fprintf(&tb, "| figure | value |\n|---|---|\n")
-	fmt.Fprintf(&tb, "| controller live heap after GC, names off -> on | %.1f -> %.1f MiB (+%.2f MiB) |\n", mib(heap0), mib(heap1), mib(heap1-heap0))
-	fmt.Fprintf(&tb, "| controller resident memory (VmRSS), names off -> on | %.1f -> %.1f MiB (+%.2f MiB) |\n", mib(rss0), mib(rss1), mib(rss1-rss0))
+	row := func(what string, i int) {
+		fmt.Fprintf(&tb, "| %s | %+.2f MiB | %+.2f MiB |\n", what, mib(mem[i].heap-mem[i-1].heap), mib(mem[i].rss-mem[i-1].rss))
+	}
+	fmt.Fprintf(&tb, "| controller memory | live heap after GC | resident (VmRSS) |\n|---|---|---|\n")
+	fmt.Fprintf(&tb, "| names off | %.2f MiB | %.2f MiB |\n", mib(mem[0].heap), mib(mem[0].rss))
+	row("names on (a Service informer in cluster-a and cluster-b)", 1)
+	row(fmt.Sprintf("%d Services created in cluster-a, none claiming", namesCostServices-namesCostClaiming), 2)
+	row(fmt.Sprintf("%d LoadBalancer Services claiming a name, each with an address and a ready endpoint", namesCostClaiming), 3)
+	fmt.Fprintf(&tb, "\n| figure | value |\n|---|---|\n")
 	fmt.Fprintf(&tb, "| list of every Service of cluster-a (%d) | %s |\n", len(list.Items), listTook.Round(time.Millisecond))
-	fmt.Fprintf(&tb, "| names on -> %d names Published in status | %s |\n", namesCostClaiming, enabledTook.Round(time.Millisecond))
+	fmt.Fprintf(&tb, "| names on, %d Services in cluster-a -> %d names Published in status (informer list and first sync) | %s |\n", len(list.Items), namesCostClaiming, enabledTook.Round(time.Millisecond))
 	fmt.Fprintf(&tb, "| one more annotated Service -> record in cluster-b's serve etcd | %s |\n", etcdTook.Round(time.Millisecond))
 	fmt.Fprintf(&tb, "| one more annotated Service -> answered by cluster-b's cluster DNS | %s |\n", dnsTook.Round(time.Millisecond))
 	fmt.Fprintf(&tb, "(load average at the end: %s)\n", strings.TrimSpace(string(load)))
 	report(t, tb.String())
 }
 
-// createNamesServices creates namesCostServices Services in
-// namesCostNamespace of w, namesCostClaiming of them claiming
+// createNamesServices creates in namesCostNamespace of w the
+// namesCostServices-namesCostClaiming Services that claim nothing, or
+// (claiming) the namesCostClaiming ones claiming
 // bench-<i>.dev-team.names.xcc.test with an address and a ready endpoint.
-func createNamesServices(ctx context.Context, c benchClients, w *lab.Cluster) error {
-	if err := lab.CreateClaimingService(ctx, w, namesCostNamespace, "bench-0", "bench-0", "192.0.2.100"); err != nil {
-		return err
+func createNamesServices(ctx context.Context, c benchClients, w *lab.Cluster, claiming bool) error {
+	from, to := namesCostClaiming, namesCostServices
+	if claiming {
+		from, to = 0, namesCostClaiming
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namesCostNamespace}}
+	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s on %s: %w", namesCostNamespace, w.Name, err)
 	}
 	work := make(chan int)
 	errs := make(chan error, benchWorkers)
@@ -188,7 +202,7 @@ func createNamesServices(ctx context.Context, c benchClients, w *lab.Cluster) er
 	}
 	var err error
 loop:
-	for i := 1; i < namesCostServices; i++ {
+	for i := from; i < to; i++ {
 		select {
 		case work <- i:
 		case err = <-errs:
@@ -205,6 +219,28 @@ loop:
 	default:
 	}
 	return err
+}
+
+// waitBenchNames waits until status lists every claimed bench name
+// Published with its one source healthy.
+func waitBenchNames(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for {
+		got, err := lab.GatewayDNSNames(ctx, theLab.Management, lab.ClusterNamespace, lab.GatewayDNSName)
+		n := 0
+		for name, st := range got {
+			if strings.HasPrefix(name, "bench-") && st.Reason == "Published" && st.HealthySources == 1 {
+				n++
+			}
+		}
+		if err == nil && n == namesCostClaiming {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("claimed names published: %d of %d (%v)", n, namesCostClaiming, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func createNamesService(ctx context.Context, c benchClients, w *lab.Cluster, i int) error {
