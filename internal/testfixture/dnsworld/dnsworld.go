@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
-	"github.com/xcc-dns/xcc-dns/internal/coredns"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/coredns"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
 	"github.com/xcc-dns/xcc-dns/internal/serve"
 	"github.com/xcc-dns/xcc-dns/internal/store"
