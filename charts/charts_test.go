@@ -113,6 +113,10 @@ var renderCases = []renderCase{
 		"--set", "persistence.enabled=false", "--set", "patchCorefile.enabled=false", "--set", "service.clusterIP=10.96.0.53"}},
 	{golden: "management.yaml", chart: managementChart, args: []string{"-f", "testdata/management-values.yaml"}},
 	{golden: "management-standby.yaml", chart: managementChart, args: []string{"-f", "testdata/management-values.yaml", "--set", "replicas=2"}},
+	{golden: "workload-grants.yaml", chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml",
+		"--set", "nameGrants[0].namespace=shop,nameGrants[0].suffix=shop.eu.xcc.test,nameGrants[1].namespace=dev-team,nameGrants[1].suffix=dev.xcc.test"}},
+	{golden: "management-grants.yaml", chart: managementChart, args: []string{"-f", "testdata/management-values.yaml",
+		"--set", "nameGrants[0].namespace=shop,nameGrants[0].suffix=shop.eu.xcc.test"}},
 	{golden: "workload-reverse.yaml", chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml", "--set", "reverseCIDRs={192.0.2.0/25,2001:db8::/32}"}},
 }
 
@@ -329,6 +333,20 @@ func TestWorkloadReverseCIDRs(t *testing.T) {
 		if !strings.Contains(args, flag) {
 			t.Errorf("%s args %s lack %s", what, args, flag)
 		}
+	}
+}
+
+// With nameGrants serve gets the same --name-grants as the controller, and
+// the Corefile answers NODATA for each suffix and the names above it.
+func TestWorkloadNameGrants(t *testing.T) {
+	objs := objects(t, render(t, renderCases[len(renderCases)-3]))
+	corefile := fmt.Sprint(get(find(objs, "ConfigMap", releaseName+"-corefile"), "data", "Corefile"))
+	if want := `match ^(shop\.eu|eu|dev)\.xcc\.test\.$`; !strings.Contains(corefile, want) {
+		t.Errorf("rendered Corefile lacks %s:\n%s", want, corefile)
+	}
+	serveArgs, _ := json(t, get(find(objs, "StatefulSet", releaseName), "spec", "template", "spec", "containers", 0, "args"))
+	if want := `"--name-grants=shop=shop.eu.xcc.test;dev-team=dev.xcc.test"`; !strings.Contains(serveArgs, want) {
+		t.Errorf("serve args %s lack %s", serveArgs, want)
 	}
 }
 

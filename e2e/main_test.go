@@ -109,12 +109,14 @@ var suite = []struct {
 	{"ForwardBlockHoldsTheAddress", shared, testForwardBlockHoldsTheAddress},
 	{"KubeconfigInstructionsRefused", shared, testKubeconfigInstructionsRefused},
 	{"Headless", shared, testHeadless},
+	{"Names", shared, testNames},
 	{"ControllerFailover", shared, testControllerFailover},
 
 	{"BenchServeKills", bench, testBenchServeKills},
 	{"BenchPropagation", bench, testBenchPropagation},
 	{"BenchGatewaysFailover", bench, testBenchGatewaysFailover},
 	{"BenchHangingTarget", bench, testBenchHangingTarget},
+	{"BenchNamesCost", bench, testBenchNamesCost},
 	{"BenchScale", bench, testBenchScale},
 
 	{"ManagementDown", outage, testManagementDown},

@@ -107,9 +107,19 @@ type Hostname struct {
 // prefix read would add to that name's answers), another namespace's
 // name or another GatewayDNS's gateways name, is refused.
 func ParseHostname(hostname, namespace, gatewayDNS, domain string) (Hostname, error) {
+	return ParseHostnameGranted(hostname, namespace, gatewayDNS, domain, Grants{})
+}
+
+// ParseHostnameGranted is ParseHostname that also accepts, as KindName,
+// a name exactly one label below a suffix the operator granted namespace
+// (ParseGrants); a name below another namespace's grant is refused.
+func ParseHostnameGranted(hostname, namespace, gatewayDNS, domain string, grants Grants) (Hostname, error) {
 	name, wildcard, err := skydnsrecord.ParseHostname(hostname, domain)
 	if err != nil {
 		return Hostname{}, err
+	}
+	if _, ok := grants.owner(name); ok && !wildcard {
+		return ParseNameHostname(hostname, namespace, domain, grants)
 	}
 	zone := skydnsrecord.CanonicalName(domain)
 	want := func() error {
@@ -182,4 +192,19 @@ func SliceName(gdnsNamespace, gdnsName, cluster string, kind Kind, family string
 	}
 	prefix = strings.TrimRight(strings.ReplaceAll(prefix, ".", "-"), "-")
 	return prefix + suffix
+}
+
+// nameSliceName is SliceName for a KindName slice: a GatewayDNS has one
+// per (name, source cluster, address family), so the name is hashed in
+// too, and its first label leads the readable prefix.
+func nameSliceName(src Source, family string) string {
+	name := skydnsrecord.CanonicalName(src.Hostname)
+	sum := sha256.Sum256([]byte(strings.Join([]string{src.Namespace, src.GatewayDNS, src.Cluster, string(KindName), family, name}, "/")))
+	suffix := "-" + hex.EncodeToString(sum[:])[:sliceNameHashChars]
+	label, _, _ := strings.Cut(name, ".")
+	prefix := strings.Join([]string{label, src.Cluster, string(KindName), family}, "-")
+	if max := maxSliceNameLength - len(suffix); len(prefix) > max {
+		prefix = prefix[:max]
+	}
+	return strings.TrimRight(prefix, "-") + suffix
 }

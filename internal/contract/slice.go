@@ -70,9 +70,13 @@ func Build(src Source, addrs Addresses) []*discoveryv1.EndpointSlice {
 // newSlice returns a slice of src without endpoints, named for family: the
 // labels and annotations every kind carries.
 func newSlice(src Source, family string, t discoveryv1.AddressType) *discoveryv1.EndpointSlice {
+	name := SliceName(src.Namespace, src.GatewayDNS, src.Cluster, src.Kind, family)
+	if src.Kind == KindName {
+		name = nameSliceName(src, family)
+	}
 	s := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: SliceName(src.Namespace, src.GatewayDNS, src.Cluster, src.Kind, family),
+			Name: name,
 			Labels: map[string]string{
 				LabelManagedBy:     ManagedByValue,
 				LabelServiceName:   src.GatewayDNS,
@@ -125,6 +129,12 @@ type Parsed struct {
 // address or TTL refuses only itself. Every problem is returned so the
 // caller can report it; not-ready endpoints are skipped.
 func Parse(slice *discoveryv1.EndpointSlice, domain string) (p Parsed, ok bool, problems []error) {
+	return ParseGranted(slice, domain, Grants{})
+}
+
+// ParseGranted is Parse under the operator's name grants: a KindName
+// slice may also publish a name granted to its namespace.
+func ParseGranted(slice *discoveryv1.EndpointSlice, domain string, grants Grants) (p Parsed, ok bool, problems []error) {
 	hostname, has := slice.Annotations[AnnotationHostname]
 	if !has {
 		return Parsed{}, false, nil
@@ -134,7 +144,7 @@ func Parse(slice *discoveryv1.EndpointSlice, domain string) (p Parsed, ok bool, 
 		return Parsed{}, false, []error{fmt.Errorf("annotation %s: %w", AnnotationGatewayRef, err)}
 	}
 	_, gd, _ := ParseRef(slice.Annotations[AnnotationGatewayRef])
-	if p.Hostname, err = ParseHostname(hostname, ns, gd, domain); err != nil {
+	if p.Hostname, err = ParseHostnameGranted(hostname, ns, gd, domain, grants); err != nil {
 		return Parsed{}, false, []error{fmt.Errorf("annotation %s: %w", AnnotationHostname, err)}
 	}
 	p.TTL = skydnsrecord.DefaultTTL

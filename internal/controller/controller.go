@@ -36,6 +36,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/publish"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
@@ -78,6 +79,9 @@ type Config struct {
 	// AllowedCIDRs are the ranges gateway and control-plane addresses must
 	// lie in; empty allows any.
 	AllowedCIDRs cidr.List
+	// NameGrants are the operator's grants of names to namespaces
+	// (--name-grants), besides each namespace's <label>.<ns>.names.<zone>.
+	NameGrants contract.Grants
 }
 
 // Controller keeps the EndpointSlices of every GatewayDNS up to date.
@@ -108,6 +112,10 @@ type Controller struct {
 	pending map[string]time.Time
 	// headless is what each headless export last published.
 	headless *headlessPublished
+	// names are the names each GatewayDNS claims, and nameReasons their
+	// status reasons at its last sync (names.go).
+	names       *nameClaims
+	nameReasons *lastReasons
 }
 
 // New builds the controller and registers its informers; Run starts them.
@@ -133,6 +141,9 @@ func New(cfg Config) *Controller {
 		reasons:  newLastReasons(),
 		self:     newSelfMarkers(),
 		headless: newHeadlessPublished(),
+		names:    newNameClaims(),
+
+		nameReasons: newLastReasons(),
 	}
 	c.queue = watch.New(watch.Config{Name: controllerName, Sync: c.syncKey, Failed: c.syncFailed})
 	c.gdns = c.dynInf.ForResource(v1alpha1.GatewayDNSResource).Informer()

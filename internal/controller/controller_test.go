@@ -122,7 +122,7 @@ func newTestEnv(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Objec
 
 // newTestEnvClients is newTestEnv where the kubeconfigs in clients get
 // those clients instead of a fake of workloads.
-func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Object, workloads map[string]*fake.Clientset, clients map[string]workload.Client) *testEnv {
+func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Object, workloads map[string]*fake.Clientset, clients map[string]workload.Client, options ...func(*Config)) *testEnv {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -151,7 +151,7 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 	}
 	e := &testEnv{t: t, ctx: ctx, mgmt: fake.NewClientset(mgmtObjs...), dyn: dyn, workloads: workloads,
 		events: record.NewFakeRecorder(1000), cancel: cancel, done: make(chan struct{})}
-	e.ctrl = New(Config{
+	cfg := Config{
 		Kube: e.mgmt, Dynamic: dyn, ClusterResource: clusterGVR,
 		NewClient: func(raw []byte) (workload.Client, error) {
 			if c, ok := clients[string(raw)]; ok {
@@ -166,7 +166,11 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 		},
 		SliceNamespace: DefaultSliceNamespace, Domain: "xcc.test", Resync: time.Hour, Workers: 2,
 		Recorder: e.events,
-	})
+	}
+	for _, o := range options {
+		o(&cfg)
+	}
+	e.ctrl = New(cfg)
 	ready := make(chan struct{})
 	go func() {
 		defer close(e.done)

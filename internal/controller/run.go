@@ -30,6 +30,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/httpserver"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
@@ -77,6 +78,10 @@ type Options struct {
 	// AllowKubeconfigExec names the exec credential plugin commands a
 	// <cluster>-kubeconfig Secret may run in the controller; empty: none.
 	AllowKubeconfigExec []string
+	// NameGrants is --name-grants: "<ns>=<suffix>[;...]", names granted
+	// to namespaces besides their <label>.<ns>.names.<zone>; checked at
+	// start (contract.ParseGrants).
+	NameGrants string
 }
 
 // AddFlags registers the flags of `xcc-syncer controller` on fs, with o's
@@ -95,6 +100,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "how often the leader renews and a standby tries to take the Lease (a standby's tries are stretched by up to 2.2 times)")
 	fs.DurationVar(&o.Resync, "resync-period", DefaultResync, "how often every GatewayDNS is synced again, repairing drift in workload clusters")
 	fs.IntVar(&o.Workers, "workers", DefaultWorkers, "GatewayDNS synced concurrently")
+	fs.StringVar(&o.NameGrants, "name-grants", "", "semicolon-separated <namespace>=<suffix> grants: a GatewayDNS of <namespace> may publish, with the fqdn annotation, names one label below <suffix> besides <label>.<namespace>.names.<domain> (e.g. shop=shop.xcc.test); empty: none")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-address")
 	fs.Func("allow-kubeconfig-exec", "comma-separated exec credential plugin commands a <cluster>-kubeconfig Secret may run, matched exactly (e.g. aws,gke-gcloud-auth-plugin); default none", func(v string) error {
 		for _, name := range strings.Split(v, ",") {
@@ -122,6 +128,10 @@ func DefaultLeaderElectionNamespaceFromPod() string {
 // controller only while this replica holds the lease.
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
+	grants, err := contract.ParseGrants(o.NameGrants, o.Domain)
+	if err != nil {
+		return fmt.Errorf("--name-grants: %w", err)
+	}
 	cfg, err := kubeclient.Config(o.Kubeconfig, "xcc-syncer-controller")
 	if err != nil {
 		return err
@@ -182,7 +192,7 @@ func Run(ctx context.Context, o Options) error {
 		c := New(Config{
 			Kube: kube, Dynamic: dyn, ClusterResource: clusterGVR, NewClient: newClient,
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
-			Metrics: metrics, Recorder: recorder,
+			Metrics: metrics, Recorder: recorder, NameGrants: grants,
 		})
 		readyCh := make(chan struct{})
 		go func() {

@@ -46,6 +46,7 @@ func buildStatus(gd *v1alpha1.GatewayDNS, d desired.State, writeErrs map[string]
 		SelectedClusters:   int32(len(d.Clusters)),
 	}
 	st.Clusters, st.OmittedClusters = listedClusters(d.Clusters, maxStatusClusters)
+	st.Names, st.OmittedNames = listedNames(d.Names, v1alpha1.MaxNameStatuses)
 	var notReady []string
 	for _, c := range d.Clusters {
 		if c.Healthy {

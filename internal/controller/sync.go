@@ -76,6 +76,8 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	}
 	// Desired: the slices to publish and a status entry per cluster.
 	want := desired.Compute(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, src.clusters)
+	claimed := desired.AddNames(&want, gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.NameGrants, src.clusters, c.nameOwners(gd))
+	c.recordNames(gd, claimed)
 	c.headless.set(key, want.Headless)
 	want.Clusters = c.markAddressConflicts(key, gd.Namespace, want)
 	// Plan and apply: every target brought to the desired slices.
@@ -93,6 +95,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	status := buildStatus(gd, want, res.Errs)
 	markWriting(gd, &status, res.Pending)
 	c.recordTransitions(gd, want.Clusters)
+	c.recordNameTransitions(gd, want.Names)
 	if err := c.updateStatus(ctx, gd, status); err != nil {
 		return err
 	}
@@ -174,6 +177,7 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 	// A headless export owns no cluster's names, so it is never in
 	// conflict with the GatewayDNS of the clusters' gateways.
 	headless := gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless
+	names := namesEnabled(gd)
 	last := c.headless.get(key)
 
 	sort.Slice(clusterObjs, func(i, j int) bool {
@@ -226,6 +230,9 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 			in.Service, in.ServiceSynced = c.workloads.Service(acc.Cluster, svcNS, svcName, key)
 			in.ReadyEndpoints, in.EndpointsSynced = c.workloads.ReadyEndpoints(acc.Cluster, svcNS, svcName)
 			refs[gd.Spec.Service] = true
+		}
+		if names && in.Selected && !in.Deleting && in.OwnedBy == "" {
+			in.Names, in.NamesSynced = c.workloads.Names(acc.Cluster, key, refs)
 		}
 		g.clusters = append(g.clusters, in)
 		if u.GetDeletionTimestamp() == nil {
@@ -288,6 +295,10 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 	c.publisher.Forget(key)
 	c.reasons.forget(key)
 	c.headless.set(key, nil)
+	c.nameReasons.forget(key)
+	if c.names.set(key, nil) {
+		c.requeueNamesOf(namespace, name)
+	}
 	c.headless.mu.Lock()
 	delete(c.headless.recovered, key)
 	c.headless.mu.Unlock()

@@ -13,6 +13,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this cluster; empty: in-cluster config")
 	fs.StringVar(&o.Namespace, "namespace", DefaultNamespace, "namespace whose EndpointSlices describe the records")
 	fs.StringVar(&o.Domain, "domain", skydnsrecord.DefaultDomain, "DNS zone the records live in")
+	fs.StringVar(&o.NameGrants, "name-grants", "", "semicolon-separated <namespace>=<suffix> grants: slices of <namespace> may publish names one label below <suffix> besides <label>.<namespace>.names.<domain>; the same value as the controller's; empty: none")
 	fs.Var(&o.ReverseCIDRs, "reverse-cidrs", "comma-separated CIDRs whose addresses get PTR records pointing at the gateway or api name that has them (e.g. 192.0.2.0/24,2001:db8::/32); empty: none")
 	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress)
 	fs.DurationVar(&o.ReconcilePeriod, "reconcile-period", DefaultReconcilePeriod, "how often every record is read back from etcd and repaired")

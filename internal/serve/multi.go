@@ -181,7 +181,7 @@ func srvRecords(records skydnsrecord.Set, name, owner string, ttl uint32, parsed
 
 // multiName returns the multi-cluster name slice publishes, if it is one.
 func (s *Syncer) multiName(slice *discoveryv1.EndpointSlice) (string, bool) {
-	p, ok, _ := contract.Parse(slice, s.domain)
+	p, ok, _ := contract.ParseGranted(slice, s.domain, s.grants)
 	if !ok || !p.Kind.MultiCluster() {
 		return "", false
 	}
@@ -203,7 +203,7 @@ func (s *Syncer) multiRecords(ctx context.Context, name string) (skydnsrecord.Se
 			continue
 		}
 		// Each slice's problems are reported by its own sync.
-		p, ok, _ := contract.Parse(slice, s.domain)
+		p, ok, _ := contract.ParseGranted(slice, s.domain, s.grants)
 		if !ok || !p.Kind.MultiCluster() || p.Name != name {
 			continue
 		}

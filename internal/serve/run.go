@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
 	"github.com/xcc-dns/xcc-dns/internal/httpserver"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
@@ -50,6 +51,9 @@ type Options struct {
 	MaxRecords int
 	// ReverseCIDRs are the ranges whose addresses get PTR records.
 	ReverseCIDRs cidr.List
+	// NameGrants is --name-grants, "<ns>=<suffix>[;...]": names granted to
+	// namespaces besides <label>.<ns>.names.<zone> (contract.ParseGrants).
+	NameGrants string
 	// ShutdownDelay is how long serve goes on (etcd answering, /readyz
 	// saying "shutting down") after it is told to stop, so that a CoreDNS
 	// in lameduck beside it still reads records.
@@ -68,10 +72,13 @@ type Options struct {
 // Run runs the serve role until ctx ends.
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
+	grants, err := contract.ParseGrants(o.NameGrants, o.Domain)
+	if err != nil {
+		return fmt.Errorf("--name-grants: %w", err)
+	}
 	ctx, stopping := delayStop(ctx, o.ShutdownDelay)
 	kube := o.Client
 	if kube == nil {
-		var err error
 		if kube, err = kubeClient(o.Kubeconfig); err != nil {
 			return err
 		}
@@ -107,6 +114,7 @@ func Run(ctx context.Context, o Options) error {
 		ReconcilePeriod: o.ReconcilePeriod,
 		MaxRecords:      o.MaxRecords,
 		ReverseCIDRs:    o.ReverseCIDRs,
+		NameGrants:      grants,
 	})
 
 	// Records on disk from an earlier run are worth answering before this

@@ -18,7 +18,7 @@ func Owner(namespace, name string) string {
 // contract's (contract.Parse): every problem is returned so the caller can
 // report it, and the slice's valid addresses are still published.
 func SliceRecords(slice *discoveryv1.EndpointSlice, domain string) (skydnsrecord.Set, []error) {
-	records, _, problems := sliceRecords(slice, domain)
+	records, _, problems := sliceRecords(slice, domain, contract.Grants{})
 	return records, problems
 }
 
@@ -26,8 +26,8 @@ func SliceRecords(slice *discoveryv1.EndpointSlice, domain string) (skydnsrecord
 // publishes, if it is one: such a name's records are made from all its
 // slices together (MultiRecords), never from one. A headless slice has
 // records of its own too: those of its cluster's names.
-func sliceRecords(slice *discoveryv1.EndpointSlice, domain string) (skydnsrecord.Set, string, []error) {
-	p, ok, problems := contract.Parse(slice, domain)
+func sliceRecords(slice *discoveryv1.EndpointSlice, domain string, grants contract.Grants) (skydnsrecord.Set, string, []error) {
+	p, ok, problems := contract.ParseGranted(slice, domain, grants)
 	if !ok {
 		return nil, "", problems
 	}

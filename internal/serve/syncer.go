@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/store"
 	"github.com/xcc-dns/xcc-dns/internal/watch"
@@ -48,7 +49,10 @@ const (
 
 // Syncer turns the EndpointSlices of one namespace into records.
 type Syncer struct {
-	domain          string
+	domain string
+	// grants are the operator's name grants (--name-grants): a KindName
+	// slice may publish a name granted to its namespace.
+	grants          contract.Grants
 	namespace       string
 	indexer         cache.Indexer
 	store           *store.Store
@@ -105,6 +109,9 @@ type Config struct {
 	// ReverseCIDRs are the ranges whose addresses get PTR records; the
 	// Store must own their reverse zones (store.WithNames).
 	ReverseCIDRs cidr.List
+	// NameGrants are the operator's grants of names to namespaces,
+	// checked again here: the controller's check is not trusted.
+	NameGrants contract.Grants
 }
 
 // New wires a Syncer to an informer on the EndpointSlices of cfg.Namespace.
@@ -126,6 +133,7 @@ func New(cfg Config) (*Syncer, informers.SharedInformerFactory) {
 	}
 	s := &Syncer{
 		domain:          skydnsrecord.CanonicalName(cfg.Domain),
+		grants:          cfg.NameGrants,
 		namespace:       cfg.Namespace,
 		indexer:         inf.Informer().GetIndexer(),
 		seen:            map[string]seenSlice{},
@@ -317,7 +325,7 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 // sliceRecords computes a slice's records and reports, without failing the
 // sync, every part of it that was refused.
 func (s *Syncer) sliceRecords(ctx context.Context, slice *discoveryv1.EndpointSlice) (skydnsrecord.Set, string) {
-	records, multiName, problems := sliceRecords(slice, s.domain)
+	records, multiName, problems := sliceRecords(slice, s.domain, s.grants)
 	for _, p := range problems {
 		s.metrics.RefusedInputs.Inc()
 		klog.FromContext(ctx).Error(p, "Refused part of an EndpointSlice", "slice", klog.KObj(slice))

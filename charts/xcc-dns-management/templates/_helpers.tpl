@@ -36,3 +36,10 @@ else the chart's appVersion (the tag make push uses).
 {{- end -}}
 {{- printf "%s:%s" $repo (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
+
+{{/* The --name-grants flag of a nameGrants list: <ns>=<suffix>;... */}}
+{{- define "xcc-dns.nameGrants" -}}
+{{- $items := list -}}
+{{- range . -}}{{- $items = append $items (printf "%s=%s" .namespace .suffix) -}}{{- end -}}
+{{- join ";" $items -}}
+{{- end -}}

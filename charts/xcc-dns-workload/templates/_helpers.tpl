@@ -49,7 +49,19 @@ and, for reverseCIDRs, a server block of those CIDRs importing its xcc-reverse s
 {{- if ne .Values.domain "xcc.test" -}}
 {{- fail "domain is not xcc.test: the shipped Corefile serves xcc.test, so give a Corefile for your zone in the corefile value" -}}
 {{- end -}}
-{{- .Files.Get "files/Corefile" -}}
+{{- $corefile := .Files.Get "files/Corefile" -}}
+{{- with .Values.nameGrants -}}
+{{- $names := list -}}
+{{- range . -}}
+{{- $labels := splitList "." (trimSuffix (printf ".%s" $.Values.domain) .suffix) -}}
+{{- range $i, $_ := $labels -}}
+{{- $names = append $names (join "\\." (slice $labels $i)) -}}
+{{- end -}}
+{{- end -}}
+{{- $block := printf "    # Operator name grants (nameGrants): each suffix and the names\n    # between it and the zone are empty non-terminals (NODATA); the etcd\n    # plugin would answer them with every granted name below them.\n    template ANY ANY xcc.test {\n        match ^(%s)\\.xcc\\.test\\.$\n        rcode NOERROR\n        authority \"xcc.test. 5 IN SOA ns.dns.xcc.test. hostmaster.xcc.test. 1 7200 1800 86400 5\"\n        fallthrough\n    }\n\n    etcd xcc.test {" (join "|" (uniq $names)) -}}
+{{- $corefile = replace "    etcd xcc.test {" $block $corefile -}}
+{{- end -}}
+{{- $corefile -}}
 {{- with .Values.reverseCIDRs -}}
 {{- $keys := list -}}
 {{- range . -}}{{- $keys = append $keys (printf "%s:{$DNS_PORT}" .) -}}{{- end -}}
@@ -99,4 +111,11 @@ as a member (peer URL).
 {{- $out := list -}}
 {{- range $k, $v := . }}{{ $out = append $out (printf "%s=%s" $k $v) }}{{ end -}}
 {{- join "," $out -}}
+{{- end -}}
+
+{{/* The --name-grants flag of a nameGrants list: <ns>=<suffix>;... */}}
+{{- define "xcc-dns.nameGrants" -}}
+{{- $items := list -}}
+{{- range . -}}{{- $items = append $items (printf "%s=%s" .namespace .suffix) -}}{{- end -}}
+{{- join ";" $items -}}
 {{- end -}}

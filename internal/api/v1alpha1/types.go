@@ -106,8 +106,48 @@ const (
 	ConditionConflict = "Conflict"
 )
 
+// Names opts a GatewayDNS in to the names Services claim with the
+// annotation connectivity.tanzu.vmware.com/fqdn.
+type Names struct {
+	// Enabled publishes, for every selected cluster, the load-balancer
+	// addresses of each of its LoadBalancer Services annotated
+	// connectivity.tanzu.vmware.com/fqdn: <name>, under that name: a
+	// single label is <label>.<namespace>.names.<domain>; a full name must
+	// lie one label below a suffix the operator granted this namespace.
+	// The same name from several clusters is one name, with the health
+	// and locality rules of the gateways name. It needs list and watch on
+	// Services of every namespace in each workload cluster.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+}
+
+// MaxNameStatuses bounds status.names: the GatewayDNS is one etcd value.
+const MaxNameStatuses = 200
+
+// NameStatus reports one name claimed with the fqdn annotation.
+type NameStatus struct {
+	// Name is the published name, or the annotation's value when it is
+	// not one.
+	Name string `json:"name"`
+	// Reason is Published, NameRefused (outside the namespace's grants),
+	// InvalidName (not a name that can be claimed) or Conflict (an older
+	// GatewayDNS of the namespace publishes it).
+	Reason string `json:"reason"`
+	// Message says what is wrong in words.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Sources are the Services that claim it, as <cluster>/<namespace>/<service>
+	// (at most 10 listed).
+	// +optional
+	Sources []string `json:"sources,omitempty"`
+	// HealthySources counts the sources answered while healthy.
+	// +optional
+	HealthySources int32 `json:"healthySources,omitempty"`
+}
+
 // GatewayDNSSpec is what the user asks for.
 // +kubebuilder:validation:XValidation:rule="!has(self.resolutionType) || self.resolutionType != 'headless' || !has(self.gatewaysTTL)",message="gatewaysTTL is for the gateways name of resolutionType loadBalancer; a headless export's names all use ttl (default 5 s)"
+// +kubebuilder:validation:XValidation:rule="!has(self.resolutionType) || self.resolutionType != 'headless' || !has(self.names) || !self.names.enabled",message="names are published by a GatewayDNS of resolutionType loadBalancer"
 type GatewayDNSSpec struct {
 	// ClusterSelector selects the Cluster API Clusters, in the namespace of
 	// this GatewayDNS, whose gateway Service gets the name
@@ -149,6 +189,12 @@ type GatewayDNSSpec struct {
 	// +kubebuilder:validation:Maximum=3600
 	// +optional
 	GatewaysTTL *int32 `json:"gatewaysTTL,omitempty"`
+
+	// Names publishes the names LoadBalancer Services of the selected
+	// clusters claim with the annotation connectivity.tanzu.vmware.com/fqdn.
+	// Unset: none (the controller then watches no Service but the gateway).
+	// +optional
+	Names *Names `json:"names,omitempty"`
 }
 
 // ClusterStatus reports one selected Cluster: the addresses published for
@@ -218,6 +264,13 @@ type GatewayDNSStatus struct {
 	// OmittedClusters counts the selected Clusters left out of Clusters.
 	// +optional
 	OmittedClusters int32 `json:"omittedClusters,omitempty"`
+	// Names has one entry per name claimed with the fqdn annotation
+	// (spec.names), at most 200: those not Published first, then by name.
+	// +optional
+	Names []NameStatus `json:"names,omitempty"`
+	// OmittedNames counts the names left out of Names.
+	// +optional
+	OmittedNames int32 `json:"omittedNames,omitempty"`
 }
 
 // GatewayDNS publishes the gateway Service of every selected workload

@@ -88,6 +88,11 @@ type Input struct {
 	// headless Service (State.Headless), if anything: what stays
 	// published while the cluster's state is unknown.
 	LastHeadless *contract.HeadlessEndpoints
+	// NamesSynced is true once the informer on the cluster's Services
+	// (spec.names) has listed; Names are its LoadBalancer Services
+	// annotated with contract.AnnotationFQDN (AddNames).
+	NamesSynced bool
+	Names       []NameService
 }
 
 // State is what one GatewayDNS wants in the xcc-dns namespace of
@@ -112,6 +117,9 @@ type State struct {
 	// published per source cluster (kept ones included): the next sync's
 	// LastHeadless.
 	Headless map[string]contract.HeadlessEndpoints
+	// Names has a status entry per name claimed with the fqdn annotation
+	// (AddNames), sorted by name.
+	Names []v1alpha1.NameStatus
 }
 
 // Compute turns a GatewayDNS and what is known about the Clusters of

@@ -39,7 +39,8 @@ func computePlan(ref string, wanted, existing []*discoveryv1.EndpointSlice, keep
 		}
 	}
 	kept := func(s *discoveryv1.EndpointSlice) bool {
-		return s.Labels[contract.LabelRecord] == string(contract.KindGateway) && keep[s.Labels[contract.LabelSourceCluster]]
+		_, k := keptUnder(s, keep)
+		return k
 	}
 	want := map[string]bool{}
 	for _, d := range wanted {
@@ -177,8 +178,8 @@ func ComputeDelta(from, to Generation) Delta {
 			continue
 		}
 		s := from.Slices[name]
-		if source := s.Labels[contract.LabelSourceCluster]; s.Labels[contract.LabelRecord] == string(contract.KindGateway) && to.Keep[source] {
-			d.Kept[name] = source
+		if key, k := keptUnder(s, to.Keep); k {
+			d.Kept[name] = key
 			continue
 		}
 		d.Delete = append(d.Delete, name)
@@ -189,4 +190,21 @@ func ComputeDelta(from, to Generation) Delta {
 		}
 	}
 	return d
+}
+
+// keptUnder reports whether s is a slice keep keeps as it is, and under
+// which key of keep. A kept source cluster (key: its name) keeps its
+// gateway name and the names its Services claim (KindName), which,
+// unlike the gateways name, are not rebuilt from status: they stay as
+// last written, health included. desired.KeepNamesKey(source) keeps only
+// the KindName slices: the cluster's Services are not listed yet.
+func keptUnder(s *discoveryv1.EndpointSlice, keep map[string]bool) (string, bool) {
+	source, r := s.Labels[contract.LabelSourceCluster], s.Labels[contract.LabelRecord]
+	if (r == string(contract.KindGateway) || r == string(contract.KindName)) && keep[source] {
+		return source, true
+	}
+	if key := desired.KeepNamesKey(source); r == string(contract.KindName) && keep[key] {
+		return key, true
+	}
+	return "", false
 }

@@ -162,3 +162,26 @@ func TestComputeDelta(t *testing.T) {
 		})
 	}
 }
+
+// A cluster whose Services are not listed yet keeps its name slices, and
+// only those: its gateway slices follow the desired state.
+func TestComputePlanKeepsNamesOnly(t *testing.T) {
+	ref := "dev-team/gw"
+	gw := contract.Build(contract.Source{Namespace: "dev-team", GatewayDNS: "gw", Cluster: "cluster-a", Kind: contract.KindGateway,
+		Hostname: contract.GatewayHostname("cluster-a", "dev-team", "xcc.test")}, contract.Addresses{IPv4: []string{"10.0.0.1"}})[0]
+	name := contract.Build(contract.Source{Namespace: "dev-team", GatewayDNS: "gw", Cluster: "cluster-a", Kind: contract.KindName,
+		Hostname: "web.dev-team.names.xcc.test"}, contract.Addresses{IPv4: []string{"10.1.0.1"}})[0]
+	for _, tt := range []struct {
+		keep       map[string]bool
+		wantDelete []string
+	}{
+		{nil, names([]*discoveryv1.EndpointSlice{gw, name})},
+		{map[string]bool{desired.KeepNamesKey("cluster-a"): true}, []string{gw.Name}},
+		{map[string]bool{"cluster-a": true}, nil},
+	} {
+		p := computePlan(ref, nil, []*discoveryv1.EndpointSlice{gw, name}, tt.keep)
+		if got := names(p.Delete); !slices.Equal(got, tt.wantDelete) {
+			t.Errorf("keep %v: deletes %q, want %q", slices.Collect(maps.Keys(tt.keep)), got, tt.wantDelete)
+		}
+	}
+}

@@ -596,8 +596,8 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 	for i := range list.Items {
 		s := &list.Items[i]
 		existing = append(existing, s)
-		if source := s.Labels[contract.LabelSourceCluster]; ownedBy(s, ref) && s.Labels[contract.LabelRecord] == string(contract.KindGateway) && d.Keep[source] {
-			kept[s.Name] = source
+		if key, k := keptUnder(s, d.Keep); ownedBy(s, ref) && k {
+			kept[s.Name] = key
 		}
 	}
 	p := computePlan(ref, d.Slices, existing, d.Keep)

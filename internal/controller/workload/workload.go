@@ -162,7 +162,10 @@ type Cluster struct {
 	ctx        context.Context
 	nsInformer *objectWatch
 	services   map[string]*serviceWatch // by "<ns>/<name>"
-	users      map[string]bool
+	// names is the cluster-wide Service informer of spec.names, if a
+	// GatewayDNS uses it.
+	names *namesWatch
+	users map[string]bool
 }
 
 // Key is the cluster's "<cluster-ns>/<cluster>".
@@ -376,6 +379,16 @@ func (m *Set) Release(user string, keep map[string]map[string]bool) {
 				sw.cancel()
 				delete(w.services, ref)
 				klog.FromContext(m.ctx).V(2).Info("Stopped watching gateway Service", "cluster", key, "service", ref)
+			}
+		}
+		if nw := w.names; nw != nil {
+			if !refs[NamesRef] {
+				delete(nw.users, user)
+			}
+			if len(nw.users) == 0 {
+				nw.cancel()
+				w.names = nil
+				klog.FromContext(m.ctx).Info("Stopped watching the Services of workload cluster for names", "cluster", key)
 			}
 		}
 		if !keepCluster {

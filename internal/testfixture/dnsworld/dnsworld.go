@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/coredns"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
 	"github.com/xcc-dns/xcc-dns/internal/serve"
@@ -47,6 +48,8 @@ type Config struct {
 	// Upstream is the address of {$UPSTREAM}; empty: a
 	// testfixture.StartUpstream that knows no name.
 	Upstream string
+	// NameGrants are serve's --name-grants.
+	NameGrants contract.Grants
 }
 
 // World is a started record path. Everything stops when the test ends.
@@ -88,7 +91,7 @@ func Start(t testing.TB, c Config) *World {
 	syncer, factory := serve.New(serve.Config{
 		Client: kube, Namespace: testfixture.SliceNamespace, Domain: Zone,
 		Store: store.New(cli, Zone).WithNames(reverseZones...), Metrics: serve.NewMetrics(prometheus.NewRegistry()),
-		ReverseCIDRs: reverse,
+		ReverseCIDRs: reverse, NameGrants: c.NameGrants,
 	})
 	factory.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); factory.Shutdown() })

@@ -1,0 +1,131 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
+)
+
+// claimingService is a LoadBalancer Service of namespace shop annotated
+// with the fqdn annotation value, and its EndpointSlice with one ready
+// endpoint.
+func claimingService(name, value string, addrs ...string) []runtime.Object {
+	svc := testfixture.LoadBalancerService("shop", name, addrs...)
+	svc.Annotations = map[string]string{contract.AnnotationFQDN: value, "unrelated": strings.Repeat("x", 100)}
+	eps := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name + "-abcde",
+			Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.7"},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+	}
+	return []runtime.Object{svc, eps}
+}
+
+// namesOf is "name=reason" of every status.names entry.
+func namesOf(st v1alpha1.GatewayDNSStatus) string {
+	var out []string
+	for _, n := range st.Names {
+		out = append(out, n.Name+"="+n.Reason)
+	}
+	return strings.Join(out, " ")
+}
+
+// Names from the annotated Services of two clusters, through two
+// GatewayDNS of one namespace: one name answering both clusters' Services
+// is published by the older; a name outside the grants is refused with a
+// status reason and an Event; the newer takes over when the older goes.
+func TestControllerNames(t *testing.T) {
+	older := testfixture.GatewayDNS("gw")
+	older.Spec.Names = &v1alpha1.Names{Enabled: true}
+	older.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"site": "a"}}
+	newer := testfixture.GatewayDNS("gw2")
+	newer.Spec.Names = &v1alpha1.Names{Enabled: true}
+	newer.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"site": "b"}}
+
+	a := fake.NewClientset(slices.Concat(
+		[]runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}}},
+		claimingService("web", "web", "10.1.0.1"),
+		claimingService("cart", "cart.shop.xcc.test", "10.1.0.2"),
+		claimingService("evil", "x.other.names.xcc.test", "10.1.0.3"),
+		// A ClusterIP Service claims nothing, annotated or not.
+		[]runtime.Object{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "internal",
+			Annotations: map[string]string{contract.AnnotationFQDN: "internal"}}}},
+	)...)
+	b := fake.NewClientset(slices.Concat(
+		[]runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}}},
+		claimingService("web", "web.dev-team.names.xcc.test", "10.2.0.1"),
+	)...)
+	grants, err := contract.ParseGrants("dev-team=shop.xcc.test", "xcc.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnvClients(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{capiCluster("cluster-a", map[string]string{"site": "a"}, ""), capiCluster("cluster-b", map[string]string{"site": "b"}, ""),
+			gatewayDNSObject(t, older), gatewayDNSObject(t, newer)},
+		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b}, nil,
+		func(c *Config) { c.NameGrants = grants })
+
+	const web = "web.dev-team.names.xcc.test"
+	eventually := func(want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		for _, cluster := range []string{"cluster-a", "cluster-b"} {
+			var got []string
+			err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				got = e.slicesOf(cluster, contract.KindName)
+				return slices.Equal(got, want), nil
+			})
+			if err != nil {
+				t.Fatalf("%s:\n got %q\nwant %q", cluster, got, want)
+			}
+		}
+	}
+	eventually("cart.shop.xcc.test IPv4 10.1.0.2", web+" IPv4 10.1.0.1")
+	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
+		return namesOf(s) == "cart.shop.xcc.test=Published "+web+"=Published x.other.names.xcc.test=NameRefused"
+	})
+	e.eventuallyStatus("gw2", func(s v1alpha1.GatewayDNSStatus) bool { return namesOf(s) == web+"=Conflict" })
+	if !e.sawEvent("Warning NameRefused", "x.other.names.xcc.test", "cluster-a/shop/evil") {
+		t.Errorf("no NameRefused Event")
+	}
+
+	// The Service in cluster-a loses its ready endpoint: still published, not ready.
+	if err := a.DiscoveryV1().EndpointSlices("shop").Delete(e.ctx, "web-abcde", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("cart.shop.xcc.test IPv4 10.1.0.2", web+" IPv4 10.1.0.1 unready")
+
+	// A new address is published at once.
+	svc, err := a.CoreV1().Services("shop").Get(e.ctx, "cart", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.1.0.9"}}
+	if _, err := a.CoreV1().Services("shop").UpdateStatus(e.ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("cart.shop.xcc.test IPv4 10.1.0.9", web+" IPv4 10.1.0.1 unready")
+
+	// The older GatewayDNS goes: the newer publishes the name from cluster-b.
+	if err := e.dyn.Resource(v1alpha1.GatewayDNSResource).Namespace("dev-team").Delete(e.ctx, "gw", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(web + " IPv4 10.2.0.1")
+	e.eventuallyStatus("gw2", func(s v1alpha1.GatewayDNSStatus) bool { return namesOf(s) == web+"=Published" })
+}

@@ -1,0 +1,161 @@
+package workload
+
+import (
+	"context"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+)
+
+// NamesRef is the ref under which Release keeps a cluster's Service
+// informer for spec.names (every other ref is a Service's <ns>/<name>).
+const NamesRef = "*names"
+
+// namesWatch is the informer on every Service of a workload cluster, for
+// the names Services claim with the fqdn annotation: it cannot be
+// selected on the server (an annotation is no field or label), so every
+// Service is listed and watched, and only what names need is cached.
+type namesWatch struct {
+	informer *objectWatch
+	cancel   context.CancelFunc
+	users    map[string]bool
+}
+
+// watchServices is the cluster-wide Service informer of spec.names. Only
+// an annotated LoadBalancer Service's change (or one becoming or ceasing
+// to be one) is an event.
+func watchServices(client Client, onChange func()) *objectWatch {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().Services(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Services(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}
+	store, ctl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
+		ObjectType:    &corev1.Service{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc: func(o any) {
+				if claims(o) {
+					onChange()
+				}
+			},
+			UpdateFunc: func(old, cur any) {
+				if (claims(old) || claims(cur)) && !equality.Semantic.DeepEqual(old, cur) {
+					onChange()
+				}
+			},
+			DeleteFunc: func(o any) {
+				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+					o = d.Obj
+				}
+				if claims(o) {
+					onChange()
+				}
+			},
+		},
+		Transform: serviceForNames,
+	})
+	return &objectWatch{store: store, ctl: ctl}
+}
+
+// claims reports whether obj, a Service, claims a name: type
+// LoadBalancer with the fqdn annotation.
+func claims(obj any) bool {
+	s, ok := obj.(*corev1.Service)
+	if !ok || s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return false
+	}
+	_, has := s.Annotations[contract.AnnotationFQDN]
+	return has
+}
+
+// serviceForNames keeps of a Service what names read: name, namespace,
+// resourceVersion, type, the fqdn annotation and the load-balancer
+// ingress addresses (no spec beyond the type, no labels, other
+// annotations, ports or managedFields: a cluster may hold thousands of
+// Services, most of them claiming nothing). Idempotent.
+func serviceForNames(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	kept := &corev1.Service{ObjectMeta: metav1.ObjectMeta{
+		Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion,
+	}, Spec: corev1.ServiceSpec{Type: s.Spec.Type}}
+	if v, has := s.Annotations[contract.AnnotationFQDN]; has {
+		kept.Annotations = map[string]string{contract.AnnotationFQDN: v}
+	}
+	if s.Spec.Type == corev1.ServiceTypeLoadBalancer && len(s.Status.LoadBalancer.Ingress) > 0 {
+		kept.Status.LoadBalancer.Ingress = make([]corev1.LoadBalancerIngress, 0, len(s.Status.LoadBalancer.Ingress))
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			kept.Status.LoadBalancer.Ingress = append(kept.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: in.IP, Hostname: in.Hostname})
+		}
+	}
+	return kept, nil
+}
+
+// Names returns the LoadBalancer Services of w annotated with the fqdn
+// annotation, for user, starting the cluster-wide Service informer on
+// first use, and for each the health of its endpoints (watched as a
+// gateway Service's are, and kept under its ref in the uses the caller
+// passes to Release). synced is false until the informer has listed
+// (unreachable, or the kubeconfig may not list Services cluster-wide).
+func (m *Set) Names(w *Cluster, user string, uses map[string]bool) (out []desired.NameService, synced bool) {
+	m.mu.Lock()
+	nw := w.names
+	if nw == nil {
+		ctx, cancel := context.WithCancel(w.ctx)
+		nw = &namesWatch{cancel: cancel, users: map[string]bool{}}
+		notify := func() { m.onService(m.namesUsersOf(nw)) }
+		nw.informer = watchServices(w.client, notify)
+		nw.informer.run(ctx, notify)
+		w.names = nw
+		klog.FromContext(m.ctx).Info("Watching the Services of workload cluster for names", "cluster", w.key)
+	}
+	nw.users[user] = true
+	m.mu.Unlock()
+	uses[NamesRef] = true
+	if !nw.informer.HasSynced() {
+		return nil, false
+	}
+	for _, o := range nw.informer.store.List() {
+		if !claims(o) {
+			continue
+		}
+		s := o.(*corev1.Service) //nolint:forcetypeassert // claims checked it
+		ns := desired.NameService{Namespace: s.Namespace, Name: s.Name, Value: s.Annotations[contract.AnnotationFQDN],
+			Ingress: s.Status.LoadBalancer.Ingress}
+		if len(s.Status.LoadBalancer.Ingress) > 0 {
+			// Health: the Service's EndpointSlices, by the informers a
+			// gateway Service uses (shared with it when it is one).
+			m.Service(w, s.Namespace, s.Name, user)
+			uses[s.Namespace+"/"+s.Name] = true
+			ns.ReadyEndpoints, ns.EndpointsSynced = m.ReadyEndpoints(w, s.Namespace, s.Name)
+		}
+		out = append(out, ns)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name })
+	return out, true
+}
+
+func (m *Set) namesUsersOf(nw *namesWatch) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(nw.users))
+	for u := range nw.users {
+		out = append(out, u)
+	}
+	return out
+}
