@@ -144,6 +144,26 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 		v1alpha1.GatewayDNSResource: "GatewayDNSList",
 		clusterGVR:                  "ClusterList",
 	}, initial...)
+	// A status update changes status alone, as on an API server; the fake
+	// would store the whole object sent, so a sync's status update would
+	// undo a deletionTimestamp set since it read the GatewayDNS.
+	dyn.PrependReactor("update", v1alpha1.GatewayDNSResource.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+		up, ok := a.(k8stesting.UpdateAction)
+		if !ok || up.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		sent, ok := up.GetObject().(*unstructured.Unstructured)
+		if !ok {
+			return false, nil, nil
+		}
+		cur, err := dyn.Tracker().Get(v1alpha1.GatewayDNSResource, sent.GetNamespace(), sent.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		next := cur.(*unstructured.Unstructured).DeepCopy()
+		next.Object["status"] = sent.Object["status"]
+		return true, next, dyn.Tracker().Update(v1alpha1.GatewayDNSResource, next, sent.GetNamespace())
+	})
 	for _, u := range gdnses {
 		if _, err := dyn.Resource(v1alpha1.GatewayDNSResource).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -43,7 +45,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	}
 	if !exists {
 		logger.V(2).Info("GatewayDNS gone; removing its EndpointSlices")
-		return c.cleanup(ctx, namespace, name)
+		return c.cleanup(ctx, namespace, name).err(key)
 	}
 	gd, err := toGatewayDNS(obj)
 	if err != nil {
@@ -54,8 +56,14 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		if !hasFinalizer(gd) {
 			return nil
 		}
-		if err := c.cleanup(ctx, namespace, name); err != nil {
-			return err
+		rm := c.cleanup(ctx, namespace, name)
+		logger.V(2).Info("GatewayDNS being deleted; removing its EndpointSlices", "pending", rm.pending, "failed", len(rm.failed))
+		if !rm.done() {
+			// A write that ends, or a target's next try, syncs again.
+			if err := c.reportRemoval(ctx, gd, rm); err != nil {
+				return err
+			}
+			return rm.err(key)
 		}
 		return c.removeFinalizer(ctx, gd)
 	}
@@ -276,16 +284,51 @@ func (c *Controller) owners(namespace string, clusterObjs []any) (map[string]str
 	return out, nil
 }
 
-// cleanup deletes every slice the GatewayDNS namespace/name wrote, in every
-// cluster of its namespace that has a usable kubeconfig, and releases its
-// informers. Clusters without a kubeconfig cannot be reached and are skipped.
-func (c *Controller) cleanup(ctx context.Context, namespace, name string) error {
+// removal is where the removal of a GatewayDNS's slices stands: the
+// targets that still hold the finalizer, by name.
+type removal struct {
+	// pending are being cleaned in the background; failed could not be.
+	pending []string
+	failed  map[string]error
+	// listErr: the Clusters of the namespace could not be read.
+	listErr error
+}
+
+// done reports whether every target that holds the finalizer is clean.
+func (r removal) done() bool { return len(r.pending) == 0 && len(r.failed) == 0 && r.listErr == nil }
+
+// err is the error of the sync: the targets that failed. Targets still
+// pending are no error: their writes sync the GatewayDNS again when they end.
+func (r removal) err(key string) error {
+	if r.listErr != nil {
+		return r.listErr
+	}
+	if len(r.failed) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(r.failed)) {
+		errs = append(errs, fmt.Errorf("cluster %s: %w", name, r.failed[name]))
+	}
+	return fmt.Errorf("remove EndpointSlices of %s: %w", key, errors.Join(errs...))
+}
+
+// cleanup removes every slice the GatewayDNS namespace/name wrote from
+// every cluster of its namespace that has a usable kubeconfig (clusters
+// without one cannot be reached and are skipped), and its self markers
+// when it is the last GatewayDNS of the namespace. The targets are
+// cleaned in the background, each on its own (publish.Writer.Remove), so
+// a target that does not answer delays no other. Until every target not
+// being deleted is clean, the workload clients of the targets are kept
+// and the removal reported; then the GatewayDNS is forgotten. A Cluster
+// being deleted is cleaned too but holds nothing up: it no longer
+// receives names (its cluster is going), as when it is selected. A
+// Cluster that is gone is no target any more.
+func (c *Controller) cleanup(ctx context.Context, namespace, name string) removal {
 	key := namespace + "/" + name
-	defer c.workloads.Release(key, nil)
 	c.pendingMu.Lock()
 	delete(c.pending, key)
 	c.pendingMu.Unlock()
-	c.publisher.Forget(key)
 	c.reasons.forget(key)
 	c.headless.set(key, nil)
 	c.headless.mu.Lock()
@@ -297,11 +340,13 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 	}
 	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
-		return fmt.Errorf("list clusters in %q: %w", namespace, err)
+		return removal{listErr: fmt.Errorf("list clusters in %q: %w", namespace, err)}
 	}
-	// The last GatewayDNS of the namespace takes its self markers along.
-	lastInNamespace := !c.othersIn(namespace, name)
-	var errs []error
+	var targets []publish.Target
+	deleting := map[string]bool{}
+	// The targets' clients and slice-namespace informers stay while the
+	// removal goes on; their Service informers are not needed.
+	keep := map[string]map[string]bool{}
 	for _, o := range clusterObjs {
 		m := watch.Meta(o)
 		if m == nil || contract.ValidateLabel(m.GetName()) != nil {
@@ -315,19 +360,34 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 		if acc.Cluster == nil {
 			continue
 		}
-		if err := c.publisher.Remove(ctx, key, publish.Target{Name: m.GetName(), Cluster: acc.Cluster}); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", m.GetName(), err))
-		}
-		if lastInNamespace {
-			if err := c.removeSelf(ctx, namespace, acc.Cluster); err != nil {
-				errs = append(errs, fmt.Errorf("cluster %s: %w", m.GetName(), err))
-			}
+		targets = append(targets, publish.Target{Name: m.GetName(), Cluster: acc.Cluster})
+		keep[acc.Cluster.Key()] = map[string]bool{}
+		deleting[m.GetName()] = m.GetDeletionTimestamp() != nil
+	}
+	// The last GatewayDNS of the namespace takes its self markers along.
+	var after func(context.Context, publish.Target) error
+	if !c.othersIn(namespace, name) {
+		after = func(ctx context.Context, t publish.Target) error { return c.removeSelf(ctx, namespace, t.Cluster) }
+	}
+	res := c.publisher.Remove(ctx, key, targets, after)
+	rm := removal{failed: map[string]error{}}
+	for _, t := range targets {
+		switch {
+		case deleting[t.Name]:
+		case res.Errs[t.Name] != nil:
+			rm.failed[t.Name] = res.Errs[t.Name]
+		case slices.Contains(res.Pending, t.Name):
+			rm.pending = append(rm.pending, t.Name)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("remove EndpointSlices of %s: %w", key, err)
+	if !rm.done() {
+		c.workloads.Release(key, keep)
+		return rm
 	}
-	return nil
+	// Clean: what is still running (to Clusters being deleted) stops.
+	c.publisher.Forget(key)
+	c.workloads.Release(key, nil)
+	return rm
 }
 
 // othersIn reports whether a GatewayDNS of namespace other than name
