@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,45 +236,41 @@ func setHangGateway(ctx context.Context, c benchClients, name, addr string) erro
 // gateway slice with addr; it returns when the last one did.
 func waitHangAddress(ctx context.Context, targets []*lab.Cluster, addr string) (time.Time, error) {
 	sel := fmt.Sprintf("kubernetes.io/service-name=%s,xcc-dns.io/source-cluster=%s,xcc-dns.io/record=gateway", hangGDNS, lab.ClusterA)
-	deadline := time.Now().Add(hangChangeTimeout)
 	pending := map[string]bool{}
 	for _, w := range targets {
 		pending[w.Name] = true
 	}
-	for {
+	return pollUntil(ctx, hangPoll, hangChangeTimeout, func() error {
 		for _, w := range targets {
-			if !pending[w.Name] {
-				continue
-			}
-			list, err := w.Client.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err != nil {
-				continue
-			}
-			for _, s := range list.Items {
-				if s.Annotations["connectivity.tanzu.vmware.com/gateway-dns-ref"] != hangNamespace+"/"+hangGDNS {
-					continue
-				}
-				for _, e := range s.Endpoints {
-					for _, a := range e.Addresses {
-						if a == addr {
-							delete(pending, w.Name)
-						}
-					}
-				}
+			if pending[w.Name] && hasHangAddress(ctx, w, sel, addr) {
+				delete(pending, w.Name)
 			}
 		}
-		if len(pending) == 0 {
-			return time.Now(), nil
+		if len(pending) > 0 {
+			return fmt.Errorf("%s not in the slices of %v", addr, pending)
 		}
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("%s not in the slices of %v within %s", addr, pending, hangChangeTimeout)
+		return nil
+	})
+}
+
+// hasHangAddress reports whether w holds a slice of the benchmark's
+// GatewayDNS, selected by sel, with addr.
+func hasHangAddress(ctx context.Context, w *lab.Cluster, sel, addr string) bool {
+	list, err := w.Client.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return false
+	}
+	for _, s := range list.Items {
+		if s.Annotations["connectivity.tanzu.vmware.com/gateway-dns-ref"] != hangNamespace+"/"+hangGDNS {
+			continue
 		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
-		case <-time.After(hangPoll):
+		for _, e := range s.Endpoints {
+			if slices.Contains(e.Addresses, addr) {
+				return true
+			}
 		}
 	}
+	return false
 }
 
 // createHangingCluster creates Cluster hanging, selected, and its
@@ -316,17 +313,8 @@ func removeHang(t *testing.T, mgmt benchClients, h *lab.HangingAPIServer) {
 	if err := lab.DeleteGatewayDNS(ctx, theLab.Management, hangNamespace, hangGDNS); err != nil {
 		t.Error(err)
 	}
-	gds := mgmt.dyn.Resource(lab.GatewayDNSGVR).Namespace(hangNamespace)
-	for {
-		_, err := gds.Get(ctx, hangGDNS, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Errorf("GatewayDNS %s/%s not gone: %v", hangNamespace, hangGDNS, err)
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := waitGatewayDNSGone(ctx, mgmt, hangNamespace, hangGDNS, 3*time.Minute); err != nil {
+		t.Error(err)
 	}
 	for _, name := range []string{lab.ClusterA, lab.ClusterB, lab.ClusterC} {
 		if err := mgmt.deleteCluster(ctx, hangNamespace, name); err != nil {
