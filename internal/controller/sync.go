@@ -92,7 +92,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	c.workloads.Release(key, src.uses)
 	// Self markers: which Clusters each target is, for the locality
 	// policy Local; status says which gateways some cluster answers.
-	selves, selfErr := c.writeSelf(ctx, gd.Namespace, src.targets)
+	selves, selfErr := c.writeSelf(ctx, gd.Namespace, written(src.targets, res))
 	if selfErr != nil {
 		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "SelfMarkerFailed", "%v", selfErr)
 	}
@@ -113,6 +113,21 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		return fmt.Errorf("write EndpointSlices of %s: %d target cluster(s) failed", key, len(res.Errs))
 	}
 	return selfErr
+}
+
+// written returns the targets whose writes of this sync went through. A
+// self marker is written in the sync itself, so one to a target still
+// being written, or whose write failed (an API server that does not
+// answer), would hold every sync up to the timeout of a call (10 s);
+// its marker is written by the sync after its write succeeds.
+func written(targets []publish.Target, res publish.Results) []publish.Target {
+	out := make([]publish.Target, 0, len(targets))
+	for _, t := range targets {
+		if res.Errs[t.Name] == nil && !slices.Contains(res.Pending, t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // markAnswered sets each status entry's answered: whether the DNS of at

@@ -274,3 +274,32 @@ func TestControllerTimedOutTargetBacksOff(t *testing.T) {
 		t.Errorf("cluster-c was called %d times in three changes, want once (then backoff)", calls-before)
 	}
 }
+
+// A target that stops answering before its self marker is written does
+// not hold every sync up on that marker (a call's timeout, 10 s): the
+// changes still reach the others at once.
+func TestControllerHeldTargetSelfMarkerDoesNotDelayOthers(t *testing.T) {
+	g := newGate()
+	e := threeTargets(t, g)
+	g.close()
+	// cluster-d reaches cluster-c's held API server: its marker is new.
+	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, kubeconfigSecret("cluster-d", "gated-c"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, capiCluster("cluster-d", contour, ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const gwD = "*.gateway.cluster-d.dev-team.clusters.xcc.test"
+	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3", gwD + " IPv4 10.0.0.3"}, "cluster-a", "cluster-b")
+	for i, addr := range []string{"10.0.0.9", "10.0.0.10"} {
+		start := time.Now()
+		e.setGatewayA(addr)
+		e.eventually([]string{gwA + " IPv4 " + addr, gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3", gwD + " IPv4 10.0.0.3"}, "cluster-a", "cluster-b")
+		// A sync writing cluster-d's marker waits until the call times out.
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("change %d reached cluster-a and cluster-b after %s", i, took)
+		}
+	}
+	g.release()
+	e.eventually([]string{gwA + " IPv4 10.0.0.10", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3", gwD + " IPv4 10.0.0.3"}, "cluster-c")
+}
