@@ -115,15 +115,16 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	return selfErr
 }
 
-// written returns the targets whose writes of this sync went through. A
-// self marker is written in the sync itself, so one to a target still
-// being written, or whose write failed (an API server that does not
-// answer), would hold every sync up to the timeout of a call (10 s);
-// its marker is written by the sync after its write succeeds.
+// written returns the targets whose writes of this sync went through
+// (publish.Results.Done). A self marker is written in the sync itself, so
+// one to a target still being written, whose write failed (an API server
+// that does not answer), or that was skipped (its slice namespace listed
+// only since) would hold every sync up to the timeout of a call (10 s);
+// its marker is written by a sync whose write of it went through.
 func written(targets []publish.Target, res publish.Results) []publish.Target {
 	out := make([]publish.Target, 0, len(targets))
 	for _, t := range targets {
-		if res.Errs[t.Name] == nil && !slices.Contains(res.Pending, t.Name) {
+		if slices.Contains(res.Done, t.Name) {
 			out = append(out, t)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
@@ -167,7 +168,14 @@ func threeTargets(t *testing.T, g *gate) *testEnv {
 			gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b, "cluster-c": c},
 		map[string]workload.Client{"gated-c": gatedClient{c, g}})
-	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3"}, "cluster-a", "cluster-b", "cluster-c")
+	// Every slice and self marker in place, so that no write or marker
+	// of the first syncs is still on its way when a test holds cluster-c.
+	const gws = "*.gw.dev-team.gateways.xcc.test"
+	for _, c := range []string{"cluster-a", "cluster-b", "cluster-c"} {
+		e.eventuallyOf([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3",
+			gws + " IPv4 10.0.0.1 unready", gws + " IPv4 10.0.0.2 unready", gws + " IPv4 10.0.0.3 unready", "self dev-team " + c},
+			[]contract.Kind{contract.KindGateway, contract.KindGateways, contract.KindSelf}, c)
+	}
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 3 })
 	return e
 }

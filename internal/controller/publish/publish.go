@@ -79,6 +79,11 @@ type Results struct {
 	// Written counts the slices created, updated or deleted (by the
 	// writes that ended while Publish waited).
 	Written int
+	// Done holds the targets whose write ended without error while
+	// Publish waited: they have the generation (or, for Remove, none of
+	// the slices). A target skipped (slice namespace absent or not listed
+	// yet), still being written or failed is not in it.
+	Done []string
 }
 
 // Config wires a Writer to the controller.
@@ -464,7 +469,9 @@ wait:
 			out.Written += r.written
 			if r.err != nil {
 				out.Errs[wr.targets[i].Name] = r.err
+				continue
 			}
+			out.Done = append(out.Done, wr.targets[i].Name)
 		}
 	}
 	sort.Strings(out.Pending)
