@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,17 +92,7 @@ func testBenchHangingTarget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": lab.GatewayDNSGVR.GroupVersion().String(),
-		"kind":       "GatewayDNS",
-		"metadata":   map[string]any{"name": hangGDNS, "namespace": hangNamespace},
-		"spec": map[string]any{
-			"clusterSelector": map[string]any{"matchLabels": map[string]any{hangLabel: "selected"}},
-			"service":         hangNamespace + "/" + hangService,
-			"resolutionType":  "loadBalancer",
-		},
-	}}
-	if _, err := mgmt.dyn.Resource(lab.GatewayDNSGVR).Namespace(hangNamespace).Create(ctx, gd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := createHangGatewayDNS(ctx, mgmt); err != nil {
 		t.Fatal(err)
 	}
 	healthy := []*lab.Cluster{a, b}
@@ -131,6 +122,21 @@ func testBenchHangingTarget(t *testing.T) {
 		return took
 	}
 	without := run("without")
+	// Deleting the GatewayDNS with no target hanging, then again.
+	deleteAlone, err := timeHangDeletion(ctx, mgmt, healthy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deletion, no target hanging: both healthy targets clean after %s", deleteAlone.Round(time.Millisecond))
+	if err := waitGatewayDNSGone(ctx, mgmt, hangNamespace, hangGDNS, hangChangeTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if err := createHangGatewayDNS(ctx, mgmt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waitHangAddress(ctx, healthy, hangAddress(change)); err != nil {
+		t.Fatalf("GatewayDNS made again: %v", err)
+	}
 
 	// The hanging target: selected, so it is a source and a target.
 	kc, err := hanging.Kubeconfig("hanging", a)
@@ -177,7 +183,25 @@ func testBenchHangingTarget(t *testing.T) {
 	t.Cleanup(c.Thaw) // before removeHang, which needs it
 	t.Logf("kube-apiserver of %s frozen (SIGSTOP)", c.Name)
 	frozen := run("frozen")
+	// Deleting the GatewayDNS while cluster-c is frozen: the healthy
+	// targets are cleaned at once, the finalizer waits for cluster-c.
+	deleteFrozen, err := timeHangDeletion(ctx, mgmt, healthy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deletion, cluster-c frozen: both healthy targets clean after %s", deleteFrozen.Round(time.Millisecond))
+	time.Sleep(5 * time.Second)
+	ready, err := hangReady(ctx, mgmt)
+	if err != nil {
+		t.Fatalf("GatewayDNS gone while cluster-c is frozen: %v", err)
+	}
+	t.Logf("5 s later, cluster-c still frozen: the GatewayDNS is still there, Ready %s", ready)
+	thawed := time.Now()
 	c.Thaw()
+	if err := waitGatewayDNSGone(ctx, mgmt, hangNamespace, hangGDNS, hangChangeTimeout); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deletion, cluster-c frozen: GatewayDNS gone %s after cluster-c was thawed", time.Since(thawed).Round(time.Millisecond))
 
 	var tbl strings.Builder
 	fmt.Fprintf(&tbl, "Propagation of a gateway address change to the slices of two healthy targets (cluster-a, cluster-b), "+
@@ -194,7 +218,72 @@ func testBenchHangingTarget(t *testing.T) {
 		fmt.Fprintf(&tbl, "| %s | %d | %s | %s |\n", r.what, len(r.d), fmtDuration(percentile(r.d, 50)), fmtDuration(percentile(r.d, 100)))
 	}
 	fmt.Fprintf(&tbl, "connections the never-answering server accepted: %d\n", accepted)
+	fmt.Fprintf(&tbl, "Deleting the GatewayDNS until both healthy targets hold none of its slices: no target hanging %s; cluster-c frozen %s\n",
+		fmtDuration(deleteAlone), fmtDuration(deleteFrozen))
 	report(t, tbl.String())
+}
+
+// createHangGatewayDNS creates the benchmark's GatewayDNS, selecting the
+// Clusters labelled hangLabel=selected.
+func createHangGatewayDNS(ctx context.Context, mgmt benchClients) error {
+	gd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": lab.GatewayDNSGVR.GroupVersion().String(),
+		"kind":       "GatewayDNS",
+		"metadata":   map[string]any{"name": hangGDNS, "namespace": hangNamespace},
+		"spec": map[string]any{
+			"clusterSelector": map[string]any{"matchLabels": map[string]any{hangLabel: "selected"}},
+			"service":         hangNamespace + "/" + hangService,
+			"resolutionType":  "loadBalancer",
+		},
+	}}
+	_, err := mgmt.dyn.Resource(lab.GatewayDNSGVR).Namespace(hangNamespace).Create(ctx, gd, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create GatewayDNS %s/%s: %w", hangNamespace, hangGDNS, err)
+	}
+	return nil
+}
+
+// timeHangDeletion deletes the benchmark's GatewayDNS and returns how
+// long it took until the healthy targets held none of its slices.
+func timeHangDeletion(ctx context.Context, mgmt benchClients, healthy []*lab.Cluster) (time.Duration, error) {
+	start := time.Now()
+	if err := lab.DeleteGatewayDNS(ctx, theLab.Management, hangNamespace, hangGDNS); err != nil {
+		return 0, err
+	}
+	sel := "kubernetes.io/service-name=" + hangGDNS
+	at, err := pollUntil(ctx, hangPoll, hangChangeTimeout, func() error {
+		for _, w := range healthy {
+			list, err := w.Client.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				return err
+			}
+			if n := len(list.Items); n > 0 {
+				return fmt.Errorf("%s still holds %d slices of %s/%s", w.Name, n, hangNamespace, hangGDNS)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("deleting GatewayDNS %s/%s: %w", hangNamespace, hangGDNS, err)
+	}
+	return at.Sub(start), nil
+}
+
+// hangReady returns the reason and message of the Ready condition of the
+// benchmark's GatewayDNS.
+func hangReady(ctx context.Context, mgmt benchClients) (string, error) {
+	u, err := mgmt.dyn.Resource(lab.GatewayDNSGVR).Namespace(hangNamespace).Get(ctx, hangGDNS, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("get GatewayDNS %s/%s: %w", hangNamespace, hangGDNS, err)
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == "Ready" {
+			return fmt.Sprintf("%v: %v", m["reason"], m["message"]), nil
+		}
+	}
+	return "(none)", nil
 }
 
 // createHangService creates hangService, a LoadBalancer Service, on w
@@ -235,45 +324,41 @@ func setHangGateway(ctx context.Context, c benchClients, name, addr string) erro
 // gateway slice with addr; it returns when the last one did.
 func waitHangAddress(ctx context.Context, targets []*lab.Cluster, addr string) (time.Time, error) {
 	sel := fmt.Sprintf("kubernetes.io/service-name=%s,xcc-dns.io/source-cluster=%s,xcc-dns.io/record=gateway", hangGDNS, lab.ClusterA)
-	deadline := time.Now().Add(hangChangeTimeout)
 	pending := map[string]bool{}
 	for _, w := range targets {
 		pending[w.Name] = true
 	}
-	for {
+	return pollUntil(ctx, hangPoll, hangChangeTimeout, func() error {
 		for _, w := range targets {
-			if !pending[w.Name] {
-				continue
-			}
-			list, err := w.Client.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err != nil {
-				continue
-			}
-			for _, s := range list.Items {
-				if s.Annotations["connectivity.tanzu.vmware.com/gateway-dns-ref"] != hangNamespace+"/"+hangGDNS {
-					continue
-				}
-				for _, e := range s.Endpoints {
-					for _, a := range e.Addresses {
-						if a == addr {
-							delete(pending, w.Name)
-						}
-					}
-				}
+			if pending[w.Name] && hasHangAddress(ctx, w, sel, addr) {
+				delete(pending, w.Name)
 			}
 		}
-		if len(pending) == 0 {
-			return time.Now(), nil
+		if len(pending) > 0 {
+			return fmt.Errorf("%s not in the slices of %v", addr, pending)
 		}
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("%s not in the slices of %v within %s", addr, pending, hangChangeTimeout)
+		return nil
+	})
+}
+
+// hasHangAddress reports whether w holds a slice of the benchmark's
+// GatewayDNS, selected by sel, with addr.
+func hasHangAddress(ctx context.Context, w *lab.Cluster, sel, addr string) bool {
+	list, err := w.Client.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return false
+	}
+	for _, s := range list.Items {
+		if s.Annotations["connectivity.tanzu.vmware.com/gateway-dns-ref"] != hangNamespace+"/"+hangGDNS {
+			continue
 		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
-		case <-time.After(hangPoll):
+		for _, e := range s.Endpoints {
+			if slices.Contains(e.Addresses, addr) {
+				return true
+			}
 		}
 	}
+	return false
 }
 
 // createHangingCluster creates Cluster hanging, selected, and its
@@ -316,17 +401,8 @@ func removeHang(t *testing.T, mgmt benchClients, h *lab.HangingAPIServer) {
 	if err := lab.DeleteGatewayDNS(ctx, theLab.Management, hangNamespace, hangGDNS); err != nil {
 		t.Error(err)
 	}
-	gds := mgmt.dyn.Resource(lab.GatewayDNSGVR).Namespace(hangNamespace)
-	for {
-		_, err := gds.Get(ctx, hangGDNS, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Errorf("GatewayDNS %s/%s not gone: %v", hangNamespace, hangGDNS, err)
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := waitGatewayDNSGone(ctx, mgmt, hangNamespace, hangGDNS, 3*time.Minute); err != nil {
+		t.Error(err)
 	}
 	for _, name := range []string{lab.ClusterA, lab.ClusterB, lab.ClusterC} {
 		if err := mgmt.deleteCluster(ctx, hangNamespace, name); err != nil {

@@ -242,24 +242,17 @@ func checkFailoverTargets(ctx context.Context, want map[string]map[sliceKey]want
 // waitFailoverTargets polls checkFailoverTargets until it passes; it
 // returns when that was.
 func waitFailoverTargets(ctx context.Context, want map[string]map[sliceKey]wantSlice) (time.Time, error) {
-	deadline := time.Now().Add(failoverConvergeTimeout)
-	for {
-		err := checkFailoverTargets(ctx, want)
-		if err == nil {
-			return time.Now(), nil
-		}
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("targets not equal to the desired slices within %s: %w", failoverConvergeTimeout, err)
-		}
-		time.Sleep(250 * time.Millisecond)
+	at, err := pollUntil(ctx, 250*time.Millisecond, failoverConvergeTimeout, func() error { return checkFailoverTargets(ctx, want) })
+	if err != nil {
+		return time.Time{}, fmt.Errorf("targets not equal to the desired slices: %w", err)
 	}
+	return at, nil
 }
 
 // waitFirstSlice returns as soon as any target holds a slice of GatewayDNS
 // gdns: the leader is writing them.
 func waitFirstSlice(ctx context.Context, gdns string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	_, err := pollUntil(ctx, 20*time.Millisecond, timeout, func() error {
 		for _, w := range theLab.Workloads {
 			list, err := w.Client.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(ctx, metav1.ListOptions{
 				LabelSelector: "kubernetes.io/service-name=" + gdns, Limit: 1})
@@ -267,37 +260,30 @@ func waitFirstSlice(ctx context.Context, gdns string, timeout time.Duration) err
 				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no slice of GatewayDNS %s in any target within %s", gdns, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("no slice of GatewayDNS %s in any target", gdns)
+	})
+	return err
 }
 
 // waitLeader polls the Lease every 50 ms until its holder is id; it
 // returns the Lease and when it was seen.
 func waitLeader(ctx context.Context, id string, timeout time.Duration) (lab.Lease, time.Time, error) {
-	deadline := time.Now().Add(timeout)
 	var last lab.Lease
-	var lastErr error
-	for {
+	at, err := pollUntil(ctx, 50*time.Millisecond, timeout, func() error {
 		l, err := theLab.ControllerLease(ctx)
-		if err == nil && l.Holder == id {
-			return l, time.Now(), nil
+		if err != nil {
+			return err
 		}
-		if err == nil {
-			last = l
+		last = l
+		if l.Holder != id {
+			return fmt.Errorf("holder %q", l.Holder)
 		}
-		lastErr = err
-		if time.Now().After(deadline) {
-			err := fmt.Errorf("lease not held by %s within %s: holder %q", id, timeout, last.Holder)
-			if lastErr != nil {
-				err = fmt.Errorf("%w: %w", err, lastErr)
-			}
-			return last, time.Time{}, err
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		return last, time.Time{}, fmt.Errorf("lease not held by %s: %w", id, err)
 	}
+	return last, at, nil
 }
 
 // writtenAt counts, right after a leader stopped, what its sync had
@@ -531,23 +517,14 @@ func createFailoverGatewayDNS(ctx context.Context, mgmt benchClients, phase stri
 func removeFailover(t *testing.T, mgmt benchClients, phases map[string][]failoverCluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	gds := mgmt.dyn.Resource(lab.GatewayDNSGVR).Namespace(failoverNamespace)
 	for phase := range phases {
 		if err := lab.DeleteGatewayDNS(ctx, theLab.Management, failoverNamespace, phase); err != nil {
 			t.Error(err)
 		}
 	}
 	for phase := range phases {
-		for {
-			_, err := gds.Get(ctx, phase, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Errorf("GatewayDNS %s/%s not gone: %v", failoverNamespace, phase, err)
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
+		if err := waitGatewayDNSGone(ctx, mgmt, failoverNamespace, phase, 5*time.Minute); err != nil {
+			t.Error(err)
 		}
 	}
 	for _, cs := range phases {

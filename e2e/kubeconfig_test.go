@@ -162,7 +162,7 @@ func waitClusterReasons(ctx context.Context, want map[string]string) (map[string
 		return true, nil
 	})
 	if err != nil {
-		return got, fmt.Errorf("GatewayDNS %s status: want reasons %v within %s; got %v (%v)", lab.GatewayDNSName, want, answerTimeout, got, lastErr)
+		return got, fmt.Errorf("GatewayDNS %s status: want reasons %v within %s; got %v: %w", lab.GatewayDNSName, want, answerTimeout, got, errors.Join(err, lastErr))
 	}
 	return got, nil
 }

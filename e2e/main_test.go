@@ -108,6 +108,7 @@ var suite = []struct {
 	{"ForwardBlockFollowsTheService", shared, testForwardBlockFollowsTheService},
 	{"ForwardBlockHoldsTheAddress", shared, testForwardBlockHoldsTheAddress},
 	{"KubeconfigInstructionsRefused", shared, testKubeconfigInstructionsRefused},
+	{"HostileSlices", shared, testHostileSlices},
 	{"Headless", shared, testHeadless},
 	{"Names", shared, testNames},
 	{"ControllerFailover", shared, testControllerFailover},

@@ -116,9 +116,8 @@ func createCAPICluster(ctx context.Context, mgmt, w *Cluster, controlPlaneHost s
 			"controlPlaneEndpoint": map[string]any{"host": controlPlaneHost, "port": int64(w.Port)},
 		},
 	}}
-	var err error
 	// A CRD that has just become Established can take a moment to be served.
-	err = waitFor(ctx, nil, crdEstablishedWait, "create Cluster "+w.Name, func(ctx context.Context) error {
+	err := waitFor(ctx, nil, crdEstablishedWait, "create Cluster "+w.Name, func(ctx context.Context) error {
 		_, err := mgmt.Dynamic.Resource(ClusterGVR).Namespace(ClusterNamespace).Create(ctx, obj, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil

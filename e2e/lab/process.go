@@ -175,7 +175,11 @@ func waitFor(ctx context.Context, p *Process, timeout time.Duration, what string
 	for {
 		if p != nil {
 			if exited, err := p.Exited(); exited {
-				return fmt.Errorf("%s: %w (%v); last lines of %s:\n%s", what, errExited, err, p.LogPath, p.Tail(tailLines))
+				why := errExited
+				if err != nil {
+					why = fmt.Errorf("%w (%w)", errExited, err)
+				}
+				return fmt.Errorf("%s: %w; last lines of %s:\n%s", what, why, p.LogPath, p.Tail(tailLines))
 			}
 		}
 		if last = check(ctx); last == nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -84,7 +85,7 @@ func (d *WorkloadDNS) AddReplica(ctx context.Context, index int, extraServeArgs 
 		return p, httpOK(r.xccReady), err
 	})
 	if err != nil {
-		r.serve.Stop()
+		stopProcesses(false, r.serve)
 		return nil, err
 	}
 	return r, nil
@@ -102,19 +103,30 @@ func (r *Replica) procs() (serve, xcc *Process) {
 // lameduck, serve after its shutdown delay). With kill, SIGKILL instead.
 func (r *Replica) Stop(kill bool) {
 	serve, xcc := r.procs()
-	done := make(chan struct{})
-	for _, p := range []*Process{serve, xcc} {
-		go func(p *Process) {
+	stopProcesses(kill, serve, xcc)
+}
+
+// StopServe stops the replica's serve alone, as Stop does both.
+func (r *Replica) StopServe(kill bool) {
+	serve, _ := r.procs()
+	stopProcesses(kill, serve)
+}
+
+// stopProcesses is every way the lab stops a replica's processes: all at
+// once, SIGTERM (then SIGKILL after stopGrace, Process.Stop) or, with
+// kill, SIGKILL; it returns when every one has ended.
+func stopProcesses(kill bool, procs ...*Process) {
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(func() {
 			if kill {
 				p.Kill()
 			} else {
 				p.Stop()
 			}
-			done <- struct{}{}
-		}(p)
+		})
 	}
-	<-done
-	<-done
+	wg.Wait()
 }
 
 // Start starts a stopped replica again on the same ports and data
@@ -123,17 +135,7 @@ func (r *Replica) Stop(kill bool) {
 // soon as it listens), so the order stands in for the pod's readiness.
 func (r *Replica) Start(ctx context.Context) error {
 	l := r.d.l
-	serve, err := startProcess(l.LogDir, "xcc-syncer-serve-"+r.Name, nil, l.Bin("xcc-syncer"), r.serveArgs...)
-	if err != nil {
-		return err
-	}
-	l.procs.add(serve)
-	if r.index == 0 {
-		r.d.Serve = serve
-	} else {
-		r.serve = serve
-	}
-	if err := waitFor(ctx, serve, processReadyTimeout, "serve of "+r.Name, httpOK("http://"+r.ServeHTTP+"/readyz")); err != nil {
+	if err := r.StartServe(ctx, true); err != nil {
 		return err
 	}
 	xcc, err := startProcess(l.LogDir, "xcc-dns-coredns-"+r.Name, r.xccEnv, l.CoreDNSBin(), "-conf", r.d.xccConf)
@@ -147,6 +149,28 @@ func (r *Replica) Start(ctx context.Context) error {
 		r.xcc = xcc
 	}
 	return waitFor(ctx, xcc, processReadyTimeout, "CoreDNS of "+r.Name, httpOK(r.xccReady))
+}
+
+// StartServe starts the replica's serve again with the same flags (same
+// etcd data directory and ports); with ready, it returns once /readyz
+// says ready, else once the process runs (its /readyz may need the API
+// server).
+func (r *Replica) StartServe(ctx context.Context, ready bool) error {
+	l := r.d.l
+	serve, err := startProcess(l.LogDir, "xcc-syncer-serve-"+r.Name, nil, l.Bin("xcc-syncer"), r.serveArgs...)
+	if err != nil {
+		return err
+	}
+	l.procs.add(serve)
+	if r.index == 0 {
+		r.d.Serve = serve
+	} else {
+		r.serve = serve
+	}
+	if !ready {
+		return nil
+	}
+	return waitFor(ctx, serve, processReadyTimeout, "serve of "+r.Name, httpOK("http://"+r.ServeHTTP+"/readyz"))
 }
 
 // ForwardClusterDNS makes the cluster DNS forward the zone to addrs: its

@@ -47,7 +47,11 @@ spec:
 `
 
 	// ClusterDNSCorefile is kube-system/coredns's Corefile in the
-	// walkthrough before its patch step (the usual kubeadm Corefile).
+	// walkthrough before its patch step: an older kubeadm default, without
+	// the options of forward and cache. The main module's tests derive the
+	// same text from internal/testfixture/kubeadm.Corefile; this module
+	// keeps its own copy because it cannot import the main module, and the
+	// lab (make demo) must not read the main module's test fixtures.
 	ClusterDNSCorefile = `.:53 {
     errors
     health {

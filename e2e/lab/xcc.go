@@ -243,31 +243,18 @@ func requireBind(ctx context.Context, bin string) error {
 }
 
 // KillServe kills `xcc-syncer serve` with SIGKILL, as a node failure would.
-func (d *WorkloadDNS) KillServe() { d.Serve.Kill() }
+func (d *WorkloadDNS) KillServe() { d.Primary().StopServe(true) }
 
 // RestartServe starts `xcc-syncer serve` again with the same flags (same
 // etcd data dir and ports) and waits until it is ready.
 func (d *WorkloadDNS) RestartServe(ctx context.Context) error {
-	p, err := startProcess(d.l.LogDir, "xcc-syncer-serve-"+d.Cluster.Name, nil, d.l.Bin("xcc-syncer"), d.serveArgs...)
-	if err != nil {
-		return err
-	}
-	d.Serve = p
-	d.l.procs.add(p)
-	return waitFor(ctx, p, processReadyTimeout, "restarted serve of "+d.Cluster.Name, httpOK("http://"+d.ServeHTTP+"/readyz"))
+	return d.Primary().StartServe(ctx, true)
 }
 
 // RestartServeNoWait starts `xcc-syncer serve` again without waiting for
-// /readyz (which may need the API server); it waits only for its etcd to
-// answer.
+// /readyz (which may need the API server).
 func (d *WorkloadDNS) RestartServeNoWait() error {
-	p, err := startProcess(d.l.LogDir, "xcc-syncer-serve-"+d.Cluster.Name, nil, d.l.Bin("xcc-syncer"), d.serveArgs...)
-	if err != nil {
-		return err
-	}
-	d.Serve = p
-	d.l.procs.add(p)
-	return nil
+	return d.Primary().StartServe(context.Background(), false)
 }
 
 // errUnknownSubcommand marks an xcc-syncer that printed its usage.

@@ -144,6 +144,26 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 		v1alpha1.GatewayDNSResource: "GatewayDNSList",
 		clusterGVR:                  "ClusterList",
 	}, initial...)
+	// A status update changes status alone, as on an API server; the fake
+	// would store the whole object sent, so a sync's status update would
+	// undo a deletionTimestamp set since it read the GatewayDNS.
+	dyn.PrependReactor("update", v1alpha1.GatewayDNSResource.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+		up, ok := a.(k8stesting.UpdateAction)
+		if !ok || up.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		sent, ok := up.GetObject().(*unstructured.Unstructured)
+		if !ok {
+			return false, nil, nil
+		}
+		cur, err := dyn.Tracker().Get(v1alpha1.GatewayDNSResource, sent.GetNamespace(), sent.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		next := cur.(*unstructured.Unstructured).DeepCopy()
+		next.Object["status"] = sent.Object["status"]
+		return true, next, dyn.Tracker().Update(v1alpha1.GatewayDNSResource, next, sent.GetNamespace())
+	})
 	for _, u := range gdnses {
 		if _, err := dyn.Resource(v1alpha1.GatewayDNSResource).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -232,14 +252,22 @@ func (e *testEnv) slicesOf(cluster string, kinds ...contract.Kind) []string {
 	return out
 }
 
-// eventually waits until every listed cluster has exactly want.
+// eventually waits until every listed cluster has exactly want of the
+// per-cluster names (gateway, api).
 func (e *testEnv) eventually(want []string, clusters ...string) {
+	e.t.Helper()
+	e.eventuallyOf(want, []contract.Kind{contract.KindGateway, contract.KindAPI}, clusters...)
+}
+
+// eventuallyOf waits until every listed cluster has exactly want of the
+// slices of the given kinds.
+func (e *testEnv) eventuallyOf(want []string, kinds []contract.Kind, clusters ...string) {
 	e.t.Helper()
 	slices.Sort(want)
 	var got []string
 	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		for _, c := range clusters {
-			got = e.slices(c)
+			got = e.slicesOf(c, kinds...)
 			if !slices.Equal(got, want) {
 				return false, nil
 			}
@@ -750,7 +778,14 @@ func TestControllerWritesSameDestinationOnce(t *testing.T) {
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
 	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
-	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2"}, "cluster-b")
+	// Every kind of slice, not only the per-cluster names: the gateways
+	// slices may still be on their way when the gateway slices are in,
+	// and counting the calls before the last one lands fails at random.
+	all := []contract.Kind{contract.KindGateway, contract.KindGateways, contract.KindSelf}
+	const gws = "*.gw.dev-team.gateways.xcc.test"
+	self := "self dev-team cluster-b,cluster-c"
+	e.eventuallyOf([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2",
+		gws + " IPv4 10.0.0.1 unready", gws + " IPv4 10.0.0.2 unready", gws + " IPv4 10.0.0.2 unready", self}, all, "cluster-b")
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 3 })
 	if n := sliceLists(b); n != 1 {
 		t.Errorf("cluster-b listed %d times, want once for both of its Clusters", n)
@@ -763,7 +798,8 @@ func TestControllerWritesSameDestinationOnce(t *testing.T) {
 	if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, fixture.LBService(fixture.IPs("10.0.0.9")...), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually([]string{gwA + " IPv4 10.0.0.9", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2"}, "cluster-b")
+	e.eventuallyOf([]string{gwA + " IPv4 10.0.0.9", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2",
+		gws + " IPv4 10.0.0.9 unready", gws + " IPv4 10.0.0.2 unready", gws + " IPv4 10.0.0.2 unready", self}, all, "cluster-b")
 	var calls []string
 	for _, a := range b.Actions()[before:] {
 		if a.GetResource().Resource == "endpointslices" && a.GetVerb() != "list" {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -43,7 +45,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	}
 	if !exists {
 		logger.V(2).Info("GatewayDNS gone; removing its EndpointSlices")
-		return c.cleanup(ctx, namespace, name)
+		return c.cleanup(ctx, namespace, name).err(key)
 	}
 	gd, err := toGatewayDNS(obj)
 	if err != nil {
@@ -54,8 +56,14 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		if !hasFinalizer(gd) {
 			return nil
 		}
-		if err := c.cleanup(ctx, namespace, name); err != nil {
-			return err
+		rm := c.cleanup(ctx, namespace, name)
+		logger.V(2).Info("GatewayDNS being deleted; removing its EndpointSlices", "pending", rm.pending, "failed", len(rm.failed))
+		if !rm.done() {
+			// A write that ends, or a target's next try, syncs again.
+			if err := c.reportRemoval(ctx, gd, rm); err != nil {
+				return err
+			}
+			return rm.err(key)
 		}
 		return c.removeFinalizer(ctx, gd)
 	}
@@ -86,7 +94,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	c.workloads.Release(key, src.uses)
 	// Self markers: which Clusters each target is, for the locality
 	// policy Local; status says which gateways some cluster answers.
-	selves, selfErr := c.writeSelf(ctx, gd.Namespace, src.targets)
+	selves, selfErr := c.writeSelf(ctx, gd.Namespace, written(src.targets, res))
 	if selfErr != nil {
 		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "SelfMarkerFailed", "%v", selfErr)
 	}
@@ -108,6 +116,22 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		return fmt.Errorf("write EndpointSlices of %s: %d target cluster(s) failed", key, len(res.Errs))
 	}
 	return selfErr
+}
+
+// written returns the targets whose writes of this sync went through
+// (publish.Results.Done). A self marker is written in the sync itself, so
+// one to a target still being written, whose write failed (an API server
+// that does not answer), or that was skipped (its slice namespace listed
+// only since) would hold every sync up to the timeout of a call (10 s);
+// its marker is written by a sync whose write of it went through.
+func written(targets []publish.Target, res publish.Results) []publish.Target {
+	out := make([]publish.Target, 0, len(targets))
+	for _, t := range targets {
+		if slices.Contains(res.Done, t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // markAnswered sets each status entry's answered: whether the DNS of at
@@ -283,16 +307,51 @@ func (c *Controller) owners(namespace string, clusterObjs []any) (map[string]str
 	return out, nil
 }
 
-// cleanup deletes every slice the GatewayDNS namespace/name wrote, in every
-// cluster of its namespace that has a usable kubeconfig, and releases its
-// informers. Clusters without a kubeconfig cannot be reached and are skipped.
-func (c *Controller) cleanup(ctx context.Context, namespace, name string) error {
+// removal is where the removal of a GatewayDNS's slices stands: the
+// targets that still hold the finalizer, by name.
+type removal struct {
+	// pending are being cleaned in the background; failed could not be.
+	pending []string
+	failed  map[string]error
+	// listErr: the Clusters of the namespace could not be read.
+	listErr error
+}
+
+// done reports whether every target that holds the finalizer is clean.
+func (r removal) done() bool { return len(r.pending) == 0 && len(r.failed) == 0 && r.listErr == nil }
+
+// err is the error of the sync: the targets that failed. Targets still
+// pending are no error: their writes sync the GatewayDNS again when they end.
+func (r removal) err(key string) error {
+	if r.listErr != nil {
+		return r.listErr
+	}
+	if len(r.failed) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(r.failed)) {
+		errs = append(errs, fmt.Errorf("cluster %s: %w", name, r.failed[name]))
+	}
+	return fmt.Errorf("remove EndpointSlices of %s: %w", key, errors.Join(errs...))
+}
+
+// cleanup removes every slice the GatewayDNS namespace/name wrote from
+// every cluster of its namespace that has a usable kubeconfig (clusters
+// without one cannot be reached and are skipped), and its self markers
+// when it is the last GatewayDNS of the namespace. The targets are
+// cleaned in the background, each on its own (publish.Writer.Remove), so
+// a target that does not answer delays no other. Until every target not
+// being deleted is clean, the workload clients of the targets are kept
+// and the removal reported; then the GatewayDNS is forgotten. A Cluster
+// being deleted is cleaned too but holds nothing up: it no longer
+// receives names (its cluster is going), as when it is selected. A
+// Cluster that is gone is no target any more.
+func (c *Controller) cleanup(ctx context.Context, namespace, name string) removal {
 	key := namespace + "/" + name
-	defer c.workloads.Release(key, nil)
 	c.pendingMu.Lock()
 	delete(c.pending, key)
 	c.pendingMu.Unlock()
-	c.publisher.Forget(key)
 	c.reasons.forget(key)
 	c.headless.set(key, nil)
 	c.nameReasons.forget(key)
@@ -308,11 +367,13 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 	}
 	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
-		return fmt.Errorf("list clusters in %q: %w", namespace, err)
+		return removal{listErr: fmt.Errorf("list clusters in %q: %w", namespace, err)}
 	}
-	// The last GatewayDNS of the namespace takes its self markers along.
-	lastInNamespace := !c.othersIn(namespace, name)
-	var errs []error
+	var targets []publish.Target
+	deleting := map[string]bool{}
+	// The targets' clients and slice-namespace informers stay while the
+	// removal goes on; their Service informers are not needed.
+	keep := map[string]map[string]bool{}
 	for _, o := range clusterObjs {
 		m := watch.Meta(o)
 		if m == nil || contract.ValidateLabel(m.GetName()) != nil {
@@ -326,19 +387,34 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) error 
 		if acc.Cluster == nil {
 			continue
 		}
-		if err := c.publisher.Remove(ctx, key, publish.Target{Name: m.GetName(), Cluster: acc.Cluster}); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", m.GetName(), err))
-		}
-		if lastInNamespace {
-			if err := c.removeSelf(ctx, namespace, acc.Cluster); err != nil {
-				errs = append(errs, fmt.Errorf("cluster %s: %w", m.GetName(), err))
-			}
+		targets = append(targets, publish.Target{Name: m.GetName(), Cluster: acc.Cluster})
+		keep[acc.Cluster.Key()] = map[string]bool{}
+		deleting[m.GetName()] = m.GetDeletionTimestamp() != nil
+	}
+	// The last GatewayDNS of the namespace takes its self markers along.
+	var after func(context.Context, publish.Target) error
+	if !c.othersIn(namespace, name) {
+		after = func(ctx context.Context, t publish.Target) error { return c.removeSelf(ctx, namespace, t.Cluster) }
+	}
+	res := c.publisher.Remove(ctx, key, targets, after)
+	rm := removal{failed: map[string]error{}}
+	for _, t := range targets {
+		switch {
+		case deleting[t.Name]:
+		case res.Errs[t.Name] != nil:
+			rm.failed[t.Name] = res.Errs[t.Name]
+		case slices.Contains(res.Pending, t.Name):
+			rm.pending = append(rm.pending, t.Name)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("remove EndpointSlices of %s: %w", key, err)
+	if !rm.done() {
+		c.workloads.Release(key, keep)
+		return rm
 	}
-	return nil
+	// Clean: what is still running (to Clusters being deleted) stops.
+	c.publisher.Forget(key)
+	c.workloads.Release(key, nil)
+	return rm
 }
 
 // othersIn reports whether a GatewayDNS of namespace other than name

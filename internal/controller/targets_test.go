@@ -15,6 +15,7 @@ import (
 	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
@@ -167,7 +168,14 @@ func threeTargets(t *testing.T, g *gate) *testEnv {
 			gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b, "cluster-c": c},
 		map[string]workload.Client{"gated-c": gatedClient{c, g}})
-	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3"}, "cluster-a", "cluster-b", "cluster-c")
+	// Every slice and self marker in place, so that no write or marker
+	// of the first syncs is still on its way when a test holds cluster-c.
+	const gws = "*.gw.dev-team.gateways.xcc.test"
+	for _, c := range []string{"cluster-a", "cluster-b", "cluster-c"} {
+		e.eventuallyOf([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3",
+			gws + " IPv4 10.0.0.1 unready", gws + " IPv4 10.0.0.2 unready", gws + " IPv4 10.0.0.3 unready", "self dev-team " + c},
+			[]contract.Kind{contract.KindGateway, contract.KindGateways, contract.KindSelf}, c)
+	}
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 3 })
 	return e
 }
@@ -273,4 +281,33 @@ func TestControllerTimedOutTargetBacksOff(t *testing.T) {
 	if calls, _, _ := g.stats(); calls-before != 1 {
 		t.Errorf("cluster-c was called %d times in three changes, want once (then backoff)", calls-before)
 	}
+}
+
+// A target that stops answering before its self marker is written does
+// not hold every sync up on that marker (a call's timeout, 10 s): the
+// changes still reach the others at once.
+func TestControllerHeldTargetSelfMarkerDoesNotDelayOthers(t *testing.T) {
+	g := newGate()
+	e := threeTargets(t, g)
+	g.close()
+	// cluster-d reaches cluster-c's held API server: its marker is new.
+	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, kubeconfigSecret("cluster-d", "gated-c"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, capiCluster("cluster-d", contour, ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const gwD = "*.gateway.cluster-d.dev-team.clusters.xcc.test"
+	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3", gwD + " IPv4 10.0.0.3"}, "cluster-a", "cluster-b")
+	for i, addr := range []string{"10.0.0.9", "10.0.0.10"} {
+		start := time.Now()
+		e.setGatewayA(addr)
+		e.eventually([]string{gwA + " IPv4 " + addr, gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3", gwD + " IPv4 10.0.0.3"}, "cluster-a", "cluster-b")
+		// A sync writing cluster-d's marker waits until the call times out.
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("change %d reached cluster-a and cluster-b after %s", i, took)
+		}
+	}
+	g.release()
+	e.eventually([]string{gwA + " IPv4 10.0.0.10", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.3", gwD + " IPv4 10.0.0.3"}, "cluster-c")
 }

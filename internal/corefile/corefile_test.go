@@ -9,34 +9,15 @@ import (
 )
 
 // kubeadmCorefile is the Corefile kubeadm installs in kube-system/coredns.
-const kubeadmCorefile = `.:53 {
-    errors
-    health {
-       lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-       pods insecure
-       fallthrough in-addr.arpa ip6.arpa
-       ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf {
-       max_concurrent 1000
-    }
-    cache 30 {
-       disable success cluster.local
-       disable denial cluster.local
-    }
-    loop
-    reload
-    loadbalance
-}
-`
+var kubeadmCorefile = testfixture.KubeadmCorefile
 
 // walkthroughCorefile is the Corefile of the original walkthrough's patch
-// step, before its hand-written xcc.test block.
-const walkthroughCorefile = testfixture.ClusterDNSCorefile
+// step, before its hand-written xcc.test block: an older kubeadm default,
+// kubeadm's without the options of forward and cache.
+var walkthroughCorefile = strings.NewReplacer(
+	"forward . /etc/resolv.conf {\n       max_concurrent 1000\n    }\n", "forward . /etc/resolv.conf\n",
+	"cache 30 {\n       disable success cluster.local\n       disable denial cluster.local\n    }\n", "cache 30\n",
+).Replace(kubeadmCorefile)
 
 // userBlocksCorefile has the user's own stub domain and a comment after
 // the main block, and no final newline.
@@ -86,6 +67,9 @@ xcc.test:53 192.0.2.0/24:53 2001:db8::/32:53 {
 `
 
 func TestPatch(t *testing.T) {
+	if strings.Contains(walkthroughCorefile, "max_concurrent") || strings.Contains(walkthroughCorefile, "disable") {
+		t.Fatalf("walkthroughCorefile still has kubeadm's options:\n%s", walkthroughCorefile)
+	}
 	add := Options{ForwardTo: forwardTo}
 	reverse := cidr.MustParse("192.0.2.0/24,2001:db8::/32")
 	patchedKubeadm := kubeadmCorefile + "\n" + blockFor

@@ -2,6 +2,7 @@ package testfixture
 
 import (
 	"bytes"
+	_ "embed"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,27 +12,13 @@ import (
 // module is the main module's path, as its go.mod names it.
 const module = "github.com/xcc-dns/xcc-dns"
 
-// ClusterDNSCorefile is kube-system/coredns's Corefile in the walkthrough
-// before its patch step (the usual kubeadm Corefile).
-const ClusterDNSCorefile = `.:53 {
-    errors
-    health {
-       lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-       pods insecure
-       fallthrough in-addr.arpa ip6.arpa
-       ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf
-    cache 30
-    loop
-    reload
-    loadbalance
-}
-`
+// KubeadmCorefile is the Corefile kubeadm installs in kube-system/coredns,
+// the one patch-corefile patches. The main module's tests read it from
+// kubeadm.Corefile only; the e2e module, which cannot import this one,
+// keeps the walkthrough's (e2e/lab/seed.go).
+//
+//go:embed kubeadm.Corefile
+var KubeadmCorefile string
 
 // RepoFile returns the contents of a file of this repository, path
 // relative to the main module's root (e.g. "cmd/coredns/Corefile"). The

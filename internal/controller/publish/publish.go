@@ -48,9 +48,11 @@ type Publisher interface {
 	// Publish brings every target to the desired slices of the GatewayDNS
 	// ref ("<ns>/<name>").
 	Publish(ctx context.Context, ref string, d desired.State, targets []Target) Results
-	// Remove deletes every slice written for ref from one target, and
-	// orphans of deleted GatewayDNS of its namespace.
-	Remove(ctx context.Context, ref string, t Target) error
+	// Remove deletes every slice written for ref, and orphans of deleted
+	// GatewayDNS of its namespace, from every target, in the background
+	// as Publish writes; then, in the same write, it runs after (when not
+	// nil) on each target whose slices are gone.
+	Remove(ctx context.Context, ref string, targets []Target, after func(context.Context, Target) error) Results
 	// Forget drops what was remembered of ref, a GatewayDNS that is gone,
 	// once its writes in flight have stopped.
 	Forget(ref string)
@@ -77,6 +79,11 @@ type Results struct {
 	// Written counts the slices created, updated or deleted (by the
 	// writes that ended while Publish waited).
 	Written int
+	// Done holds the targets whose write ended without error while
+	// Publish waited: they have the generation (or, for Remove, none of
+	// the slices). A target skipped (slice namespace absent or not listed
+	// yet), still being written or failed is not in it.
+	Done []string
 }
 
 // Config wires a Writer to the controller.
@@ -141,6 +148,9 @@ type record struct {
 	// timedOut holds the targets whose last write timed out, by workload
 	// key: they are not written again before their retry time.
 	timedOut map[string]*timedOut
+	// removing: the GatewayDNS is being deleted; generation gen removes
+	// its slices, and a target written at gen holds none.
+	removing bool
 	// forgotten: the GatewayDNS is gone; writes still running are
 	// cancelled and their results dropped.
 	forgotten bool
@@ -181,6 +191,10 @@ type snapshot struct {
 	cur   Generation
 	delta Delta
 	d     desired.State
+	// remove: the write removes every slice of the GatewayDNS (a full
+	// list, never a delta), then runs after, when not nil.
+	remove bool
+	after  func(context.Context, Target) error
 }
 
 // write brings the targets of one slot to a snapshot, in the background
@@ -254,11 +268,31 @@ func (w *Writer) Forget(ref string) {
 // Writes end when the context of the Publish that started them does.
 func (w *Writer) Wait() { w.writes.Wait() }
 
-// Remove lists the target and deletes every slice written for ref there,
-// with the orphans of its namespace.
-func (w *Writer) Remove(ctx context.Context, ref string, t Target) error {
-	_, _, err := w.writeFull(ctx, t, ref, desired.State{})
-	return err
+// Remove takes every slice written for ref out of the targets: each
+// target is listed and every slice of ref there deleted, with the orphans
+// of its namespace, then after (when not nil) runs on it. The writes run
+// as Publish's do: in the background, one per destination at a time, with
+// the same wait, backoff and Config.Done, so a target that does not
+// answer delays no other. The first Remove of ref cancels the writes of
+// Publish still running (they would write slices about to be removed);
+// their targets are reported Pending until they stop. A target is clean
+// once a Remove reports it neither Pending nor failed; one whose slice
+// namespace is listed and absent holds nothing and is clean at once.
+// Forget ref once every target that matters is clean.
+func (w *Writer) Remove(ctx context.Context, ref string, targets []Target, after func(context.Context, Target) error) Results {
+	w.mu.Lock()
+	p := w.recordLocked(ref)
+	if !p.removing {
+		p.removing = true
+		p.gen++
+		p.cur, p.delta = Generation{}, Delta{}
+		for _, wr := range p.busy {
+			wr.cancel()
+		}
+	}
+	snap := snapshot{gen: p.gen, remove: true, after: after}
+	w.mu.Unlock()
+	return w.start(ctx, ref, p, snap, targets)
 }
 
 // Publish brings every target to the desired slices. Each target's write
@@ -281,18 +315,33 @@ func (w *Writer) Remove(ctx context.Context, ref string, t Target) error {
 // When that write fails, the others are written on their own, as any
 // target; when it timed out, they share its error (same API server).
 func (w *Writer) Publish(ctx context.Context, ref string, d desired.State, targets []Target) Results {
+	w.mu.Lock()
+	p := w.recordLocked(ref)
+	removing := p.removing
+	w.mu.Unlock()
+	if removing {
+		// Made again while its slices were being removed: start over.
+		w.Forget(ref)
+		w.mu.Lock()
+		p = w.recordLocked(ref)
+		w.mu.Unlock()
+	}
+	// Only Publish and Remove of ref touch gen, cur and delta (the
+	// controller's queue syncs a key on one worker at a time), and writes
+	// take copies: the generation, the costly part at scale, is computed
+	// unlocked.
+	p.observe(d)
+	snap := snapshot{gen: p.gen, cur: p.cur, delta: p.delta, d: d}
+	return w.start(ctx, ref, p, snap, targets)
+}
+
+// start starts the writes of targets to snap, each destination's in the
+// background, waits for them at most Config.Wait and returns what they
+// came to (Publish says how).
+func (w *Writer) start(ctx context.Context, ref string, p *record, snap snapshot, targets []Target) Results {
 	logger := klog.FromContext(ctx)
 	out := Results{Errs: map[string]error{}}
 	sem := make(chan struct{}, targetWorkers)
-
-	w.mu.Lock()
-	p := w.recordLocked(ref)
-	w.mu.Unlock()
-	// Only Publish of ref touches gen, cur and delta (the controller's
-	// queue syncs a key on one worker at a time), and writes take copies:
-	// the generation, the costly part at scale, is computed unlocked.
-	p.observe(d)
-	snap := snapshot{gen: p.gen, cur: p.cur, delta: p.delta, d: d}
 	w.mu.Lock()
 
 	uids := make([]types.UID, len(targets))
@@ -302,6 +351,9 @@ func (w *Writer) Publish(ctx context.Context, ref string, d desired.State, targe
 	for i, t := range targets {
 		uid, has, synced := t.Cluster.SliceNamespace(w.cfg.SliceNamespace)
 		switch {
+		case !synced && snap.remove:
+			// Not listed yet, but it may hold slices written before:
+			// the removal lists them itself.
 		case !synced:
 			// Not listed yet: the Namespace informer enqueues us once it has.
 			logger.V(2).Info("Target cluster not listed yet; skipped", "cluster", t.Name)
@@ -417,7 +469,9 @@ wait:
 			out.Written += r.written
 			if r.err != nil {
 				out.Errs[wr.targets[i].Name] = r.err
+				continue
 			}
+			out.Done = append(out.Done, wr.targets[i].Name)
 		}
 	}
 	sort.Strings(out.Pending)
@@ -534,6 +588,9 @@ func (p *record) known(t Target, uid types.UID) bool {
 // delta when it has the one before and was listed recently, otherwise a
 // full list and write.
 func (w *Writer) writeTarget(ctx context.Context, snap snapshot, old targetState, known bool, t Target, uid types.UID, ref string) targetResult {
+	if snap.remove {
+		return w.removeTarget(ctx, snap, old, known, t, uid, ref)
+	}
 	fresh := known && time.Since(old.listed) < w.cfg.Resync/2
 	var r targetResult
 	switch {
@@ -558,6 +615,24 @@ func (w *Writer) writeTarget(ctx context.Context, snap snapshot, old targetState
 	r.written, r.err = r.written+n, err
 	if err == nil {
 		r.state = &targetState{written: snap.gen, client: t.Cluster.Client(), nsUID: uid, listed: time.Now(), kept: kept}
+	}
+	return r
+}
+
+// removeTarget lists one target and deletes every slice of ref there
+// (and orphans of its namespace), then runs snap.after; nothing when it
+// was cleaned already with its present client and slice namespace.
+func (w *Writer) removeTarget(ctx context.Context, snap snapshot, old targetState, known bool, t Target, uid types.UID, ref string) targetResult {
+	if known && old.written == snap.gen {
+		return targetResult{state: &old}
+	}
+	_, n, err := w.writeFull(ctx, t, ref, desired.State{})
+	if err == nil && snap.after != nil {
+		err = snap.after(ctx, t)
+	}
+	r := targetResult{written: n, err: err}
+	if err == nil {
+		r.state = &targetState{written: snap.gen, client: t.Cluster.Client(), nsUID: uid, listed: time.Now()}
 	}
 	return r
 }
