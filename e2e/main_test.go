@@ -115,8 +115,11 @@ var suite = []struct {
 	{"BenchPropagation", bench, testBenchPropagation},
 	{"BenchGatewaysFailover", bench, testBenchGatewaysFailover},
 	{"BenchHangingTarget", bench, testBenchHangingTarget},
+	{"BenchHeadlessChurn", bench, testBenchHeadlessChurn},
+	{"BenchHeadlessScale", bench, testBenchHeadlessScale},
 	{"BenchScale", bench, testBenchScale},
 
+	{"HeadlessDown", outage, testHeadlessDown},
 	{"ManagementDown", outage, testManagementDown},
 	{"WorkloadAPIServerDown", outage, testWorkloadAPIServerDown},
 	{"ReplicasRestart", outage, testReplicasRestart},

@@ -36,7 +36,7 @@ func SetGatewayEndpoints(ctx context.Context, w *Cluster, ready bool) error {
 		}}},
 		Ports: []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080))}},
 	}
-	return WriteEndpointSlice(ctx, w, s)
+	return WriteEndpointSlice(ctx, w.Client, w.Name, s)
 }
 
 // DeleteGatewayEndpoints removes what SetGatewayEndpoints wrote.

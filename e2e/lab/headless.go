@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 )
 
 // The headless Service the lab exports: a StatefulSet's Service
@@ -61,7 +62,7 @@ func SetHeadlessEndpoints(ctx context.Context, w *Cluster, addrs []string, notRe
 	for i, a := range addrs {
 		pods[i] = HeadlessPod{Name: fmt.Sprintf("db-%d", i), Address: a, Ready: !slices.Contains(notReady, a)}
 	}
-	return WriteEndpointSlice(ctx, w, HeadlessEndpointSlice(HeadlessEndpointsName, pods))
+	return WriteEndpointSlice(ctx, w.Client, w.Name, HeadlessEndpointSlice(HeadlessEndpointsName, pods))
 }
 
 // HeadlessEndpointSlice is the EndpointSlice name of the postgres Service
@@ -86,18 +87,19 @@ func HeadlessEndpointSlice(name string, pods []HeadlessPod) *discoveryv1.Endpoin
 	return s
 }
 
-// WriteEndpointSlice writes s to w as the endpoint slice controller
-// would: replaced whole, created when it is not there. The update names
-// no resourceVersion (EndpointSlices allow that), so a change costs one
-// request, which keeps the churn benchmark's writer at its rate.
-func WriteEndpointSlice(ctx context.Context, w *Cluster, s *discoveryv1.EndpointSlice) error {
-	api := w.Client.DiscoveryV1().EndpointSlices(s.Namespace)
+// WriteEndpointSlice writes s with client to cluster as the endpoint
+// slice controller would: replaced whole, created when it is not there.
+// The update names no resourceVersion (EndpointSlices allow that), so a
+// change costs one request, and the client is the caller's: the churn
+// benchmark's has no client-side rate limit.
+func WriteEndpointSlice(ctx context.Context, client kubernetes.Interface, cluster string, s *discoveryv1.EndpointSlice) error {
+	api := client.DiscoveryV1().EndpointSlices(s.Namespace)
 	_, err := api.Update(ctx, s, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = api.Create(ctx, s, metav1.CreateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("write EndpointSlice %s/%s on %s: %w", s.Namespace, s.Name, w.Name, err)
+		return fmt.Errorf("write EndpointSlice %s/%s on %s: %w", s.Namespace, s.Name, cluster, err)
 	}
 	return nil
 }
