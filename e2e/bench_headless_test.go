@@ -48,8 +48,6 @@ const (
 	// serve writes for the cross-cluster name and each SRV name.
 	maxRecordsPerName = 1000
 
-	// headlessSkyDNSPrefix is where serve writes the headless names.
-	headlessSkyDNSPrefix = "/skydns/test/xcc/services/"
 	// heapMetric is the Go runtime's heap in use, on the controller's /metrics.
 	heapMetric = "go_memstats_heap_inuse_bytes"
 )
