@@ -320,13 +320,18 @@ func testBenchHeadlessChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var all, toSlice []time.Duration
+	var all, toSlice, serveJoin, serveLeave []time.Duration
 	byKind := map[string][]time.Duration{}
 	for _, c := range changes {
 		d := c.seen.Sub(c.made)
 		all = append(all, d)
 		byKind[c.kind] = append(byKind[c.kind], d)
 		toSlice = append(toSlice, c.inSlice.Sub(c.made))
+		if c.publish {
+			serveJoin = append(serveJoin, c.seen.Sub(c.inSlice))
+		} else {
+			serveLeave = append(serveLeave, c.seen.Sub(c.inSlice))
+		}
 	}
 	slowest := slices.SortedFunc(slices.Values(changes), func(p, q *churnChange) int {
 		return cmp.Compare(q.seen.Sub(q.made), p.seen.Sub(p.made))
@@ -349,6 +354,8 @@ func testBenchHeadlessChurn(t *testing.T) {
 		row("  "+k, byKind[k], "")
 	}
 	row("the controller's slice in cluster-b has it", toSlice, "")
+	row("from there to serve's etcd: a pod joins", serveJoin, "")
+	row("  a pod leaves", serveLeave, "")
 	fmt.Fprintf(&tb, "(a change is timed from just before its EndpointSlice write in cluster-a until the first watch event of cluster-b's\n")
 	fmt.Fprintf(&tb, " serve etcd putting or deleting a key of <pod>.cluster-a.%s; a pod changes again only %s after that)\n", x, churnRest)
 	report(t, tb.String())
