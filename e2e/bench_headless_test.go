@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
 )
@@ -114,16 +113,13 @@ func (w *churnWatch) waiting() int {
 	return len(w.pending) + len(w.inSlice)
 }
 
-// slices reads the controller's headless slices of source cluster-a in
-// cluster-b until ctx ends: a change is in its slice at the first event
-// of a slice that has (or, for a pod leaving, no longer has) its pod.
-// Together with run it splits each change's time between the controller
-// (cluster-a's informer, the sync, the write to cluster-b) and serve.
-func (w *churnWatch) slices(ctx context.Context, client kubernetes.Interface, selector string) error {
-	wi, err := client.DiscoveryV1().EndpointSlices(lab.SliceNamespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return fmt.Errorf("watch the controller's slices in %s: %w", lab.ClusterB, err)
-	}
+// slices reads the events of a watch of the controller's headless
+// slices of source cluster-a in cluster-b until it ends: a change is in
+// its slice at the first event of a slice that has (or, for a pod
+// leaving, no longer has) its pod. Together with run it splits each
+// change's time between the controller (cluster-a's informer, the sync,
+// the write to cluster-b) and serve.
+func (w *churnWatch) slices(wi watch.Interface) {
 	defer wi.Stop()
 	for ev := range wi.ResultChan() {
 		now := time.Now()
@@ -148,17 +144,16 @@ func (w *churnWatch) slices(ctx context.Context, client kubernetes.Interface, se
 		}
 		w.mu.Unlock()
 	}
-	return nil
 }
 
-// run reads events under prefix (the source cluster's name
-// <cluster>.X, whose pod names are <pod>.<cluster>.X) from revision rev
-// until ctx ends. The time is when the event arrived: a watch delivers
+// run reads the events of a watch under the source cluster's name
+// <cluster>.X (prefix), whose pod names are <pod>.<cluster>.X, until the
+// watch ends. The time is when the event arrived: a watch delivers
 // within milliseconds of the write, where polling would add its interval.
 // A change counts as seen at the first event of its kind (put when the
 // pod joins, delete when it leaves) on a key of its pod's name.
-func (w *churnWatch) run(ctx context.Context, cli *clientv3.Client, prefix string, rev int64) {
-	for resp := range cli.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev)) {
+func (w *churnWatch) run(events clientv3.WatchChan, prefix string) {
+	for resp := range events {
 		now := time.Now()
 		for _, ev := range resp.Events {
 			pod, leaf, ok := strings.Cut(strings.TrimPrefix(string(ev.Kv.Key), prefix), "/")
@@ -244,7 +239,14 @@ func testBenchHeadlessChurn(t *testing.T) {
 	if err := waitPodNames(ctx, cli, prefix, churnPods, time.Now().Add(changeTimeout)); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d pods of cluster-a in cluster-b's etcd", churnPods)
+	// serve is done with the export's first writes (the pods' names come
+	// before the name across clusters, its SRV names and the names'
+	// own records): changes made before would wait for them.
+	keys, err := settledKeys(ctx, cli, skyDNSPrefix(x), 2*time.Second, time.Now().Add(changeTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d pods of cluster-a in cluster-b's etcd, %d keys under %s", churnPods, keys.total, x)
 
 	head, err := cli.Get(ctx, "/", clientv3.WithCountOnly())
 	if err != nil {
@@ -253,16 +255,23 @@ func testBenchHeadlessChurn(t *testing.T) {
 	w := &churnWatch{pending: map[string]*churnChange{}, rested: map[string]time.Time{}, inSlice: map[string]*churnChange{}}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go w.run(watchCtx, cli, prefix, head.Header.Revision+1)
+	// Both watches are open before the first change: a change made while
+	// one is still being set up would be seen late, when it opens.
+	events := cli.Watch(watchCtx, prefix, clientv3.WithPrefix(), clientv3.WithRev(head.Header.Revision+1), clientv3.WithCreatedNotify())
+	if created, ok := <-events; !ok || !created.Created {
+		t.Fatalf("watch %s in cluster-b's etcd: not created (%v)", prefix, created.Err())
+	}
+	go w.run(events, prefix)
 	bClients, err := newBenchClients(b.Cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		if err := w.slices(watchCtx, bClients.kube, "xcc-dns.io/record=headless,xcc-dns.io/source-cluster="+lab.ClusterA); err != nil {
-			t.Error(err)
-		}
-	}()
+	sliceWatch, err := bClients.kube.DiscoveryV1().EndpointSlices(lab.SliceNamespace).Watch(watchCtx, metav1.ListOptions{
+		LabelSelector: "xcc-dns.io/record=headless,xcc-dns.io/source-cluster=" + lab.ClusterA})
+	if err != nil {
+		t.Fatalf("watch the controller's slices in %s: %v", lab.ClusterB, err)
+	}
+	go w.slices(sliceWatch)
 	syncs0, err := metricValue(ctx, metrics, "xcc_controller_syncs_total")
 	if err != nil {
 		t.Fatal(err)
@@ -337,8 +346,8 @@ func testBenchHeadlessChurn(t *testing.T) {
 		return cmp.Compare(q.seen.Sub(q.made), p.seen.Sub(p.made))
 	})
 	for _, c := range slowest[:min(10, len(slowest))] {
-		t.Logf("slow: %s %s at %s: %s, in cluster-b's slice after %s", c.pod, c.kind, c.made.Format("15:04:05.000"),
-			fmtDuration(c.seen.Sub(c.made)), fmtDuration(c.inSlice.Sub(c.made)))
+		t.Logf("slow: %s %s %s after the churn began: %s, in cluster-b's slice after %s", c.pod, c.kind,
+			fmtDuration(c.made.Sub(began)), fmtDuration(c.seen.Sub(c.made)), fmtDuration(c.inSlice.Sub(c.made)))
 	}
 	var tb strings.Builder
 	fmt.Fprintf(&tb, "headless churn: %d endpoint changes of cluster-a's Service (%d pods, one EndpointSlice) in %s: %.1f changes/s (aimed at %d/s)\n",
