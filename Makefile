@@ -249,8 +249,15 @@ bench-dns: coredns dnsperf ## DNS throughput of the shipped Corefile, without ca
 	@mkdir -p $(BENCH_DIR)
 	$(GO) run ./bench/dnsbench -coredns $(BIN)/coredns -names $(BENCH_NAMES) -seconds $(BENCH_SECONDS) -clients $(BENCH_CLIENTS) -rounds $(BENCH_ROUNDS) -out $(BENCH_DIR)
 
+.PHONY: bench-headless
+bench-headless: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Headless export in the lab: endpoint churn to another cluster's etcd, cost of 1,000 pods; tables in bin/bench/headless.txt.
+	@mkdir -p $(BENCH_DIR)
+	@rm -f $(BENCH_DIR)/headless.txt
+	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/headless.txt $(GO) test -count=1 -timeout 30m -run '^TestE2E$$/^BenchHeadless' -v .
+	@cat $(BENCH_DIR)/headless.txt
+
 .PHONY: bench-lab
-bench-lab: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Propagation, gateways failover and scale in the local lab (real kube-apiservers); tables in bin/bench/lab.txt.
+bench-lab: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Propagation, gateways failover, headless churn and scale in the local lab (real kube-apiservers); tables in bin/bench/lab.txt.
 	@mkdir -p $(BENCH_DIR)
 	@rm -f $(BENCH_DIR)/lab.txt
 	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/lab.txt XCC_BENCH_SCALE=$(BENCH_SCALE) $(GO) test -count=1 -timeout $(BENCH_LAB_TIMEOUT) -run '^TestE2E$$/^Bench' -v .

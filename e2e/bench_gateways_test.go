@@ -147,52 +147,23 @@ func testBenchGatewaysFailover(t *testing.T) {
 // waitAnswerSet asks server for host (A) until it answers exactly want
 // (sorted), and returns that answer.
 func waitAnswerSet(ctx context.Context, server, host string, want []string, deadline time.Time) (*dns.Msg, error) {
-	var last string
-	for {
-		r, err := lab.Query(server, host, dns.TypeA)
-		if err == nil {
-			got := slices.Sorted(slices.Values(lab.Values(r, dns.TypeA)))
-			if slices.Equal(got, want) {
-				return r, nil
-			}
-			last = lab.Summary(r)
-		} else {
-			last = err.Error()
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("A %s: want %v; last: %s", host, want, last)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(gatewaysPoll):
-		}
+	r, _, err := pollA(ctx, server, host, gatewaysPoll, deadline, func(got []string) (bool, error) {
+		return slices.Equal(got, want), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for %v: %w", want, err)
 	}
+	return r, nil
 }
 
 // waitWithout asks server for host (A) until an answer with addresses
 // lacks addr, and returns when that answer came.
 func waitWithout(ctx context.Context, server, host, addr string, deadline time.Time) (time.Time, error) {
-	var last string
-	for {
-		r, err := lab.Query(server, host, dns.TypeA)
-		at := time.Now()
-		if err == nil {
-			got := lab.Values(r, dns.TypeA)
-			if len(got) > 0 && !slices.Contains(got, addr) {
-				return at, nil
-			}
-			last = lab.Summary(r)
-		} else {
-			last = err.Error()
-		}
-		if at.After(deadline) {
-			return at, fmt.Errorf("A %s: still %s at %s; last: %s", host, addr, deadline.Format(time.TimeOnly), last)
-		}
-		select {
-		case <-ctx.Done():
-			return at, ctx.Err()
-		case <-time.After(gatewaysPoll):
-		}
+	_, at, err := pollA(ctx, server, host, gatewaysPoll, deadline, func(got []string) (bool, error) {
+		return len(got) > 0 && !slices.Contains(got, addr), nil
+	})
+	if err != nil {
+		return at, fmt.Errorf("waiting for an answer without %s: %w", addr, err)
 	}
+	return at, nil
 }

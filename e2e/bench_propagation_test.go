@@ -224,29 +224,49 @@ func runPropagationName(ctx context.Context, gw benchClients, server string, see
 // answers addr, and returns when that answer came. Answers other than
 // addr and old fail at once: nothing else was ever published.
 func waitDNSAddress(ctx context.Context, server, host, addr, old string, deadline time.Time) (time.Time, error) {
+	_, at, err := pollA(ctx, server, host, propagationPoll, deadline, func(got []string) (bool, error) {
+		switch {
+		case slices.Equal(got, []string{addr}):
+			return true, nil
+		case !slices.Equal(got, []string{old}):
+			return false, fmt.Errorf("want %s or the old %s", addr, old)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return at, fmt.Errorf("waiting for %s: %w", addr, err)
+	}
+	return at, nil
+}
+
+// pollA asks server for host (A) every interval until done accepts the
+// addresses of an answer, and returns that answer and when it came. An
+// error of done ends the wait at once (an answer that was never
+// published); a failed exchange is retried until deadline.
+func pollA(ctx context.Context, server, host string, interval time.Duration, deadline time.Time, done func(got []string) (bool, error)) (*dns.Msg, time.Time, error) {
 	var last string
 	for {
 		r, err := lab.Query(server, host, dns.TypeA)
 		at := time.Now()
 		if err == nil {
-			got := lab.Values(r, dns.TypeA)
-			switch {
-			case slices.Equal(got, []string{addr}):
-				return at, nil
-			case !slices.Equal(got, []string{old}):
-				return at, fmt.Errorf("A %s: want %s or the old %s, got %s", host, addr, old, lab.Summary(r))
+			ok, err := done(lab.Values(r, dns.TypeA))
+			if err != nil {
+				return r, at, fmt.Errorf("A %s: %s: %w", host, lab.Summary(r), err)
+			}
+			if ok {
+				return r, at, nil
 			}
 			last = lab.Summary(r)
 		} else {
 			last = err.Error()
 		}
 		if at.After(deadline) {
-			return at, fmt.Errorf("A %s: %s not answered by %s; last: %s", host, addr, deadline.Format(time.TimeOnly), last)
+			return r, at, fmt.Errorf("A %s: not as wanted by %s; last: %s", host, deadline.Format(time.TimeOnly), last)
 		}
 		select {
 		case <-ctx.Done():
-			return at, fmt.Errorf("A %s: %w", host, ctx.Err())
-		case <-time.After(propagationPoll):
+			return r, at, fmt.Errorf("A %s: %w", host, ctx.Err())
+		case <-time.After(interval):
 		}
 	}
 }

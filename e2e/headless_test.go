@@ -57,7 +57,7 @@ func testHeadless(t *testing.T) {
 		}
 	}
 	applied := time.Now()
-	if _, err := lab.ApplyYAML(ctx, mgmt, lab.GatewayDNSGVR, headlessYAML(gd, lab.HeadlessNamespace+"/"+lab.HeadlessService)); err != nil {
+	if _, err := lab.ApplyYAML(ctx, mgmt, lab.GatewayDNSGVR, headlessYAML(gd, lab.HeadlessNamespace+"/"+lab.HeadlessService, "Local")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -103,7 +103,7 @@ func testHeadless(t *testing.T) {
 
 	// The gateway Service (a LoadBalancer, clusterIP set) exported as
 	// headless: refused in every cluster, nothing published.
-	if _, err := lab.ApplyYAML(ctx, mgmt, lab.GatewayDNSGVR, headlessYAML(refused, lab.GatewayNamespace+"/"+lab.GatewayName)); err != nil {
+	if _, err := lab.ApplyYAML(ctx, mgmt, lab.GatewayDNSGVR, headlessYAML(refused, lab.GatewayNamespace+"/"+lab.GatewayName, "Local")); err != nil {
 		t.Fatal(err)
 	}
 	waitPods(t, refused, map[string]lab.HeadlessStatus{
@@ -121,8 +121,9 @@ func testHeadless(t *testing.T) {
 }
 
 // headlessYAML is a GatewayDNS exporting service (<ns>/<name>) of the
-// walkthrough's clusters as headless, the asking cluster's own pods first.
-func headlessYAML(name, service string) string {
+// walkthrough's clusters as headless, with locality policy (Local: the
+// asking cluster's own pods first; All: every healthy cluster's).
+func headlessYAML(name, service, policy string) string {
 	return fmt.Sprintf(`apiVersion: connectivity.tanzu.vmware.com/v1alpha1
 kind: GatewayDNS
 metadata:
@@ -135,8 +136,8 @@ spec:
   service: %s
   resolutionType: headless
   locality:
-    policy: Local
-`, name, lab.ClusterNamespace, lab.SelectorLabel, lab.SelectorValue, service)
+    policy: %s
+`, name, lab.ClusterNamespace, lab.SelectorLabel, lab.SelectorValue, service, policy)
 }
 
 // waitPods waits until the status of the headless export name reports want.

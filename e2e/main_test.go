@@ -118,8 +118,11 @@ var suite = []struct {
 	{"BenchGatewaysFailover", bench, testBenchGatewaysFailover},
 	{"BenchHangingTarget", bench, testBenchHangingTarget},
 	{"BenchNamesCost", bench, testBenchNamesCost},
+	{"BenchHeadlessChurn", bench, testBenchHeadlessChurn},
+	{"BenchHeadlessScale", bench, testBenchHeadlessScale},
 	{"BenchScale", bench, testBenchScale},
 
+	{"HeadlessDown", outage, testHeadlessDown},
 	{"ManagementDown", outage, testManagementDown},
 	{"WorkloadAPIServerDown", outage, testWorkloadAPIServerDown},
 	{"ReplicasRestart", outage, testReplicasRestart},

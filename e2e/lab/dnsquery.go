@@ -15,13 +15,23 @@ const queryTimeout = 2 * time.Second
 // Query asks server (host:port) for name and type over UDP, the way a pod's
 // resolver asks its cluster DNS.
 func Query(server, name string, qtype uint16) (*dns.Msg, error) {
+	return exchange("udp", server, name, qtype)
+}
+
+// QueryTCP asks as Query does, over TCP: what a resolver does after a
+// truncated answer, for answers larger than a UDP message.
+func QueryTCP(server, name string, qtype uint16) (*dns.Msg, error) {
+	return exchange("tcp", server, name, qtype)
+}
+
+func exchange(network, server, name string, qtype uint16) (*dns.Msg, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), qtype)
 	m.RecursionDesired = true
-	c := &dns.Client{Net: "udp", Timeout: queryTimeout}
+	c := &dns.Client{Net: network, Timeout: queryTimeout}
 	r, _, err := c.Exchange(m, server)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s @%s: %w", dns.TypeToString[qtype], name, server, err)
+		return nil, fmt.Errorf("%s %s @%s (%s): %w", dns.TypeToString[qtype], name, server, network, err)
 	}
 	return r, nil
 }

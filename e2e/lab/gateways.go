@@ -6,7 +6,6 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -37,28 +36,12 @@ func SetGatewayEndpoints(ctx context.Context, w *Cluster, ready bool) error {
 		}}},
 		Ports: []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080))}},
 	}
-	api := w.Client.DiscoveryV1().EndpointSlices(GatewayNamespace)
-	old, err := api.Get(ctx, s.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = api.Create(ctx, s, metav1.CreateOptions{})
-	case err == nil:
-		s.ResourceVersion = old.ResourceVersion
-		_, err = api.Update(ctx, s, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("endpoints of %s/%s on %s: %w", GatewayNamespace, GatewayName, w.Name, err)
-	}
-	return nil
+	return WriteEndpointSlice(ctx, w.Client, w.Name, s)
 }
 
 // DeleteGatewayEndpoints removes what SetGatewayEndpoints wrote.
 func DeleteGatewayEndpoints(ctx context.Context, w *Cluster) error {
-	err := w.Client.DiscoveryV1().EndpointSlices(GatewayNamespace).Delete(ctx, GatewayEndpointsName, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete endpoints of %s/%s on %s: %w", GatewayNamespace, GatewayName, w.Name, err)
-	}
-	return nil
+	return DeleteEndpointSlice(ctx, w, GatewayNamespace, GatewayEndpointsName)
 }
 
 // SetClusterAvailable sets the Cluster's v1beta2 condition Available, as

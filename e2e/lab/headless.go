@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -45,53 +46,54 @@ func CreateHeadlessService(ctx context.Context, w *Cluster) error {
 	return nil
 }
 
+// HeadlessPod is one endpoint of the postgres Service: a StatefulSet
+// pod with its name as hostname.
+type HeadlessPod struct {
+	Name, Address string
+	Ready         bool
+}
+
 // SetHeadlessEndpoints makes the postgres Service of w have the pods
 // db-0, db-1, ... at addrs, as a StatefulSet's endpoints: each with its
 // hostname, ready unless its address is in notReady.
 func SetHeadlessEndpoints(ctx context.Context, w *Cluster, addrs []string, notReady ...string) error {
+	pods := make([]HeadlessPod, len(addrs))
+	for i, a := range addrs {
+		pods[i] = HeadlessPod{Name: fmt.Sprintf("db-%d", i), Address: a, Ready: !slices.Contains(notReady, a)}
+	}
+	return WriteEndpointSlice(ctx, w.Client, w.Name, HeadlessEndpointSlice(HeadlessEndpointsName, pods))
+}
+
+// HeadlessEndpointSlice is the EndpointSlice name of the postgres Service
+// holding pods, as the endpoint slice controller writes one for a
+// StatefulSet behind a headless Service (at most 100 endpoints a slice).
+func HeadlessEndpointSlice(name string, pods []HeadlessPod) *discoveryv1.EndpointSlice {
 	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: HeadlessEndpointsName, Namespace: HeadlessNamespace, Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: HeadlessNamespace, Labels: map[string]string{
 			discoveryv1.LabelServiceName: HeadlessService,
 			discoveryv1.LabelManagedBy:   "endpointslice-controller.k8s.io",
 			corev1.IsHeadlessService:     "",
 		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr("pg"), Protocol: ptr(corev1.ProtocolTCP), Port: ptr(int32(5432))}},
+		Endpoints:   []discoveryv1.Endpoint{},
 	}
-	for i, a := range addrs {
-		ready := true
-		for _, n := range notReady {
-			ready = ready && n != a
-		}
-		pod := fmt.Sprintf("db-%d", i)
-		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Hostname: ptr(pod),
-			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: HeadlessNamespace, Name: pod},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr(ready), Serving: ptr(ready), Terminating: ptr(false)}})
+	for _, p := range pods {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{p.Address}, Hostname: ptr(p.Name),
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: HeadlessNamespace, Name: p.Name},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr(p.Ready), Serving: ptr(p.Ready), Terminating: ptr(false)}})
 	}
-	api := w.Client.DiscoveryV1().EndpointSlices(HeadlessNamespace)
-	old, err := api.Get(ctx, s.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = api.Create(ctx, s, metav1.CreateOptions{})
-	case err == nil:
-		s.ResourceVersion = old.ResourceVersion
-		_, err = api.Update(ctx, s, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("endpoints of %s/%s on %s: %w", HeadlessNamespace, HeadlessService, w.Name, err)
-	}
-	return nil
+	return s
 }
 
 // DeleteHeadless removes what CreateHeadlessService and
 // SetHeadlessEndpoints wrote, but the namespace (no namespace controller
 // runs in the lab to finish deleting one).
 func DeleteHeadless(ctx context.Context, w *Cluster) error {
-	err := w.Client.DiscoveryV1().EndpointSlices(HeadlessNamespace).Delete(ctx, HeadlessEndpointsName, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete endpoints of %s/%s on %s: %w", HeadlessNamespace, HeadlessService, w.Name, err)
+	if err := DeleteEndpointSlice(ctx, w, HeadlessNamespace, HeadlessEndpointsName); err != nil {
+		return err
 	}
-	err = w.Client.CoreV1().Services(HeadlessNamespace).Delete(ctx, HeadlessService, metav1.DeleteOptions{})
+	err := w.Client.CoreV1().Services(HeadlessNamespace).Delete(ctx, HeadlessService, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Service %s/%s on %s: %w", HeadlessNamespace, HeadlessService, w.Name, err)
 	}
