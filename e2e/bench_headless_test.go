@@ -44,7 +44,8 @@ const (
 	headlessScalePods = 1000
 	headlessSlicePods = 100
 	// maxRecordsPerName is contract.MaxRecordsPerName: the most records
-	// serve writes for the cross-cluster name and each SRV name.
+	// serve writes for the cross-cluster name and each SRV name (an SRV
+	// name holds fewer: what fits in one DNS message).
 	maxRecordsPerName = 1000
 
 	// heapMetric is the Go runtime's heap in use, on the controller's /metrics.

@@ -677,3 +677,61 @@ func TestHeadlessSRVAdditional(t *testing.T) {
 		}
 	}
 }
+
+// An exported headless Service of 1,000 pods in each of two clusters,
+// policy All, asked over TCP in cluster-a: the SRV answer is whole (TC
+// clear) with every target's address in the additional section, and both
+// the SRV answer and the name's addresses hold pods of both clusters.
+func TestHeadlessThousandsOverTCP(t *testing.T) {
+	all := contract.Locality{Policy: contract.PolicyAll}
+	pg := []contract.Port{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432}}
+	world := []*discoveryv1.EndpointSlice{contract.BuildSelf(contract.Self{Namespace: "dev-team", Clusters: []string{"cluster-a"}})}
+	for c, cluster := range []string{"cluster-a", "cluster-b"} {
+		g := contract.HeadlessGroup{Ports: pg}
+		for i := range contract.MaxAddressesPerSlice {
+			g.IPv4 = append(g.IPv4, contract.Endpoint{Address: fmt.Sprintf("10.%d.%d.%d", c+1, i/250, i%250+1), Hostname: fmt.Sprintf("db-%d", i)})
+		}
+		world = append(world, contract.BuildHeadless(contract.Source{Namespace: "dev-team", GatewayDNS: "scale", Cluster: cluster, Kind: contract.KindHeadless,
+			Hostname: contract.HeadlessHostname("scale", "dev-team", dnsworld.Zone), Locality: all},
+			contract.HeadlessEndpoints{Groups: []contract.HeadlessGroup{g}})...)
+	}
+	for _, s := range world {
+		s.Namespace = testfixture.SliceNamespace
+	}
+	w := startWorld(t, world)
+	const x = "scale.dev-team.services.xcc.test."
+	var srv *dns.Msg
+	eventually(t, func() bool {
+		srv = w.Ask(t, "tcp", fmt.Sprintf("_pg._tcp.%s", x), dns.TypeSRV, 0)
+		return len(srv.Answer) > 500
+	})
+	addrs := map[string]string{}
+	for _, rr := range srv.Extra {
+		if a, ok := rr.(*dns.A); ok {
+			addrs[a.Hdr.Name] = a.A.String()
+		}
+	}
+	clusters := map[string]int{}
+	for _, rr := range srv.Answer {
+		s := rr.(*dns.SRV)
+		if addrs[s.Target] == "" {
+			t.Errorf("target %s without its address in the additional section", s.Target)
+		}
+		clusters[strings.Split(s.Target, ".")[1]]++
+	}
+	if srv.Truncated || len(addrs) != len(srv.Answer) || len(clusters) != 2 {
+		t.Errorf("SRV over TCP: truncated %v, %d targets, %d addresses, per cluster %v", srv.Truncated, len(srv.Answer), len(addrs), clusters)
+	}
+	a := w.Ask(t, "tcp", x, dns.TypeA, 0)
+	perCluster := map[string]int{}
+	for _, rr := range a.Answer {
+		if rec, ok := rr.(*dns.A); ok {
+			perCluster[rec.A.String()[:5]]++
+		}
+	}
+	if a.Truncated || len(a.Answer) != contract.MaxRecordsPerName || perCluster["10.1."] != 500 || perCluster["10.2."] != 500 {
+		t.Errorf("A over TCP: truncated %v, %d addresses, per cluster %v; want 500 of each", a.Truncated, len(a.Answer), perCluster)
+	}
+	srv.Compress = true
+	t.Logf("SRV over TCP: %d targets (per cluster %v), %d bytes", len(srv.Answer), clusters, srv.Len())
+}

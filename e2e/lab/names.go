@@ -37,7 +37,7 @@ func CreateClaimingService(ctx context.Context, w *Cluster, namespace, name, val
 	}
 	svc, err = w.Client.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("Service %s/%s on %s: %w", namespace, name, w.Name, err)
+		return fmt.Errorf("creating Service %s/%s on %s: %w", namespace, name, w.Name, err)
 	}
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
 	if _, err := w.Client.CoreV1().Services(namespace).UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
@@ -81,11 +81,11 @@ func SetClaimingEndpointsReady(ctx context.Context, w *Cluster, namespace, name 
 func DeleteNamespace(ctx context.Context, w *Cluster, namespace string) error {
 	svcs, err := w.Client.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("Services of %s on %s: %w", namespace, w.Name, err)
+		return fmt.Errorf("listing Services of %s on %s: %w", namespace, w.Name, err)
 	}
 	for _, s := range svcs.Items {
 		if err := w.Client.CoreV1().Services(namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("Service %s/%s on %s: %w", namespace, s.Name, w.Name, err)
+			return fmt.Errorf("deleting Service %s/%s on %s: %w", namespace, s.Name, w.Name, err)
 		}
 	}
 	if err := w.Client.DiscoveryV1().EndpointSlices(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {

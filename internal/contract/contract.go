@@ -95,9 +95,12 @@ const (
 	MaxPortsPerSlice = 16
 	// MaxRecordsPerName bounds the records of one name made from several
 	// sources (the headless name across clusters, each of its SRV names):
-	// 1,000 SRV records with their addresses in the additional section are
-	// about 46 KB, below the 64 KB a DNS message over TCP can hold, and
 	// the etcd plugin reads each SRV target's addresses once per query.
-	// serve keeps the first ones in the policy's order and reports it.
+	// 1,000 A or AAAA records of the name fit in one DNS message over TCP
+	// (compressed, 16 or 28 bytes each). An SRV name holds fewer: only
+	// what fits in one message with its targets' addresses, whose size
+	// depends on the names (SRVAnswerBudget, SRVTargetSize; about 600 at
+	// 1,000 pods of StatefulSet names). serve cuts by taking the picked
+	// sources' records in turn, so each keeps a share, and reports it.
 	MaxRecordsPerName = 1000
 )

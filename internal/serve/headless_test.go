@@ -3,10 +3,13 @@ package serve
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/miekg/dns"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -140,35 +143,116 @@ func TestHeadlessClaimsNoPTR(t *testing.T) {
 	}
 }
 
-// The SRV names of a name across clusters hold at most
-// contract.MaxRecordsPerName records, as does the name itself.
+// With 1,000 pods in each of two clusters, the name across clusters holds
+// contract.MaxRecordsPerName addresses and its SRV name what fits in one
+// DNS message with the targets' addresses; a cut keeps every picked
+// source (policy All: half each), the asking cluster's own only under
+// Local, and does not depend on the order the slices are read in.
 func TestHeadlessRecordsPerName(t *testing.T) {
-	all := contract.Locality{Policy: contract.PolicyAll}
-	var parsed []contract.Parsed
-	for c := range 2 {
-		var pods []string
-		for i := range contract.MaxAddressesPerSlice {
-			pods = append(pods, fmt.Sprintf("p%d=10.%d.%d.%d", i, c, i/250, i%250+1))
-		}
-		for _, s := range headlessSlices(fmt.Sprintf("cluster-%d", c), all, true, pods...) {
-			p, ok, problems := contract.Parse(s, "xcc.test")
-			if !ok || len(problems) > 0 {
-				t.Fatal(problems)
+	srvName := "_pg._tcp." + headlessX
+	for _, tc := range []struct {
+		name    string
+		loc     contract.Locality
+		self    []string
+		healthy [2]bool
+		// want are the sources of the kept records.
+		want []string
+	}{
+		{"all", contract.Locality{Policy: contract.PolicyAll}, []string{"cluster-1"}, [2]bool{true, true}, []string{"cluster-0", "cluster-1"}},
+		{"local", contract.Locality{Policy: contract.PolicyLocal}, []string{"cluster-1"}, [2]bool{true, true}, []string{"cluster-1"}},
+		{"local, own unhealthy", contract.Locality{Policy: contract.PolicyLocal}, []string{"cluster-1"}, [2]bool{true, false}, []string{"cluster-0"}},
+		{"failover", contract.Locality{Policy: contract.PolicyFailover, Order: []string{"cluster-1", "cluster-0"}}, nil, [2]bool{true, true}, []string{"cluster-1"}},
+		{"none healthy", contract.Locality{Policy: contract.PolicyAll}, nil, [2]bool{false, false}, []string{"cluster-0", "cluster-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var parsed []contract.Parsed
+			for c := range 2 {
+				var pods []string
+				for i := range contract.MaxAddressesPerSlice {
+					pods = append(pods, fmt.Sprintf("db-%d=10.%d.%d.%d", i, c, i/250, i%250+1))
+				}
+				for _, s := range headlessSlices(fmt.Sprintf("cluster-%d", c), tc.loc, tc.healthy[c], pods...) {
+					p, ok, problems := contract.Parse(s, "xcc.test")
+					if !ok || len(problems) > 0 {
+						t.Fatal(problems)
+					}
+					parsed = append(parsed, p)
+				}
 			}
-			parsed = append(parsed, p)
-		}
-	}
-	records, _, problems := MultiRecords(headlessX, parsed, nil)
-	counts := map[string]int{}
-	for k := range records {
-		counts[skydnsrecord.ParentKey(k)]++
-	}
-	want := map[string]int{
-		skydnsrecord.Key(contract.HeadlessAllName(headlessX)): contract.MaxRecordsPerName,
-		skydnsrecord.Key("_pg._tcp." + headlessX):             contract.MaxRecordsPerName,
-	}
-	if fmt.Sprint(counts) != fmt.Sprint(want) || len(problems) != 2 {
-		t.Errorf("records per name %v, problems %v; want %v and two problems", counts, problems, want)
+			records, _, _ := MultiRecords(headlessX, parsed, tc.self)
+			reversed := slices.Clone(parsed)
+			slices.Reverse(reversed)
+			again, _, _ := MultiRecords(headlessX, reversed, tc.self)
+			if !slices.Equal(slices.Sorted(maps.Keys(records)), slices.Sorted(maps.Keys(again))) {
+				t.Error("the records depend on the order of the slices")
+			}
+
+			addrs := map[string]int{}
+			srvs := map[string]int{}
+			var srvRecords []skydnsrecord.Record
+			for k, r := range records {
+				switch skydnsrecord.ParentKey(k) {
+				case skydnsrecord.Key(contract.HeadlessAllName(headlessX)):
+					addrs["cluster-"+strings.Split(r.Host, ".")[1]]++
+				case skydnsrecord.Key(srvName):
+					srvs[strings.Split(r.Host, ".")[1]]++
+					srvRecords = append(srvRecords, r)
+				default:
+					t.Errorf("record %s", k)
+				}
+			}
+			perSource := func(counts map[string]int, total int) {
+				t.Helper()
+				if got := slices.Sorted(maps.Keys(counts)); !slices.Equal(got, tc.want) {
+					t.Errorf("sources %v (%v), want %v", got, counts, tc.want)
+				}
+				sum := 0
+				for _, n := range counts {
+					sum += n
+					if n < total/len(tc.want) {
+						t.Errorf("a source has %d of %d records: %v", n, total, counts)
+					}
+				}
+				if sum != total {
+					t.Errorf("%d records, want %d", sum, total)
+				}
+			}
+			perSource(addrs, contract.MaxRecordsPerName)
+			perSource(srvs, len(srvRecords))
+			if len(srvRecords) < 500 || len(srvRecords) >= contract.MaxRecordsPerName {
+				t.Errorf("%d SRV records: want the cut to keep most of what fits, not all 1,000", len(srvRecords))
+			}
+
+			// The answer as CoreDNS makes it: the SRV records, each
+			// target's address in the additional section, cut to one
+			// message over TCP.
+			m := new(dns.Msg)
+			m.SetQuestion(dns.Fqdn(srvName), dns.TypeSRV)
+			m.Response = true
+			m.SetEdns0(4096, false)
+			addrOf := map[string]string{}
+			for _, p := range parsed {
+				for _, pod := range p.Pods {
+					addrOf[contract.HeadlessPodName(headlessX, p.Source, pod.Label)] = pod.Host
+				}
+			}
+			for _, r := range srvRecords {
+				target := dns.Fqdn(r.Host)
+				m.Answer = append(m.Answer, &dns.SRV{Hdr: dns.RR_Header{Name: dns.Fqdn(srvName), Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: 5},
+					Priority: 10, Weight: 10, Port: uint16(r.Port), Target: target})
+				m.Extra = append(m.Extra, &dns.A{Hdr: dns.RR_Header{Name: target, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5},
+					A: net.ParseIP(addrOf[r.Host])})
+			}
+			m.Truncate(dns.MaxMsgSize)
+			packed, err := m.Pack()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d SRV records, %d bytes", len(srvRecords), len(packed))
+			if m.Truncated || len(m.Answer) != len(srvRecords) || len(m.Extra) != len(srvRecords)+1 || len(packed) > contract.MaxMessageSize {
+				t.Errorf("SRV answer of %d records: %d bytes, truncated %v, %d answers, %d additional", len(srvRecords), len(packed), m.Truncated, len(m.Answer), len(m.Extra))
+			}
+		})
 	}
 }
 

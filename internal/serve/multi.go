@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,8 +85,9 @@ var indexers = cache.Indexers{
 //
 // The records of a headless name (contract.KindHeadless) are stored at
 // contract.HeadlessAllName(name), with port NoSRVPort, beside the SRV
-// records of its named ports (srvRecords); at most
-// contract.MaxRecordsPerName of each.
+// records of its named ports (srvRecords). It holds at most
+// contract.MaxRecordsPerName, taken from the picked sources in turn
+// (fairHosts), so that a cut leaves every source some.
 func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsrecord.Set, contract.Answer, []error) {
 	var problems []error
 	bySource := map[string]*contract.SourceHosts{}
@@ -121,8 +123,8 @@ func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsr
 	if len(parsed) > 0 && parsed[0].Kind == contract.KindHeadless {
 		at = contract.HeadlessAllName(name)
 		if len(answer.Hosts) > contract.MaxRecordsPerName {
-			problems = append(problems, fmt.Errorf("name %s: %d addresses, more than %d; answering the first in the policy's order", name, len(answer.Hosts), contract.MaxRecordsPerName))
-			answer.Hosts = answer.Hosts[:contract.MaxRecordsPerName]
+			problems = append(problems, fmt.Errorf("name %s: %d addresses, more than %d; answering %d, taken from the sources in turn", name, len(answer.Hosts), contract.MaxRecordsPerName, contract.MaxRecordsPerName))
+			answer.Hosts = fairHosts(answer, bySource)[:contract.MaxRecordsPerName]
 		}
 	}
 	port := 0
@@ -142,41 +144,168 @@ func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsr
 // srvRecords adds to records the SRV records of the headless name name:
 // for each named port, one per pod of the sources answer picked (their
 // ready pods; every pod when no source is healthy) that has a name of its
-// own, target that name. At most contract.MaxRecordsPerName per SRV name,
-// the first in the policy's order.
+// own, target that name. Each SRV name holds at most
+// contract.MaxRecordsPerName records and no more than fit, with their
+// targets' addresses, in one DNS message (contract.SRVAnswerBudget): an
+// answer cut by the DNS server loses its additional section and leaves
+// the asker with targets it must resolve one by one. When it must cut,
+// it takes the sources' pods in turn (fairTargets), so that every picked
+// source keeps a share.
 func srvRecords(records skydnsrecord.Set, name, owner string, ttl uint32, parsed []contract.Parsed, answer contract.Answer) []error {
-	var problems []error
-	count := map[string]int{}
-	for _, cluster := range answer.Selected {
+	// The addresses of each pod name, which the DNS server adds to an SRV
+	// answer for its target: every pod of the name's slices, ready or not.
+	type family struct{ ipv4, ipv6 int }
+	addresses := map[string]family{}
+	for _, p := range parsed {
+		for _, pod := range p.Pods {
+			if pod.Label == "" {
+				continue
+			}
+			target := contract.HeadlessPodName(name, p.Source, pod.Label)
+			f := addresses[target]
+			if strings.Contains(pod.Host, ":") {
+				f.ipv6++
+			} else {
+				f.ipv4++
+			}
+			addresses[target] = f
+		}
+	}
+	// The targets of each SRV name, per picked source.
+	bySRV := map[string][][]srvTarget{}
+	var srvNames []string
+	for i, cluster := range answer.Selected {
 		for _, p := range parsed {
 			if p.Source != cluster {
 				continue
 			}
 			for _, port := range p.Ports {
 				srv := contract.HeadlessSRVName(name, port)
+				if _, ok := bySRV[srv]; !ok {
+					bySRV[srv] = make([][]srvTarget, len(answer.Selected))
+					srvNames = append(srvNames, srv)
+				}
 				for _, pod := range p.Pods {
 					if pod.Label == "" || (!pod.Ready && !answer.Fallback) {
 						continue
 					}
-					target := contract.HeadlessPodName(name, cluster, pod.Label)
-					key := skydnsrecord.RecordKey(srv, owner, target+":"+strconv.Itoa(int(port.Port)))
-					if _, dup := records[key]; dup {
-						continue
-					}
-					if count[srv] == contract.MaxRecordsPerName {
-						problems = append(problems, fmt.Errorf("name %s: more than %d SRV records; answering the first in the policy's order", srv, contract.MaxRecordsPerName))
-						count[srv]++
-					}
-					if count[srv] > contract.MaxRecordsPerName {
-						continue
-					}
-					count[srv]++
-					records[key] = skydnsrecord.Record{Host: target, Port: int(port.Port), TTL: ttl, Owner: owner}
+					bySRV[srv][i] = append(bySRV[srv][i], srvTarget{name: contract.HeadlessPodName(name, cluster, pod.Label), port: int(port.Port)})
 				}
 			}
 		}
 	}
+	var problems []error
+	slices.Sort(srvNames)
+	for _, srv := range srvNames {
+		targets := fairTargets(bySRV[srv])
+		budget := contract.SRVAnswerBudget(srv)
+		kept := 0
+		for _, t := range targets {
+			f := addresses[t.name]
+			size := contract.SRVTargetSize(name, t.name, f.ipv4, f.ipv6)
+			if kept == contract.MaxRecordsPerName || size > budget {
+				break
+			}
+			budget -= size
+			kept++
+			key := skydnsrecord.RecordKey(srv, owner, t.name+":"+strconv.Itoa(t.port))
+			records[key] = skydnsrecord.Record{Host: t.name, Port: t.port, TTL: ttl, Owner: owner}
+		}
+		if kept < len(targets) {
+			problems = append(problems, fmt.Errorf("name %s: %d SRV records, more than fit in one DNS message with their addresses or than %d; answering %d, taken from the sources in turn", srv, len(targets), contract.MaxRecordsPerName, kept))
+		}
+	}
 	return problems
+}
+
+// srvTarget is one SRV record of a headless name: a pod name and port.
+type srvTarget struct {
+	name string
+	port int
+}
+
+// fairTargets returns the distinct SRV targets of the picked sources
+// (perSource, in the policy's order) in the order a cut keeps them:
+// each source's sorted by name and port, then taken from the sources in
+// turn (interleave). The order depends only on the targets, not on the
+// order the slices are read in, so the same pods keep the same answer.
+func fairTargets(perSource [][]srvTarget) []srvTarget {
+	seen := map[srvTarget]bool{}
+	groups := make([][]srvTarget, len(perSource))
+	for i, targets := range perSource {
+		targets = slices.Clone(targets)
+		slices.SortFunc(targets, func(a, b srvTarget) int {
+			return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.port, b.port))
+		})
+		for _, t := range targets {
+			if !seen[t] {
+				seen[t] = true
+				groups[i] = append(groups[i], t)
+			}
+		}
+	}
+	return interleave(groups)
+}
+
+// fairHosts returns the addresses of answer in the order a cut keeps
+// them: those of each picked source (answer.Selected, the policy's order)
+// sorted, then taken from the sources in turn (interleave). Select lists
+// the sources' addresses one after another, so cutting its list would
+// answer the first sources only: with policy All, a cluster could ask for
+// the name and get none of its own pods. An address several sources
+// publish counts for the first.
+func fairHosts(answer contract.Answer, bySource map[string]*contract.SourceHosts) []string {
+	in := map[string]bool{}
+	for _, h := range answer.Hosts {
+		in[h] = true
+	}
+	groups := make([][]string, len(answer.Selected))
+	for i, cluster := range answer.Selected {
+		src := bySource[cluster]
+		if src == nil {
+			continue
+		}
+		hosts := src.Ready
+		if answer.Fallback {
+			hosts = slices.Concat(src.Ready, src.Unready)
+		}
+		for _, h := range hosts {
+			if in[h] {
+				delete(in, h)
+				groups[i] = append(groups[i], h)
+			}
+		}
+		slices.SortFunc(groups[i], compareAddrs)
+	}
+	return interleave(groups)
+}
+
+// compareAddrs orders addresses as numbers (10.0.0.2 before 10.0.0.10).
+func compareAddrs(a, b string) int {
+	x, errX := netip.ParseAddr(a)
+	y, errY := netip.ParseAddr(b)
+	if errX != nil || errY != nil {
+		return cmp.Compare(a, b)
+	}
+	return x.Compare(y)
+}
+
+// interleave returns the first of each group, then the second of each,
+// and so on: round-robin over the groups, in their order.
+func interleave[T any](groups [][]T) []T {
+	var out []T
+	for i := 0; ; i++ {
+		more := false
+		for _, g := range groups {
+			if i < len(g) {
+				out = append(out, g[i])
+				more = true
+			}
+		}
+		if !more {
+			return out
+		}
+	}
 }
 
 // multiName returns the multi-cluster name slice publishes, if it is one.
