@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
@@ -111,6 +114,17 @@ func TestControllerNames(t *testing.T) {
 	}
 	eventually("cart.shop.xcc.test IPv4 10.1.0.2", web+" IPv4 10.1.0.1 unready")
 
+	// Health follows the EndpointSlice: a ready endpoint again, ready again.
+	if _, err := a.DiscoveryV1().EndpointSlices("shop").Create(e.ctx,
+		claimingService("web", "web", "10.1.0.1")[1].(*discoveryv1.EndpointSlice), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("cart.shop.xcc.test IPv4 10.1.0.2", web+" IPv4 10.1.0.1")
+	if err := a.DiscoveryV1().EndpointSlices("shop").Delete(e.ctx, "web-abcde", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("cart.shop.xcc.test IPv4 10.1.0.2", web+" IPv4 10.1.0.1 unready")
+
 	// A new address is published at once.
 	svc, err := a.CoreV1().Services("shop").Get(e.ctx, "cart", metav1.GetOptions{})
 	if err != nil {
@@ -128,4 +142,68 @@ func TestControllerNames(t *testing.T) {
 	}
 	eventually(web + " IPv4 10.2.0.1")
 	e.eventuallyStatus("gw2", func(s v1alpha1.GatewayDNSStatus) bool { return namesOf(s) == web+"=Published" })
+}
+
+// A cluster reached again (here: through a new kubeconfig, so new
+// informers) whose Services cannot be listed yet keeps the names it
+// published, in every target, until they are listed.
+func TestControllerNamesKeptUntilListed(t *testing.T) {
+	gd := testfixture.GatewayDNS("gw")
+	gd.Spec.Names = &v1alpha1.Names{Enabled: true}
+	gd.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"site": "a"}}
+	a := fake.NewClientset(slices.Concat(
+		[]runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}}},
+		claimingService("web", "web", "10.1.0.1"),
+	)...)
+	var refuse atomic.Bool
+	a.PrependReactor("list", "services", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() && action.GetNamespace() == metav1.NamespaceAll {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	b := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}})
+	e := newTestEnvClients(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{capiCluster("cluster-a", map[string]string{"site": "a"}, ""), capiCluster("cluster-b", nil, ""),
+			gatewayDNSObject(t, gd)},
+		map[string]*fake.Clientset{"cluster-a": a, "cluster-a-again": a, "cluster-b": b}, nil)
+
+	const want = "web.dev-team.names.xcc.test IPv4 10.1.0.1"
+	has := func(timeout time.Duration) bool {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+			return slices.Equal(e.slicesOf("cluster-a", contract.KindName), []string{want}) &&
+				slices.Equal(e.slicesOf("cluster-b", contract.KindName), []string{want}), nil
+		})
+		return err == nil
+	}
+	if !has(10 * time.Second) {
+		t.Fatalf("names not published: %q, %q", e.slicesOf("cluster-a", contract.KindName), e.slicesOf("cluster-b", contract.KindName))
+	}
+
+	// Reconnect with the Services not listable: the names stay.
+	refuse.Store(true)
+	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Update(e.ctx, kubeconfigSecret("cluster-a", "cluster-a-again"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
+		for _, c := range s.Clusters {
+			if c.Name == "cluster-a" && strings.Contains(c.Message, "last published names kept") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, cluster := range []string{"cluster-a", "cluster-b"} {
+		if got := e.slicesOf(cluster, contract.KindName); !slices.Equal(got, []string{want}) {
+			t.Errorf("%s while Services are not listed: %q, want %q", cluster, got, want)
+		}
+	}
+
+	// Listed at last: the names are those of the Services again.
+	refuse.Store(false)
+	if !has(30 * time.Second) {
+		t.Fatalf("names after the list: %q, %q", e.slicesOf("cluster-a", contract.KindName), e.slicesOf("cluster-b", contract.KindName))
+	}
 }

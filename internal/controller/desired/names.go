@@ -113,7 +113,7 @@ func AddNames(out *State, gd *v1alpha1.GatewayDNS, domain string, allowed cidr.L
 			out.Keep[KeepNamesKey(c.Name)] = true
 			for i := range out.Clusters {
 				if out.Clusters[i].Name == c.Name {
-					out.Clusters[i].Message = strings.TrimPrefix(out.Clusters[i].Message+"; names: Services not listed yet (the kubeconfig needs list and watch on Services of every namespace); last published names kept", "; ")
+					out.Clusters[i].Message = strings.TrimPrefix(out.Clusters[i].Message+"; names: Services not listed yet (the kubeconfig needs list and watch on Services and EndpointSlices of every namespace); last published names kept", "; ")
 				}
 			}
 			continue

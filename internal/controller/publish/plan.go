@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -185,8 +186,19 @@ func ComputeDelta(from, to Generation) Delta {
 		d.Delete = append(d.Delete, name)
 	}
 	for source := range from.Keep {
-		if !to.Keep[source] {
-			d.Released[source] = true
+		if to.Keep[source] {
+			continue
+		}
+		// A cluster kept whole whose Services are not listed yet keeps
+		// its names still: the slices kept under it stay kept (a gateway
+		// slice among them is rewritten, being desired again) until the
+		// names are released too, which releases the cluster with them.
+		if to.Keep[desired.KeepNamesKey(source)] {
+			continue
+		}
+		d.Released[source] = true
+		if cluster, isNames := strings.CutSuffix(source, desired.KeepNamesKey("")); isNames && !to.Keep[cluster] {
+			d.Released[cluster] = true
 		}
 	}
 	return d

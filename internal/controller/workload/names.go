@@ -26,8 +26,12 @@ const NamesRef = "*names"
 // Service is listed and watched, and only what names need is cached.
 type namesWatch struct {
 	informer *objectWatch
-	cancel   context.CancelFunc
-	users    map[string]bool
+	// endpoints is the cluster-wide EndpointSlice informer that gives the
+	// health of every claiming Service: one watch per cluster, not two per
+	// claiming Service (docs/benchmarks.md, "Service names").
+	endpoints *objectWatch
+	cancel    context.CancelFunc
+	users     map[string]bool
 }
 
 // watchServices is the cluster-wide Service informer of spec.names. Only
@@ -107,11 +111,12 @@ func serviceForNames(obj any) (any, error) {
 }
 
 // Names returns the LoadBalancer Services of w annotated with the fqdn
-// annotation, for user, starting the cluster-wide Service informer on
-// first use, and for each the health of its endpoints (watched as a
-// gateway Service's are, and kept under its ref in the uses the caller
-// passes to Release). synced is false until the informer has listed
-// (unreachable, or the kubeconfig may not list Services cluster-wide).
+// annotation, for user, starting the cluster-wide Service and
+// EndpointSlice informers on first use, and for each Service with an
+// address the ready endpoints of its EndpointSlices. synced is false
+// until both informers have listed (unreachable, or the kubeconfig may
+// not list Services or EndpointSlices cluster-wide): the caller then
+// keeps the names as last published.
 func (m *Set) Names(w *Cluster, user string, uses map[string]bool) (out []desired.NameService, synced bool) {
 	m.mu.Lock()
 	nw := w.names
@@ -120,14 +125,16 @@ func (m *Set) Names(w *Cluster, user string, uses map[string]bool) (out []desire
 		nw = &namesWatch{cancel: cancel, users: map[string]bool{}}
 		notify := func() { m.onService(m.namesUsersOf(nw)) }
 		nw.informer = watchServices(w.client, notify)
+		nw.endpoints = watchNamesEndpoints(w.client, nw.informer.store, notify)
 		nw.informer.run(ctx, notify)
+		nw.endpoints.run(ctx, notify)
 		w.names = nw
 		klog.FromContext(m.ctx).Info("Watching the Services of workload cluster for names", "cluster", w.key)
 	}
 	nw.users[user] = true
 	m.mu.Unlock()
 	uses[NamesRef] = true
-	if !nw.informer.HasSynced() {
+	if !nw.informer.HasSynced() || !nw.endpoints.HasSynced() {
 		return nil, false
 	}
 	for _, o := range nw.informer.store.List() {
@@ -138,11 +145,7 @@ func (m *Set) Names(w *Cluster, user string, uses map[string]bool) (out []desire
 		ns := desired.NameService{Namespace: s.Namespace, Name: s.Name, Value: s.Annotations[contract.AnnotationFQDN],
 			Ingress: s.Status.LoadBalancer.Ingress}
 		if len(s.Status.LoadBalancer.Ingress) > 0 {
-			// Health: the Service's EndpointSlices, by the informers a
-			// gateway Service uses (shared with it when it is one).
-			m.Service(w, s.Namespace, s.Name, user)
-			uses[s.Namespace+"/"+s.Name] = true
-			ns.ReadyEndpoints, ns.EndpointsSynced = m.ReadyEndpoints(w, s.Namespace, s.Name)
+			ns.ReadyEndpoints, ns.EndpointsSynced = serviceReady(nw.endpoints.store, s.Namespace, s.Name), true
 		}
 		out = append(out, ns)
 	}
