@@ -141,39 +141,55 @@ func headlessSlices() []*discoveryv1.EndpointSlice {
 
 // startWorld starts etcd, the serve syncer on a fake API holding slices,
 // an upstream resolver for CNAME targets, and CoreDNS with the shipped
-// Corefile.
+// Corefile and the guard generated for the zone xcc.test and reverseCIDRs.
 func startWorld(t *testing.T, slices []*discoveryv1.EndpointSlice) *dnsworld.World {
 	t.Helper()
-	return startWorldOrdered(t, coredns.Directives, slices)
+	return startZone(t, world{zone: dnsworld.Zone, directives: coredns.Directives, reverse: reverseCIDRs}, slices)
 }
 
-// startWorldOrdered is startWorld with CoreDNS's plugins in the order of
-// directives. The Corefile has the server block the workload chart adds
-// for reverseCIDRs.
-func startWorldOrdered(t *testing.T, directives []string, slices []*discoveryv1.EndpointSlice) *dnsworld.World {
-	t.Helper()
-	return startWorldWith(t, directives, testfixture.WithReverse(testfixture.ShippedCorefile(t), reverseCIDRs), slices)
+// world says which world startZone starts.
+type world struct {
+	zone       string
+	directives []string
+	// reverse are serve's reverse CIDRs, which the guard file serves.
+	reverse string
+	// recordReads puts an etcd endpoint that records the keys read
+	// between CoreDNS and etcd (World.Reads).
+	recordReads bool
 }
 
-// startWorldWith is startWorldOrdered with the Corefile text given. serve
-// always publishes PTR records for reverseCIDRs.
-func startWorldWith(t testing.TB, directives []string, corefile string, slices []*discoveryv1.EndpointSlice) *dnsworld.World {
+// startZone is startWorld in w's zone (the slices' names are written for
+// xcc.test and moved into it), plugin order and reverse CIDRs.
+func startZone(t testing.TB, w world, slices []*discoveryv1.EndpointSlice) *dnsworld.World {
 	t.Helper()
+	for _, s := range slices {
+		if h, ok := s.Annotations[contract.AnnotationHostname]; ok {
+			s.Annotations[contract.AnnotationHostname] = inZone(h, w.zone)
+		}
+	}
 	return dnsworld.Start(t, dnsworld.Config{
-		Corefile: corefile, Directives: directives, Slices: slices, ReverseCIDRs: reverseCIDRs,
+		Zone: w.zone, Corefile: testfixture.ShippedCorefile(t), Directives: w.directives, Slices: slices, ReverseCIDRs: w.reverse,
+		RecordReads: w.recordReads,
 		// An operator's own records, put by hand as `etcdctl put` would: a
 		// name, a PTR inside the reverse CIDRs, and one outside them.
 		Records: map[string]string{
-			"/skydns/test/xcc/custom/db":       `{"host":"192.0.2.99","ttl":60}`,
-			"/skydns/arpa/in-addr/192/0/2/99":  `{"host":"db.custom.xcc.test","ttl":60}`,
-			"/skydns/arpa/in-addr/192/0/2/200": `{"host":"outside.custom.xcc.test","ttl":60}`,
+			skydnsrecord.Key(inZone("db.custom.xcc.test", w.zone)): `{"host":"192.0.2.99","ttl":60}`,
+			"/skydns/arpa/in-addr/192/0/2/99":                      `{"host":"` + inZone("db.custom.xcc.test", w.zone) + `","ttl":60}`,
+			"/skydns/arpa/in-addr/192/0/2/200":                     `{"host":"` + inZone("outside.custom.xcc.test", w.zone) + `","ttl":60}`,
 			// At the key of cluster-d's gateway address: the operator's PTR stays.
-			"/skydns/arpa/in-addr/192/0/2/30": `{"host":"ops.custom.xcc.test","ttl":60}`,
+			"/skydns/arpa/in-addr/192/0/2/30": `{"host":"` + inZone("ops.custom.xcc.test", w.zone) + `","ttl":60}`,
 		},
 		// It knows the one name a hostname load balancer points at.
 		Upstream: testfixture.StartUpstream(t, upstreamTarget, upstreamAddr),
 	})
 }
+
+// inZone moves a name or zone-file line written for xcc.test into zone.
+func inZone(s, zone string) string { return strings.ReplaceAll(s, "xcc.test", zone) }
+
+// zones are the zones the answer table runs in: the charts' default, and
+// one of another depth.
+var zones = []string{dnsworld.Zone, "mesh.example.org"}
 
 // orders are the plugin orders the Corefile must answer alike in: this
 // build's and the upstream CoreDNS image's.
@@ -227,16 +243,49 @@ var wildcardLabelQueries = []question{
 	{"*.services.xcc.test.", dns.TypeSRV},
 }
 
-// TestCorefileAnswers asks the shipped Corefile, in this build's plugin
-// order and in the upstream CoreDNS image's, and expects the same answers.
+// hostileQueries are names of no shape the zone publishes, the ways a
+// query name can make the etcd plugin read more than one name's key: a '/'
+// (or its escape) splits a label into several path elements, an escaped
+// dot or byte, a name below a leaf, a record key's own name, a name
+// deeper or shallower than any shape of its subtree. Each gets NXDOMAIN
+// before etcd.
+var hostileQueries = []question{
+	{"/.xcc.test.", dns.TypeSRV},
+	{"/.xcc.test.", dns.TypeA},
+	{`\047.xcc.test.`, dns.TypeA},
+	{"//.xcc.test.", dns.TypeTXT},
+	{"clusters//dev-team.xcc.test.", dns.TypeA},
+	{"x./.dev-team.gateways.xcc.test.", dns.TypeA},
+	{"/.dev-team.clusters.xcc.test.", dns.TypeA},
+	{"kuard.gateway./.dev-team.clusters.xcc.test.", dns.TypeA},
+	{"a/b.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA},
+	{`a\.b.gateway.cluster-a.dev-team.clusters.xcc.test.`, dns.TypeA},
+	{`\000.gateway.cluster-a.dev-team.clusters.xcc.test.`, dns.TypeA},
+	{"x y.dev-team.names.xcc.test.", dns.TypeA},
+	{"_x.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA},
+	{"_all.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA},
+	{"x.shop.dev-team.names.xcc.test.", dns.TypeA},
+	{"a.b.c.d.e.f.dev-team.services.xcc.test.", dns.TypeA},
+	{"_pg.db.dev-team.services.xcc.test.", dns.TypeSRV},
+	{"_pg._tls.db.dev-team.services.xcc.test.", dns.TypeSRV},
+	{"x.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA},
+	{"_1a2b.dev-team.names.xcc.test.", dns.TypeA},
+	{"dev-team.gateways.xcc.test.gateways.xcc.test.", dns.TypeA},
+}
+
+// TestCorefileAnswers asks the shipped Corefile with the guard generated
+// for two zones, in this build's plugin order and in the upstream CoreDNS
+// image's, and expects the same answers.
 func TestCorefileAnswers(t *testing.T) {
-	for _, order := range orders {
-		t.Run(order.name, func(t *testing.T) { testCorefileAnswers(t, order.directives) })
+	for _, zone := range zones {
+		for _, order := range orders {
+			t.Run(zone+"/"+order.name, func(t *testing.T) { testCorefileAnswers(t, zone, order.directives) })
+		}
 	}
 }
 
-func testCorefileAnswers(t *testing.T, directives []string) {
-	w := startWorldOrdered(t, directives, testSlices())
+func testCorefileAnswers(t *testing.T, zone string, directives []string) {
+	w := startZone(t, world{zone: zone, directives: directives, reverse: reverseCIDRs}, testSlices())
 	const (
 		a   = "gateway.cluster-a.dev-team.clusters.xcc.test."
 		api = "api.cluster-a.dev-team.clusters.xcc.test."
@@ -366,7 +415,10 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 		{"x._pg._tcp." + db, dns.TypeSRV, dns.RcodeNameError, nil, true},
 		{"nosuch." + db, dns.TypeA, dns.RcodeNameError, nil, true},
 		{"nosuch.dev-team.services.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
-		{"db.other-team.services.xcc.test.", dns.TypeSRV, dns.RcodeNameError, nil, true},
+		// SRV of a name that is no SRV name is NODATA without asking etcd,
+		// whether the name exists or not.
+		{"db.other-team.services.xcc.test.", dns.TypeSRV, dns.RcodeSuccess, nil, true},
+		{"db.other-team.services.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
 		// Empty non-terminals: NODATA, not the records below them.
 		{"services.xcc.test.", dns.TypeA, dns.RcodeSuccess, nil, true},
 		{"dev-team.services.xcc.test.", dns.TypeA, dns.RcodeSuccess, nil, true},
@@ -382,8 +434,9 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 		// `any` and `*` below gateway. are names like any other there: the
 		// rewrite maps them onto the gateway before the etcd plugin sees them.
 		{"any." + a, dns.TypeA, dns.RcodeSuccess, []string{"any." + a + " 30 IN A 192.0.2.10", "any." + a + " 30 IN A 192.0.2.11"}, false},
-		{"*." + a, dns.TypeA, dns.RcodeSuccess, []string{"*." + a + " 30 IN A 192.0.2.10", "*." + a + " 30 IN A 192.0.2.11"}, false},
-		{`\*.` + a, dns.TypeTXT, dns.RcodeSuccess, nil, true},
+		// `*` is no letter, digit, '-' or '_': refused, as anywhere.
+		{"*." + a, dns.TypeA, dns.RcodeNameError, nil, true},
+		{`\*.` + a, dns.TypeTXT, dns.RcodeNameError, nil, true},
 		{"x.any." + a, dns.TypeAAAA, dns.RcodeSuccess, nil, true},
 		{"ANY.gateway.cluster-b.dev-team.clusters.xcc.test.", dns.TypeAAAA, dns.RcodeSuccess, []string{"any.gateway.cluster-b.dev-team.clusters.xcc.test. 30 IN AAAA 2001:db8::b"}, false},
 		// Reverse names inside the reverse CIDRs: a PTR to the name that
@@ -409,18 +462,46 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 		{"200.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeRefused, nil, false},
 		{"5.100.51.198.in-addr.arpa.", dns.TypePTR, dns.RcodeRefused, nil, false},
 		{"2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeRefused, nil, false},
+		// Inside a reverse zone only the reverse name of one address reaches
+		// etcd; the names above it are empty non-terminals.
+		{"0.8.b.d.0.1.0.0.2.ip6.arpa.", dns.TypePTR, dns.RcodeSuccess, nil, true},
+		{"x.8.b.d.0.1.0.0.2.ip6.arpa.", dns.TypePTR, dns.RcodeNameError, nil, true},
+		{"/.8.b.d.0.1.0.0.2.ip6.arpa.", dns.TypePTR, dns.RcodeNameError, nil, true},
+		{"0." + rev6b, dns.TypePTR, dns.RcodeNameError, nil, true},
+		{"A." + rev6b[2:], dns.TypePTR, dns.RcodeNameError, nil, true},
+		{"x.10.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, nil, true},
 	}
 	// The SOA of a negative answer in a reverse zone is that zone's: a
 	// one-address zone of the /25, the IPv6 /32.
 	soaZones := map[string]string{
-		"40.2.0.192.in-addr.arpa.":  "40.2.0.192.in-addr.arpa.",
-		"12.2.0.192.in-addr.arpa.":  "12.2.0.192.in-addr.arpa.",
-		"10.2.0.192.in-addr.arpa.":  "10.2.0.192.in-addr.arpa.",
-		"8.b.d.0.1.0.0.2.ip6.arpa.": "8.b.d.0.1.0.0.2.ip6.arpa.",
+		"0.8.b.d.0.1.0.0.2.ip6.arpa.": "8.b.d.0.1.0.0.2.ip6.arpa.",
+		"x.8.b.d.0.1.0.0.2.ip6.arpa.": "8.b.d.0.1.0.0.2.ip6.arpa.",
+		"/.8.b.d.0.1.0.0.2.ip6.arpa.": "8.b.d.0.1.0.0.2.ip6.arpa.",
+		"0." + rev6b:                  "8.b.d.0.1.0.0.2.ip6.arpa.",
+		"A." + rev6b[2:]:              "8.b.d.0.1.0.0.2.ip6.arpa.",
+		"x.10.2.0.192.in-addr.arpa.":  "10.2.0.192.in-addr.arpa.",
+		"40.2.0.192.in-addr.arpa.":    "40.2.0.192.in-addr.arpa.",
+		"12.2.0.192.in-addr.arpa.":    "12.2.0.192.in-addr.arpa.",
+		"10.2.0.192.in-addr.arpa.":    "10.2.0.192.in-addr.arpa.",
+		"8.b.d.0.1.0.0.2.ip6.arpa.":   "8.b.d.0.1.0.0.2.ip6.arpa.",
 	}
-	// Anywhere else they never reach etcd (TestWildcardLabelsSkipEtcd).
-	for _, q := range wildcardLabelQueries {
+	// Anywhere else they never reach etcd (TestGuardReads), nor do names
+	// of no published shape.
+	for _, q := range slices.Concat(wildcardLabelQueries, hostileQueries) {
 		tests = append(tests, row{q.name, q.qtype, dns.RcodeNameError, nil, true})
+	}
+	// SRV is answered at SRV names only: elsewhere it would list the
+	// record keys below the name.
+	for _, name := range []string{a, "kuard." + a, api, web, "x." + web, "shop.dev-team.names.xcc.test.", "cluster-a." + db, "postgres-0.cluster-a." + db, "_all." + db} {
+		tests = append(tests, row{name, dns.TypeSRV, dns.RcodeSuccess, nil, true})
+	}
+	if zone != dnsworld.Zone {
+		for i := range tests {
+			tests[i].name = inZone(tests[i].name, zone)
+			for j := range tests[i].answer {
+				tests[i].answer[j] = inZone(tests[i].answer[j], zone)
+			}
+		}
 	}
 	for _, network := range []string{"udp", "tcp"} {
 		for _, tc := range tests {
@@ -439,7 +520,7 @@ func testCorefileAnswers(t *testing.T, directives []string) {
 					t.Fatalf("answer\n got %q\nwant %q", got, want)
 				}
 				if tc.soa {
-					soaZone := cmp.Or(soaZones[tc.name], "xcc.test.")
+					soaZone := cmp.Or(soaZones[tc.name], zone+".")
 					if len(r.Ns) != 1 || r.Ns[0].Header().Rrtype != dns.TypeSOA || r.Ns[0].Header().Name != soaZone {
 						t.Fatalf("authority %v, want the %s SOA", r.Ns, soaZone)
 					}
@@ -492,51 +573,11 @@ func settle(t testing.TB) {
 	}
 }
 
-// TestWildcardLabelsSkipEtcd counts etcd's Range requests around each query
-// of a fresh server (nothing cached): none for a name with an `any` or `*`
-// label, and for such a label below gateway. exactly one, the gateway's own
-// read, as for any other name there (which also shows the count moves).
-func TestWildcardLabelsSkipEtcd(t *testing.T) {
-	for _, order := range orders {
-		t.Run(order.name, func(t *testing.T) {
-			w := startWorldOrdered(t, order.directives, testSlices())
-			settle(t)
-			ask := func(q question) (*dns.Msg, float64) {
-				before := rangeRequests(t)
-				r := w.Ask(t, "udp", q.name, q.qtype, 0)
-				return r, rangeRequests(t) - before
-			}
-			for _, q := range wildcardLabelQueries {
-				r, n := ask(q)
-				if n != 0 || r.Rcode != dns.RcodeNameError {
-					t.Errorf("%s %s: %s after %v etcd Range requests, want NXDOMAIN after none", q.name, dns.TypeToString[q.qtype], dns.RcodeToString[r.Rcode], n)
-				}
-			}
-			// One gateway each: in the upstream order the cache, after the
-			// rewrite, would answer a second name below the same gateway.
-			for _, tc := range []struct {
-				question
-				answers int
-			}{
-				{question{"any.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA}, 2},
-				{question{"*.gateway.cluster-b.dev-team.clusters.xcc.test.", dns.TypeAAAA}, 1},
-				{question{"x.any.gateway.cluster-d.dev-team.clusters.xcc.test.", dns.TypeSRV}, 1},
-				{question{"ANY.gateway.cluster-e.dev-team.clusters.xcc.test.", dns.TypeA}, 1},
-			} {
-				r, n := ask(tc.question)
-				if n != 1 || r.Rcode != dns.RcodeSuccess || len(r.Answer) != tc.answers {
-					t.Errorf("%s %s: %s with %d answers after %v etcd Range requests, want %d after one\n%v", tc.name, dns.TypeToString[tc.qtype], dns.RcodeToString[r.Rcode], len(r.Answer), n, tc.answers, r)
-				}
-			}
-		})
-	}
-}
-
-// Without reverse CIDRs (the chart's default) the shipped Corefile, its
-// xcc-reverse snippet unused, serves the zone and no reverse name at all,
-// not even the PTRs serve keeps in etcd.
+// Without reverse CIDRs (the chart's default) the guard file has no
+// reverse server block: the zone is served and no reverse name at all,
+// not even the PTRs put into etcd by hand.
 func TestCorefileWithoutReverseCIDRs(t *testing.T) {
-	w := startWorldWith(t, coredns.Directives, testfixture.ShippedCorefile(t), testSlices())
+	w := startZone(t, world{zone: dnsworld.Zone, directives: coredns.Directives}, testSlices())
 	if r := w.Ask(t, "udp", "kuard.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA, 0); len(r.Answer) != 2 {
 		t.Errorf("gateway name: %v", r)
 	}

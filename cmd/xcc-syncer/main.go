@@ -4,6 +4,7 @@
 //	serve           each workload cluster: EndpointSlices -> SkyDNS records in an embedded etcd
 //	controller      management cluster: GatewayDNS + Cluster API -> EndpointSlices in every workload cluster
 //	patch-corefile  adds or removes the xcc.test forward block in kube-system/coredns
+//	corefile        writes the DNS server's guard of the zone, generated from the name grammar
 //	version         prints the version and commit it was built from
 //
 // main only parses flags and wires packages together; the work lives in internal/.
@@ -23,7 +24,7 @@ import (
 // parses its own flags from args and returns when ctx is done or on error.
 var subcommands = map[string]func(ctx context.Context, args []string) error{}
 
-const usage = `usage: xcc-syncer <serve|controller|patch-corefile|version> [flags]
+const usage = `usage: xcc-syncer <serve|controller|patch-corefile|corefile|version> [flags]
 
 Run "xcc-syncer <subcommand> -h" for the flags of a subcommand.
 `

@@ -5,8 +5,9 @@ import (
 	_ "embed"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/xcc-dns/xcc-dns/internal/guard"
 )
 
 // module is the main module's path, as its go.mod names it.
@@ -21,7 +22,7 @@ const module = "github.com/xcc-dns/xcc-dns"
 var KubeadmCorefile string
 
 // RepoFile returns the contents of a file of this repository, path
-// relative to the main module's root (e.g. "cmd/coredns/Corefile"). The
+// relative to the main module's root (e.g. "charts/xcc-dns-workload/files/Corefile"). The
 // root is the first directory above the test's working directory (its
 // package's) whose go.mod is the main module's.
 func RepoFile(t testing.TB, path string) []byte {
@@ -47,20 +48,26 @@ func RepoFile(t testing.TB, path string) []byte {
 	}
 }
 
-// ShippedCorefile is cmd/coredns/Corefile, the Corefile of our DNS server
-// as the workload chart ships it.
+// ShippedCorefile is the workload chart's files/Corefile, the top-level
+// Corefile of our DNS server; it imports the guard file (GuardEnv).
 func ShippedCorefile(t testing.TB) string {
 	t.Helper()
-	return string(RepoFile(t, "cmd/coredns/Corefile"))
+	return string(RepoFile(t, "charts/xcc-dns-workload/files/Corefile"))
 }
 
-// WithReverse appends to the shipped Corefile the server block the
-// workload chart renders for its value reverseCIDRs (comma-separated).
-func WithReverse(corefile string, cidrs string) string {
-	var keys []string
-	for c := range strings.SplitSeq(cidrs, ",") {
-		keys = append(keys, c+":{$DNS_PORT}")
+// GuardEnv writes the guard file of cfg into a directory of the test, as
+// `xcc-syncer corefile` does at pod start, and sets the environment the
+// shipped Corefile reads it and its zone from (XCC_GUARD, XCC_ZONE).
+func GuardEnv(t testing.TB, cfg guard.Config) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := guard.Write(&b, cfg); err != nil {
+		t.Fatal(err)
 	}
-	return corefile + "\n# Reverse zones of the reverse CIDRs: PTR records only (the xcc-reverse snippet).\n" +
-		strings.Join(keys, " ") + " {\n    import xcc-reverse\n}\n"
+	path := filepath.Join(t.TempDir(), "guard.conf")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XCC_GUARD", path)
+	t.Setenv("XCC_ZONE", cfg.Zone)
 }

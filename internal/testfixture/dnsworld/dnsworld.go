@@ -19,12 +19,14 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/coredns"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
+	"github.com/xcc-dns/xcc-dns/internal/guard"
 	"github.com/xcc-dns/xcc-dns/internal/serve"
 	"github.com/xcc-dns/xcc-dns/internal/store"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
-// Zone is the zone the syncer publishes in, the shipped Corefile's.
+// Zone is the zone the syncer publishes in unless Config.Zone says
+// otherwise: the charts' default.
 const Zone = "xcc.test"
 
 // readyWithin bounds the wait for the syncer's first reconcile.
@@ -34,8 +36,11 @@ const readyWithin = 20 * time.Second
 type Config struct {
 	// Corefile is the text CoreDNS runs; its {$...} values are set by
 	// Start (DNS_PORT 0, ETCD_ENDPOINT, HEALTH_PORT, READY_PORT,
-	// METRICS_PORT, UPSTREAM).
+	// METRICS_PORT, UPSTREAM, and the guard file of the zone, grants and
+	// reverse CIDRs with XCC_GUARD and XCC_ZONE).
 	Corefile string
+	// Zone is serve's --domain; empty: Zone.
+	Zone string
 	// Directives is CoreDNS's plugin order; nil: coredns.Directives.
 	Directives []string
 	// Slices are in the fake API server when the syncer starts.
@@ -50,6 +55,9 @@ type Config struct {
 	Upstream string
 	// NameGrants are serve's --name-grants.
 	NameGrants contract.Grants
+	// RecordReads puts a testfixture.EtcdReads between CoreDNS and etcd:
+	// World.Reads holds every key the etcd plugin reads.
+	RecordReads bool
 }
 
 // World is a started record path. Everything stops when the test ends.
@@ -59,6 +67,8 @@ type World struct {
 	EtcdServer *etcdserver.Server
 	Kube       *fake.Clientset
 	Syncer     *serve.Syncer
+	// Reads is set with Config.RecordReads.
+	Reads *testfixture.EtcdReads
 }
 
 // Start starts etcd, serve's syncer on a fake API holding c.Slices (and
@@ -72,6 +82,10 @@ func Start(t testing.TB, c Config) *World {
 		if _, err := cli.Put(ctx, key, value); err != nil {
 			t.Fatal(err)
 		}
+	}
+	zone := c.Zone
+	if zone == "" {
+		zone = Zone
 	}
 	reverse, err := cidr.Parse(c.ReverseCIDRs)
 	if err != nil {
@@ -89,8 +103,8 @@ func Start(t testing.TB, c Config) *World {
 		}
 	}
 	syncer, factory := serve.New(serve.Config{
-		Client: kube, Namespace: testfixture.SliceNamespace, Domain: Zone,
-		Store: store.New(cli, Zone).WithNames(reverseZones...), Metrics: serve.NewMetrics(prometheus.NewRegistry()),
+		Client: kube, Namespace: testfixture.SliceNamespace, Domain: zone,
+		Store: store.New(cli, zone).WithNames(reverseZones...), Metrics: serve.NewMetrics(prometheus.NewRegistry()),
 		ReverseCIDRs: reverse, NameGrants: c.NameGrants,
 	})
 	factory.Start(ctx.Done())
@@ -112,8 +126,15 @@ func Start(t testing.TB, c Config) *World {
 	if upstream == "" {
 		upstream = testfixture.StartUpstream(t, "upstream.invalid.", "192.0.2.1")
 	}
+	testfixture.GuardEnv(t, guard.Config{Zone: zone, Grants: c.NameGrants, ReverseCIDRs: reverse})
 	t.Setenv("DNS_PORT", "0")
-	t.Setenv("ETCD_ENDPOINT", srv.Endpoints()[0])
+	endpoint := srv.Endpoints()[0]
+	var reads *testfixture.EtcdReads
+	if c.RecordReads {
+		reads = testfixture.RecordEtcdReads(t, cli)
+		endpoint = reads.Endpoint
+	}
+	t.Setenv("ETCD_ENDPOINT", endpoint)
 	t.Setenv("HEALTH_PORT", testfixture.FreePort(t))
 	t.Setenv("READY_PORT", testfixture.FreePort(t))
 	t.Setenv("METRICS_PORT", testfixture.FreePort(t))
@@ -127,7 +148,7 @@ func Start(t testing.TB, c Config) *World {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Stop() })
-	return &World{DNS: d, Etcd: cli, EtcdServer: srv, Kube: kube, Syncer: syncer}
+	return &World{DNS: d, Etcd: cli, EtcdServer: srv, Kube: kube, Syncer: syncer, Reads: reads}
 }
 
 // Ask asks the world's CoreDNS over network ("udp" or "tcp"); see

@@ -1,0 +1,315 @@
+// Package guard writes the part of the DNS server's Corefile that stands
+// between a query and the etcd plugin: the rewrites of the wildcard names
+// and the templates that answer empty non-terminals and refuse every name
+// that is not of a shape the zone publishes. It is generated from the
+// name grammar (contract.Shapes), never kept by hand beside it.
+//
+// The stock etcd plugin turns a query name into a key path by reversing
+// its labels; a label may hold '/' or be the plugin's wildcard "any", so
+// without the guard one query can read any part of the tree, the whole
+// zone included. With it, the plugin only ever reads the key of a name
+// the grammar accepts.
+package guard
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+)
+
+// Snippet is the name of the snippet the generated file defines for the
+// zone's server block: `import xcc-zone` in the top-level Corefile.
+const Snippet = "xcc-zone"
+
+// Negative answers carry the zone's SOA with this TTL: how long a
+// resolver may cache that a name does not exist.
+const negativeTTL = 5
+
+// Rewrite is one rule of the rewrite plugin: a name matching Regex is
+// answered from Replacement, under the name that was asked.
+type Rewrite struct {
+	Comment     string
+	Regex       string
+	Replacement string
+}
+
+// Template is one block of the template plugin. A query of Type ("ANY":
+// every type) whose name matches one of Match and for which Expr (if any)
+// is true is answered with Rcode and Answer; any other goes on.
+type Template struct {
+	Comment string
+	Type    string
+	Match   []string
+	Expr    string
+	Rcode   string
+	Answer  string
+}
+
+// Zone is the guard of one zone: rewrites, then templates in order.
+type Zone struct {
+	// Name is the zone, canonical; empty for the reverse zones, whose
+	// templates take the zones of their server block.
+	Name      string
+	Rewrites  []Rewrite
+	Templates []Template
+}
+
+// Forward is the guard of the forward zone for the grammar's shapes.
+func Forward(zone string, shapes []contract.Shape) Zone {
+	zone = skydnsrecord.CanonicalName(zone)
+	z := Zone{Name: zone}
+	soa := fmt.Sprintf("%s. %%d IN SOA ns.dns.%[1]s. hostmaster.%[1]s. 1 7200 1800 86400 %d", zone, negativeTTL)
+	negative := fmt.Sprintf(soa, negativeTTL)
+	apex := "^" + dots(zone) + `\.$`
+	suffix := `\.` + dots(zone) + `\.$`
+
+	var empty, records, roots, notSRV []string
+	for _, s := range shapes {
+		re := shapeRegex(s.Labels, `\.`)
+		switch {
+		case s.Empty:
+			empty = append(empty, re)
+		case !s.SRV:
+			notSRV = append(notSRV, re)
+		}
+		if !s.Empty {
+			records = append(records, shapeRegex(s.Labels, "[.]"))
+		}
+		if s.Root {
+			roots = append(roots, re)
+		}
+		if s.Wildcard {
+			z.Rewrites = append(z.Rewrites, Rewrite{
+				Comment:     "Every name below " + doc(s.Labels, zone) + " (" + s.Kind + ") answers its records.",
+				Regex:       `^(?:[a-z0-9-]+\.)+(` + re + `\.` + dots(zone) + `)\.$`,
+				Replacement: "{1}.",
+			})
+		}
+		if s.StoredAt != "" {
+			z.Rewrites = append(z.Rewrites, Rewrite{
+				Comment:     doc(s.Labels, zone) + " (" + s.Kind + ") is stored at " + s.StoredAt + " below it: the etcd plugin would answer the name itself with every record below it.",
+				Regex:       "^(" + re + `\.` + dots(zone) + `)\.$`,
+				Replacement: s.StoredAt + ".{1}.",
+			})
+		}
+	}
+	z.Templates = []Template{
+		{Comment: "The zone apex answers SOA and NS itself.", Type: "SOA", Match: []string{apex}, Rcode: "NOERROR", Answer: fmt.Sprintf(soa, 30)},
+		{Type: "NS", Match: []string{apex}, Rcode: "NOERROR", Answer: fmt.Sprintf("%s. 30 IN NS ns.dns.%[1]s.", zone)},
+		{
+			Comment: "A byte other than a letter, digit, '-', '_' or '.', or a label \"any\" (the etcd plugin's wildcard, which reads the whole subtree above it): NXDOMAIN. Names are lower case here.",
+			Type:    "ANY", Match: []string{`[^-a-z0-9_.]`, `^any\.`, `\.any\.`}, Rcode: "NXDOMAIN", Answer: negative,
+		},
+		{
+			Comment: "Empty non-terminals: NODATA, never the records below them.",
+			Type:    "ANY", Match: []string{apex, "^(?:" + strings.Join(empty, "|") + ")" + suffix}, Rcode: "NOERROR", Answer: negative,
+		},
+		{
+			Comment: "Inside " + strings.Join(rootNames(shapes, zone), ", ") + " only the names of the grammar exist: NXDOMAIN for any other.",
+			Type:    "ANY", Match: []string{"(?:^|\\.)(?:" + strings.Join(roots, "|") + ")" + suffix},
+			Expr:  "!(name() matches '^(?:" + strings.Join(records, "|") + ")[.]" + exprDots(zone) + "[.]$')",
+			Rcode: "NXDOMAIN", Answer: negative,
+		},
+		{
+			Comment: "SRV names answer SRV only (for other types the etcd plugin would answer a CNAME per target).",
+			Type:    "ANY", Match: []string{"^(?:" + strings.Join(shapeRegexes(shapes, true), "|") + ")" + suffix},
+			Expr: "type() != 'SRV'", Rcode: "NOERROR", Answer: negative,
+		},
+		{
+			Comment: "No other name of the grammar answers SRV: the answer would name the record keys below it.",
+			Type:    "SRV", Match: []string{"^(?:" + strings.Join(notSRV, "|") + ")" + suffix}, Rcode: "NOERROR", Answer: negative,
+		},
+	}
+	return z
+}
+
+// Reverse is the guard of the reverse zones of the operator's CIDRs: only
+// the reverse name of one address reaches etcd, and only for PTR (the etcd
+// plugin reads that one key); the names above it are empty non-terminals.
+func Reverse() Zone {
+	const (
+		octet  = `(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`
+		nibble = `[0-9a-f]`
+	)
+	negative := fmt.Sprintf("{{ .Zone }} %d IN SOA ns.dns.{{ .Zone }} hostmaster.{{ .Zone }} 1 7200 1800 86400 %d", negativeTTL, negativeTTL)
+	full4 := `^(?:` + octet + `[.]){4}in-addr[.]arpa[.]$`
+	full6 := `^(?:` + nibble + `[.]){32}ip6[.]arpa[.]$`
+	return Zone{Templates: []Template{
+		{
+			Comment: "Names above an address: empty non-terminals, NODATA.",
+			Type:    "ANY", Match: []string{`^(?:` + octet + `\.){0,3}in-addr\.arpa\.$`, `^(?:` + nibble + `\.){0,31}ip6\.arpa\.$`}, Rcode: "NOERROR", Answer: negative,
+		},
+		{
+			Comment: "Any name that is not the reverse name of one address: NXDOMAIN.",
+			Type:    "ANY", Match: []string{"."}, Expr: "!(name() matches '" + full4 + "' || name() matches '" + full6 + "')", Rcode: "NXDOMAIN", Answer: negative,
+		},
+		{
+			Comment: "PTR only: for other types the etcd plugin would answer a CNAME to the PTR target.",
+			Type:    "ANY", Match: []string{"."}, Expr: "type() != 'PTR'", Rcode: "NOERROR", Answer: negative,
+		},
+	}}
+}
+
+// shapeRegex is the regular expression of a shape's labels, joined by sep
+// (`\.` in match lines; `[.]` inside expressions, where no backslash
+// survives both the Corefile's and the expression's quoting).
+func shapeRegex(labels []contract.Label, sep string) string {
+	parts := make([]string, len(labels))
+	for i, l := range labels {
+		switch l.Class {
+		case contract.LabelLiteral:
+			parts[i] = l.Text
+		case contract.LabelName:
+			parts[i] = nameLabel
+		case contract.LabelPort:
+			parts[i] = "_" + nameLabel
+		case contract.LabelProto:
+			parts[i] = "_(?:tcp|udp|sctp)"
+		}
+	}
+	return strings.Join(parts, sep)
+}
+
+// nameLabel is contract.LabelName as a regular expression; "any" is
+// refused by an earlier template.
+const nameLabel = "[a-z0-9-]+"
+
+func shapeRegexes(shapes []contract.Shape, srv bool) []string {
+	var out []string
+	for _, s := range shapes {
+		if s.SRV == srv && !s.Empty {
+			out = append(out, shapeRegex(s.Labels, `\.`))
+		}
+	}
+	return out
+}
+
+// dots writes a name for a match line; names of the grammar hold only
+// letters, digits, '-' and '_', so a dot is the one character to escape.
+func dots(name string) string { return strings.ReplaceAll(name, ".", `\.`) }
+
+// exprDots writes a name for a regular expression inside an expression.
+func exprDots(name string) string { return strings.ReplaceAll(name, ".", "[.]") }
+
+// doc writes a shape as docs do: *.gateway.<cluster>.<ns>.clusters.<zone>.
+func doc(labels []contract.Label, zone string) string {
+	parts := make([]string, 0, len(labels)+1)
+	for _, l := range labels {
+		parts = append(parts, l.Text)
+	}
+	return strings.Join(append(parts, zone), ".")
+}
+
+func rootNames(shapes []contract.Shape, zone string) []string {
+	var out []string
+	for _, s := range shapes {
+		if s.Root {
+			out = append(out, doc(s.Labels, zone))
+		}
+	}
+	return out
+}
+
+// Config is what the generated file depends on: the serve flags of the
+// same names.
+type Config struct {
+	Zone         string
+	Grants       contract.Grants
+	ReverseCIDRs cidr.List
+}
+
+// Write writes the file the top-level Corefile imports: the snippet
+// xcc-zone for the zone's server block, and a server block for the
+// reverse zones of cfg.ReverseCIDRs (none without them).
+func Write(w io.Writer, cfg Config) error {
+	if err := skydnsrecord.ValidateName(skydnsrecord.CanonicalName(cfg.Zone)); err != nil {
+		return fmt.Errorf("zone %q: %w", cfg.Zone, err)
+	}
+	var b strings.Builder
+	b.WriteString(header)
+	fmt.Fprintf(&b, "\n# The %s zone, imported into its server block.\n(%s) {\n", skydnsrecord.CanonicalName(cfg.Zone), Snippet)
+	Forward(cfg.Zone, contract.Shapes(cfg.Zone, cfg.Grants)).write(&b, "    ")
+	b.WriteString("}\n")
+	if len(cfg.ReverseCIDRs) > 0 {
+		keys := make([]string, len(cfg.ReverseCIDRs))
+		for i, p := range cfg.ReverseCIDRs {
+			keys[i] = p.String() + ":{$DNS_PORT}"
+		}
+		fmt.Fprintf(&b, "\n# Reverse zones of the operator's reverse CIDRs: PTR records of the\n# gateway and API addresses inside them.\n%s {\n%s", strings.Join(keys, " "), reverseHead)
+		Reverse().write(&b, "    ")
+		b.WriteString(reverseTail + "}\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+const header = `# Generated by xcc-syncer corefile from the name grammar of xcc-dns
+# (internal/contract, internal/guard). Do not edit: the DNS pod writes it
+# anew at every start from serve's flags (--domain, --name-grants,
+# --reverse-cidrs).
+#
+# Only names of a shape the zone publishes reach the etcd plugin, which
+# reads the key path of the name asked: a label "any" or a '/' would make
+# it read any part of the tree. Names are lower case here; in expressions
+# a dot is written [.], since no backslash survives both quotings.
+`
+
+const (
+	reverseHead = `    errors
+    prometheus :{$METRICS_PORT}
+    cache {
+        success 65536
+        denial 9984 5
+        serve_stale 1h verify 200ms 5s 5s
+    }
+`
+	reverseTail = `    etcd {
+        path /skydns
+        endpoint {$ETCD_ENDPOINT}
+    }
+`
+)
+
+// write writes z's rewrites and templates, each line indented by indent.
+func (z Zone) write(b *strings.Builder, indent string) {
+	for _, r := range z.Rewrites {
+		comment(b, indent, r.Comment)
+		fmt.Fprintf(b, "%srewrite stop {\n%s    name regex %s %s\n%s    answer auto\n%s}\n", indent, indent, r.Regex, r.Replacement, indent, indent)
+	}
+	for _, t := range z.Templates {
+		comment(b, indent, t.Comment)
+		fmt.Fprintf(b, "%stemplate IN %s%s {\n", indent, t.Type, strings.TrimRight(" "+z.Name, " "))
+		fmt.Fprintf(b, "%s    match %s\n", indent, strings.Join(t.Match, " "))
+		// Expressions and records hold no '"' or '\\': quoted as they are.
+		if t.Expr != "" {
+			fmt.Fprintf(b, "%s    expr \"%s\"\n", indent, t.Expr)
+		}
+		fmt.Fprintf(b, "%s    rcode %s\n", indent, t.Rcode)
+		section := "authority"
+		if t.Type == "SOA" || t.Type == "NS" {
+			section = "answer"
+		}
+		fmt.Fprintf(b, "%s    %s \"%s\"\n", indent, section, t.Answer)
+		fmt.Fprintf(b, "%s    fallthrough\n%s}\n", indent, indent)
+	}
+}
+
+// comment writes text as comment lines of at most about 72 characters.
+func comment(b *strings.Builder, indent, text string) {
+	if text == "" {
+		return
+	}
+	line := indent + "#"
+	for _, w := range strings.Fields(text) {
+		if len(line)+1+len(w) > 76 && line != indent+"#" {
+			b.WriteString(line + "\n")
+			line = indent + "#"
+		}
+		line += " " + w
+	}
+	b.WriteString(line + "\n")
+}

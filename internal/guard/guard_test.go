@@ -1,0 +1,168 @@
+package guard
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/expr-lang/expr"
+	"github.com/miekg/dns"
+
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+)
+
+// outcome is what the guard does with a query: NXDOMAIN or NODATA (or an
+// answer) from a template, or the etcd plugin reading stored.
+type outcome struct {
+	rcode  string // NXDOMAIN, NOERROR; "" when the query goes on to etcd
+	stored string
+}
+
+// decide runs a query through z as the rewrite and template plugins do:
+// the first rewrite whose regex matches replaces the name, then the first
+// template whose type, one of whose expressions, and whose expression
+// match answers; else the query goes on to etcd.
+func decide(t testing.TB, z Zone, name, qtype string) outcome {
+	for _, r := range z.Rewrites {
+		if m := regexp.MustCompile(r.Regex).FindStringSubmatch(name); m != nil {
+			name = strings.ReplaceAll(r.Replacement, "{1}", m[1])
+			break
+		}
+	}
+	env := map[string]any{"name": func() string { return name }, "type": func() string { return qtype }}
+	for _, tm := range z.Templates {
+		if tm.Type != "ANY" && tm.Type != qtype {
+			continue
+		}
+		matched := false
+		for _, m := range tm.Match {
+			matched = matched || regexp.MustCompile(m).MatchString(name)
+		}
+		if !matched {
+			continue
+		}
+		if tm.Expr != "" {
+			prog, err := expr.Compile(tm.Expr, expr.Env(env), expr.AsBool())
+			if err != nil {
+				t.Fatalf("expression %q: %v", tm.Expr, err)
+			}
+			ok, err := expr.Run(prog, env)
+			if err != nil {
+				t.Fatalf("expression %q: %v", tm.Expr, err)
+			}
+			if !ok.(bool) {
+				continue
+			}
+		}
+		return outcome{rcode: tm.Rcode}
+	}
+	return outcome{stored: strings.TrimSuffix(name, ".")}
+}
+
+// want is what the grammar says of a query (contract.ClassifyQuery).
+func want(v contract.Verdict, qtype string) outcome {
+	switch {
+	case v.Refused:
+		return outcome{rcode: "NXDOMAIN"}
+	case v.ReadsEtcd(qtype):
+		return outcome{stored: v.Stored}
+	default:
+		return outcome{rcode: "NOERROR"}
+	}
+}
+
+// wire turns a presentation name into what CoreDNS sees: packed as a
+// query, unpacked, lower-cased (request.Name). ok is false for a name DNS
+// cannot carry.
+func wire(name string) (string, bool) {
+	if _, ok := dns.IsDomainName(name); !ok {
+		return "", false
+	}
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	b, err := m.Pack()
+	if err != nil {
+		return "", false
+	}
+	var back dns.Msg
+	if err := back.Unpack(b); err != nil || len(back.Question) != 1 {
+		return "", false
+	}
+	return strings.ToLower(back.Question[0].Name), true
+}
+
+const testZone = "xcc.test"
+
+func testShapes(t testing.TB) []contract.Shape {
+	grants, err := contract.ParseGrants("shop=shop.eu.xcc.test;web=www.xcc.test", testZone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return contract.Shapes(testZone, grants)
+}
+
+// seeds are names of every shape, refused or not.
+var seeds = []string{
+	"xcc.test", "clusters.xcc.test", "dev-team.clusters.xcc.test", "cluster-a.dev-team.clusters.xcc.test",
+	"gateway.cluster-a.dev-team.clusters.xcc.test", "kuard.gateway.cluster-a.dev-team.clusters.xcc.test",
+	"x.any.gateway.cluster-a.dev-team.clusters.xcc.test", "_x.gateway.cluster-a.dev-team.clusters.xcc.test",
+	"api.cluster-a.dev-team.clusters.xcc.test", "www.api.cluster-a.dev-team.clusters.xcc.test",
+	"web.dev-team.gateways.xcc.test", "a.b.web.dev-team.gateways.xcc.test", "dev-team.gateways.xcc.test",
+	"shop.dev-team.names.xcc.test", "x.shop.dev-team.names.xcc.test",
+	"db.dev-team.services.xcc.test", "_all.db.dev-team.services.xcc.test", "cluster-a.db.dev-team.services.xcc.test",
+	"pg-0.cluster-a.db.dev-team.services.xcc.test", "_pg._tcp.db.dev-team.services.xcc.test", "_tcp.db.dev-team.services.xcc.test",
+	"_pg._tls.db.dev-team.services.xcc.test", "x.pg-0.cluster-a.db.dev-team.services.xcc.test",
+	"cart.shop.eu.xcc.test", "shop.eu.xcc.test", "eu.xcc.test", "x.cart.shop.eu.xcc.test", "db.eu.xcc.test",
+	"www.xcc.test", "a.www.xcc.test", "a.b.www.xcc.test", "dns.xcc.test", "ns.dns.xcc.test", "db.custom.xcc.test", "_acme.custom.xcc.test",
+	"/.xcc.test", `\047.xcc.test`, "x./.dev-team.gateways.xcc.test", "any.xcc.test", "a.any.b.xcc.test", `\*.clusters.xcc.test`,
+	"clusters//dev-team.xcc.test", `a\.b.dev-team.names.xcc.test`, `\000.xcc.test`, "KuArD.Gateway.cluster-a.dev-team.clusters.xcc.test",
+	"xn--bcher-kva.dev-team.names.xcc.test", "-.dev-team.names.xcc.test",
+}
+
+var qtypes = []string{"A", "AAAA", "SRV", "TXT", "CNAME", "PTR", "SOA", "NS"}
+
+// TestGuardIsTheGrammar: the generated rewrites and templates, run as
+// CoreDNS runs them, do to every seed name and type what the grammar says.
+func TestGuardIsTheGrammar(t *testing.T) {
+	shapes := testShapes(t)
+	z := Forward(testZone, shapes)
+	for _, seed := range seeds {
+		name, ok := wire(seed + ".")
+		if !ok {
+			t.Fatalf("seed %q is no DNS name", seed)
+		}
+		for _, qtype := range qtypes {
+			if name == testZone+"." && (qtype == "SOA" || qtype == "NS") {
+				continue // answered by the apex templates
+			}
+			got, w := decide(t, z, name, qtype), want(contract.ClassifyQuery(name, testZone, shapes), qtype)
+			if got != w {
+				t.Errorf("%s %s: guard %+v, grammar %+v", name, qtype, got, w)
+			}
+		}
+	}
+}
+
+// FuzzGuard holds the generated guard and the grammar equal on any name
+// DNS can carry below the zone.
+func FuzzGuard(f *testing.F) {
+	for i, s := range seeds {
+		f.Add(strings.TrimSuffix(strings.TrimSuffix(s, testZone), "."), uint8(i))
+	}
+	shapes := testShapes(f)
+	z := Forward(testZone, shapes)
+	f.Fuzz(func(t *testing.T, prefix string, typ uint8) {
+		name, ok := wire(prefix + "." + testZone + ".")
+		if !ok {
+			return
+		}
+		qtype := qtypes[int(typ)%len(qtypes)]
+		if name == testZone+"." && (qtype == "SOA" || qtype == "NS") {
+			return
+		}
+		got, w := decide(t, z, name, qtype), want(contract.ClassifyQuery(name, testZone, shapes), qtype)
+		if got != w {
+			t.Errorf("%q %s: guard %+v, grammar %+v", name, qtype, got, w)
+		}
+	})
+}
