@@ -1,11 +1,9 @@
-// Package charts_test checks the Helm charts: the workload chart's copy of
-// the Corefile is the shipped one, `helm lint` passes, and `helm template`
+// Package charts_test checks the Helm charts: `helm lint` passes, and `helm template`
 // renders exactly the golden files in testdata/ (run `make charts-golden`
 // after an intended change and review the diff).
 //
 // The helm tests need a helm binary in $HELM (`make charts-test` builds the
-// pinned one and sets it); without it they are skipped, and the Corefile
-// check still runs.
+// pinned one and sets it); without it they are skipped.
 package charts_test
 
 import (
@@ -37,22 +35,6 @@ const (
 	releaseNS       = "xcc-dns"
 	helmEnv         = "HELM"
 )
-
-// TestCorefileCopy: a chart cannot read files outside its directory, so the
-// workload chart keeps a copy of cmd/coredns/Corefile. It must not drift.
-func TestCorefileCopy(t *testing.T) {
-	shipped, err := os.ReadFile(filepath.Join("..", "cmd", "coredns", "Corefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	copied, err := os.ReadFile(filepath.Join(workloadChart, "files", "Corefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(shipped, copied) {
-		t.Errorf("%s/files/Corefile differs from cmd/coredns/Corefile: cp cmd/coredns/Corefile %s/files/Corefile", workloadChart, workloadChart)
-	}
-}
 
 // TestOneAppVersion: make images and make push tag both images with one
 // version, the charts' appVersion, which each chart pulls by default.
@@ -311,42 +293,68 @@ func TestManagementAllowedCIDRs(t *testing.T) {
 	}
 }
 
-// With reverseCIDRs the Corefile is the shipped one plus one server block
-// for those CIDRs importing its xcc-reverse snippet (what
-// cmd/coredns/corefile_test.go runs), and serve and the patch-corefile hook
-// get the same CIDRs.
-func TestWorkloadReverseCIDRs(t *testing.T) {
-	objs := objects(t, render(t, renderCases[len(renderCases)-1]))
-	shipped, err := os.ReadFile(filepath.Join(workloadChart, "files", "Corefile"))
-	if err != nil {
-		t.Fatal(err)
+// zoneFlags returns the flags serve gets, the flags the init container
+// that writes the guard gets, and the DNS container's environment, as
+// JSON text.
+func zoneFlags(t *testing.T, objs []map[string]any) (serve, guard, env string) {
+	t.Helper()
+	spec := get(find(objs, "StatefulSet", releaseName), "spec", "template", "spec")
+	serve, _ = json(t, get(spec, "containers", 0, "args"))
+	guard, _ = json(t, get(spec, "initContainers", 0, "args"))
+	env, _ = json(t, get(spec, "containers", 1, "env"))
+	return serve, guard, env
+}
+
+// The Corefile is files/Corefile whatever the zone, grants and reverse
+// CIDRs: the guard file the init container writes from the same flags as
+// serve's holds them. Every zone renders.
+func TestWorkloadZoneFlags(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		args  []string
+		flags []string
+	}{
+		{"reverse CIDRs", renderCases[len(renderCases)-1].args, []string{`"--reverse-cidrs=192.0.2.0/25,2001:db8::/32"`}},
+		{"grants", renderCases[len(renderCases)-3].args, []string{`"--name-grants=shop=shop.eu.xcc.test;dev-team=dev.xcc.test"`}},
+		{"another zone", []string{"-f", "testdata/workload-values.yaml", "--set", "domain=mesh.example.org"}, []string{`"--domain=mesh.example.org"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			objs := objects(t, render(t, renderCase{chart: workloadChart, args: c.args}))
+			shipped, err := os.ReadFile(filepath.Join(workloadChart, "files", "Corefile"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(get(find(objs, "ConfigMap", releaseName+"-corefile"), "data", "Corefile")); got != string(shipped) {
+				t.Errorf("rendered Corefile:\n%s", lineDiff(string(shipped), got))
+			}
+			serve, guard, env := zoneFlags(t, objs)
+			if !strings.HasPrefix(guard, `["corefile","--out=/etc/xcc-dns/guard.conf",`) {
+				t.Errorf("init container args %s: want xcc-syncer corefile --out=/etc/xcc-dns/guard.conf", guard)
+			}
+			for _, flag := range c.flags {
+				if !strings.Contains(serve, flag) || !strings.Contains(guard, flag) {
+					t.Errorf("serve args %s and guard args %s: want both %s", serve, guard, flag)
+				}
+			}
+			if !strings.Contains(env, `{"name":"XCC_GUARD","value":"/etc/xcc-dns/guard.conf"}`) {
+				t.Errorf("DNS container env %s lacks XCC_GUARD", env)
+			}
+		})
 	}
-	want := string(shipped) + "\n# Reverse zones of the reverse CIDRs: PTR records only (the xcc-reverse snippet).\n" +
-		"192.0.2.0/25:{$DNS_PORT} 2001:db8::/32:{$DNS_PORT} {\n    import xcc-reverse\n}\n"
-	if got := fmt.Sprint(get(find(objs, "ConfigMap", releaseName+"-corefile"), "data", "Corefile")); got != want {
-		t.Errorf("rendered Corefile:\n%s", lineDiff(want, got))
-	}
-	const flag = `"--reverse-cidrs=192.0.2.0/25,2001:db8::/32"`
-	serveArgs, _ := json(t, get(find(objs, "StatefulSet", releaseName), "spec", "template", "spec", "containers", 0, "args"))
-	hookArgs, _ := json(t, get(find(objs, "Job", releaseName+"-patch-corefile-add"), "spec", "template", "spec", "containers", 0, "args"))
-	for what, args := range map[string]string{"serve": serveArgs, "patch-corefile hook": hookArgs} {
-		if !strings.Contains(args, flag) {
-			t.Errorf("%s args %s lack %s", what, args, flag)
-		}
+	hookArgs, _ := json(t, get(find(objects(t, render(t, renderCases[len(renderCases)-1])), "Job", releaseName+"-patch-corefile-add"), "spec", "template", "spec", "containers", 0, "args"))
+	if want := `"--reverse-cidrs=192.0.2.0/25,2001:db8::/32"`; !strings.Contains(hookArgs, want) {
+		t.Errorf("patch-corefile hook args %s lack %s", hookArgs, want)
 	}
 }
 
-// With nameGrants serve gets the same --name-grants as the controller, and
-// the Corefile answers NODATA for each suffix and the names above it.
-func TestWorkloadNameGrants(t *testing.T) {
-	objs := objects(t, render(t, renderCases[len(renderCases)-3]))
-	corefile := fmt.Sprint(get(find(objs, "ConfigMap", releaseName+"-corefile"), "data", "Corefile"))
-	if want := `match ^(shop\.eu|eu|dev)\.xcc\.test\.$`; !strings.Contains(corefile, want) {
-		t.Errorf("rendered Corefile lacks %s:\n%s", want, corefile)
-	}
-	serveArgs, _ := json(t, get(find(objs, "StatefulSet", releaseName), "spec", "template", "spec", "containers", 0, "args"))
-	if want := `"--name-grants=shop=shop.eu.xcc.test;dev-team=dev.xcc.test"`; !strings.Contains(serveArgs, want) {
-		t.Errorf("serve args %s lack %s", serveArgs, want)
+// extraServerBlocks are appended to the Corefile; a Corefile of one's own
+// that does not import the guard is refused (TestRenderRefusals).
+func TestWorkloadExtraServerBlocks(t *testing.T) {
+	const block = "corp.example:5353 {\n    forward . 192.0.2.53\n}\n"
+	objs := objects(t, render(t, renderCase{chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml", "--set-string", "extraServerBlocks=" + block}}))
+	got := fmt.Sprint(get(find(objs, "ConfigMap", releaseName+"-corefile"), "data", "Corefile"))
+	if !strings.HasSuffix(strings.TrimSpace(got), strings.TrimSpace(block)) || !strings.Contains(got, "import xcc-zone") {
+		t.Errorf("rendered Corefile does not end with the extra block:\n%s", got)
 	}
 }
 
@@ -466,7 +474,7 @@ func TestRenderRefusals(t *testing.T) {
 		{"workload with one repository and no registry", workloadChart, "(or set coredns.image.repository)", []string{"--set", "syncer.image.repository=registry.example.com/other/syncer"}},
 		{"registry with a scheme", workloadChart, "does not match pattern", []string{"--set", "image.registry=https://registry.example.com/xcc-dns"}},
 		{"registry with a trailing slash", managementChart, "does not match pattern", []string{"--set", "image.registry=registry.example.com/xcc-dns/"}},
-		{"workload with another zone and the shipped Corefile", workloadChart, "domain is not xcc.test", []string{"-f", "testdata/workload-values.yaml", "--set", "domain=xcc.example"}},
+		{"a Corefile without the guard", workloadChart, "corefile must `import {$XCC_GUARD}`", []string{"-f", "testdata/workload-values.yaml", "--set-string", "corefile=xcc.test:5353 { etcd }"}},
 		{"workload with an unknown value", workloadChart, "additional properties", []string{"-f", "testdata/workload-values.yaml", "--set", "persistance.enabled=false"}},
 		{"three controllers", managementChart, "maximum", []string{"-f", "testdata/management-values.yaml", "--set", "replicas=3"}},
 		{"an allowed CIDR that is not one", managementChart, "allowedCIDRs", []string{"-f", "testdata/management-values.yaml", "--set", "allowedCIDRs={192.0.2.0}"}},
@@ -644,16 +652,19 @@ func checkRestricted(t *testing.T, what string, spec any) {
 	if len(containers) == 0 {
 		t.Errorf("%s: no containers", what)
 	}
-	for i := range containers {
-		sc := get(spec, "containers", i, "securityContext")
-		drop, _ := json(t, get(sc, "capabilities", "drop"))
-		if get(sc, "runAsNonRoot") != true || get(sc, "readOnlyRootFilesystem") != true ||
-			get(sc, "allowPrivilegeEscalation") != false || drop != `["ALL"]` ||
-			get(sc, "seccompProfile", "type") != "RuntimeDefault" {
-			t.Errorf("%s container %v: securityContext not restricted: %v", what, get(spec, "containers", i, "name"), sc)
-		}
-		if get(spec, "containers", i, "resources") == nil {
-			t.Errorf("%s container %v: no resources", what, get(spec, "containers", i, "name"))
+	for _, list := range []string{"initContainers", "containers"} {
+		containers, _ := get(spec, list).([]any)
+		for i := range containers {
+			sc := get(spec, list, i, "securityContext")
+			drop, _ := json(t, get(sc, "capabilities", "drop"))
+			if get(sc, "runAsNonRoot") != true || get(sc, "readOnlyRootFilesystem") != true ||
+				get(sc, "allowPrivilegeEscalation") != false || drop != `["ALL"]` ||
+				get(sc, "seccompProfile", "type") != "RuntimeDefault" {
+				t.Errorf("%s container %v: securityContext not restricted: %v", what, get(spec, list, i, "name"), sc)
+			}
+			if get(spec, list, i, "resources") == nil {
+				t.Errorf("%s container %v: no resources", what, get(spec, list, i, "name"))
+			}
 		}
 	}
 }

@@ -34,7 +34,7 @@ const (
 	defaultRounds   = 7
 	defaultNXShare  = 0.1
 	defaultCoreDNS  = "bin/coredns"
-	defaultCorefile = "cmd/coredns/Corefile"
+	defaultCorefile = "charts/xcc-dns-workload/files/Corefile"
 )
 
 func main() {

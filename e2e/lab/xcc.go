@@ -156,6 +156,10 @@ func (d *WorkloadDNS) start(ctx context.Context) error {
 	if err := os.WriteFile(xccConf, []byte(xccCorefile), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", xccConf, err)
 	}
+	guard, err := d.writeGuard(ctx, filepath.Join(dir, "xcc-dns.guard"))
+	if err != nil {
+		return err
+	}
 	err = l.startRetrying(ctx, "xcc-dns-coredns-"+w.Name, 4, func(ports []int) (*Process, func(context.Context) error, error) {
 		d.XCCDNSAddr = fmt.Sprintf("%s:%d", loopback, ports[0])
 		env := []string{
@@ -165,6 +169,8 @@ func (d *WorkloadDNS) start(ctx context.Context) error {
 			"READY_PORT=" + strconv.Itoa(ports[2]),
 			"METRICS_PORT=" + strconv.Itoa(ports[3]),
 			"UPSTREAM=" + l.Upstream,
+			"XCC_ZONE=" + Zone,
+			"XCC_GUARD=" + guard,
 		}
 		d.xccEnv, d.xccConf = env, xccConf
 		p, err := startProcess(l.LogDir, "xcc-dns-coredns-"+w.Name, env, l.CoreDNSBin(), "-conf", xccConf)
@@ -255,6 +261,28 @@ func (d *WorkloadDNS) RestartServe(ctx context.Context) error {
 // /readyz (which may need the API server).
 func (d *WorkloadDNS) RestartServeNoWait() error {
 	return d.Primary().StartServe(context.Background(), false)
+}
+
+// writeGuard writes the guard file the Corefile imports, as the chart's
+// init container does: `xcc-syncer corefile` with serve's zone flags, its
+// server blocks then bound to the lab's loopback like the Corefile's.
+func (d *WorkloadDNS) writeGuard(ctx context.Context, path string) (string, error) {
+	l := d.l
+	if err := l.run(ctx, "xcc-syncer-corefile-"+d.Cluster.Name, l.Bin("xcc-syncer"), "corefile", "--out", path, "--reverse-cidrs", ReverseCIDRs); err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the guard file: %w", err)
+	}
+	local, err := localCorefile(string(b), corefileEdit{})
+	if err != nil {
+		return "", fmt.Errorf("the guard file: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(local), 0o644); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return path, nil
 }
 
 // errUnknownSubcommand marks an xcc-syncer that printed its usage.

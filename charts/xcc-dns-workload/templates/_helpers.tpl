@@ -40,34 +40,33 @@ make push uses).
 {{- printf "%s:%s" $repo (default $root.Chart.AppVersion (default $root.Values.image.tag $img.tag)) -}}
 {{- end -}}
 
-{{/* The Corefile: the value, else the shipped copy of cmd/coredns/Corefile (which serves xcc.test)
-and, for reverseCIDRs, a server block of those CIDRs importing its xcc-reverse snippet. */}}
+{{/*
+The top-level Corefile: files/Corefile (or the corefile value), then
+extraServerBlocks. Both import the guard file the pod's init container
+writes (`xcc-syncer corefile`): the zone, grants and reverse CIDRs are
+generated there, never spliced in here.
+*/}}
 {{- define "xcc-dns-workload.corefile" -}}
-{{- if .Values.corefile -}}
-{{- .Values.corefile -}}
-{{- else -}}
-{{- if ne .Values.domain "xcc.test" -}}
-{{- fail "domain is not xcc.test: the shipped Corefile serves xcc.test, so give a Corefile for your zone in the corefile value" -}}
-{{- end -}}
-{{- $corefile := .Files.Get "files/Corefile" -}}
-{{- with .Values.nameGrants -}}
-{{- $names := list -}}
-{{- range . -}}
-{{- $labels := splitList "." (trimSuffix (printf ".%s" $.Values.domain) .suffix) -}}
-{{- range $i, $_ := $labels -}}
-{{- $names = append $names (join "\\." (slice $labels $i)) -}}
-{{- end -}}
-{{- end -}}
-{{- $block := printf "    # Operator name grants (nameGrants): each suffix and the names\n    # between it and the zone are empty non-terminals (NODATA); the etcd\n    # plugin would answer them with every granted name below them.\n    template ANY ANY xcc.test {\n        match ^(%s)\\.xcc\\.test\\.$\n        rcode NOERROR\n        authority \"xcc.test. 5 IN SOA ns.dns.xcc.test. hostmaster.xcc.test. 1 7200 1800 86400 5\"\n        fallthrough\n    }\n\n    etcd xcc.test {" (join "|" (uniq $names)) -}}
-{{- $corefile = replace "    etcd xcc.test {" $block $corefile -}}
+{{- $corefile := default (.Files.Get "files/Corefile") .Values.corefile -}}
+{{- if not (and (contains "{$XCC_GUARD}" $corefile) (contains "import xcc-zone" $corefile)) -}}
+{{- fail "corefile must `import {$XCC_GUARD}` (the guard file: the zone's rewrites and templates, the reverse zones) and `import xcc-zone` in the zone's server block: without them any query could read the whole zone from etcd (see files/Corefile)" -}}
 {{- end -}}
 {{- $corefile -}}
-{{- with .Values.reverseCIDRs -}}
-{{- $keys := list -}}
-{{- range . -}}{{- $keys = append $keys (printf "%s:{$DNS_PORT}" .) -}}{{- end -}}
-{{- printf "\n# Reverse zones of the reverse CIDRs: PTR records only (the xcc-reverse snippet).\n%s {\n    import xcc-reverse\n}\n" (join " " $keys) -}}
+{{- with .Values.extraServerBlocks }}
+{{ printf "\n# extraServerBlocks\n%s" . }}
 {{- end -}}
 {{- end -}}
+
+{{/* The flags that say what the zone holds, the same for serve and for
+the init container that writes the guard from them. */}}
+{{- define "xcc-dns-workload.zoneArgs" -}}
+- --domain={{ .Values.domain }}
+{{- with .Values.reverseCIDRs }}
+- --reverse-cidrs={{ join "," . }}
+{{- end }}
+{{- with .Values.nameGrants }}
+- --name-grants={{ include "xcc-dns.nameGrants" . }}
+{{- end }}
 {{- end -}}
 
 {{/* Container security context: restricted Pod Security Standard. */}}
