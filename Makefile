@@ -10,6 +10,8 @@ SHELL := /bin/bash
 BIN            := $(CURDIR)/bin
 GO             ?= go
 GOTEST_FLAGS   ?= -count=1
+# How long make test fuzzes the DNS guard against the name grammar.
+FUZZ_TIME      ?= 20s
 
 # etcdctl's go.mod has replace directives, so it is pinned in tools/go.mod
 # and built from there; its version is read from that file.
@@ -69,9 +71,10 @@ tools: $(ETCDCTL) ## Build the pinned tools the unit and integration tests use.
 test: tools verify-generate charts-test unit images-test e2e ## Run every test: generated files current, unit, integration, chart, images and end-to-end.
 
 .PHONY: unit
-unit: tools ## Unit and integration tests of the main module (embedded etcd, in-process CoreDNS).
+unit: tools ## Unit and integration tests of the main module (embedded etcd, in-process CoreDNS), and FUZZ_TIME of fuzzing the DNS guard.
 	$(GO) vet ./...
 	ETCDCTL=$(ETCDCTL) $(GO) test $(GOTEST_FLAGS) ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzGuard$$' -fuzztime $(FUZZ_TIME) ./internal/guard
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint (pinned), of both modules.

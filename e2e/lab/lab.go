@@ -34,8 +34,8 @@ const (
 	// GatewayDNSCRDPath is the GatewayDNS CRD in the repository.
 	GatewayDNSCRDPath = "charts/xcc-dns-management/crds/connectivity.tanzu.vmware.com_gatewaydns.yaml"
 	// CorefileConfigMap is the workload chart's ConfigMap holding the
-	// Corefile of our DNS server (cmd/coredns/Corefile as the chart
-	// renders it, with the server block of its reverseCIDRs).
+	// Corefile of our DNS server (files/Corefile as the chart renders
+	// it; the reverse CIDRs' block is in the guard file it imports).
 	CorefileConfigMap = ReleaseName + "-corefile"
 	// ReverseCIDRs are the operator's reverse CIDRs in every workload
 	// cluster (the chart's reverseCIDRs, serve's and patch-corefile's

@@ -44,9 +44,9 @@ type Grants struct {
 //   - a namespace that is not a label, or is "any";
 //   - a suffix that is not a DNS name, is not strictly inside the zone,
 //     has a label "any", or would hold a name longer than a DNS name may be;
-//   - a suffix inside (or equal to) a reserved subtree, clusters.,
-//     gateways., names. or services. of the zone: those hold the names of
-//     every namespace already;
+//   - a suffix inside (or equal to) a reserved subtree (ReservedSubtree):
+//     clusters., gateways., names. or services. of the zone hold the names
+//     of every namespace already, dns. and ns. are the DNS server's own;
 //   - a suffix equal to or below another grant's suffix, of any namespace
 //     (the same one too): a granted name is one label below its suffix, so
 //     the other suffix would be a name, or lie below one, and the etcd
@@ -82,8 +82,7 @@ func ParseGrants(flag, domain string) (Grants, error) {
 		if slices.Contains(labels, wildcardLabel) {
 			return Grants{}, fmt.Errorf("name grant %q: suffix %q has the DNS server's wildcard label %q", item, suffix, wildcardLabel)
 		}
-		switch top := labels[len(labels)-1]; top {
-		case clustersLabel, gatewaysLabel, namesLabel, servicesLabel:
+		if top, reserved := ReservedSubtree(suffix, zone); reserved {
 			return Grants{}, fmt.Errorf("name grant %q: suffix %q lies in the reserved subtree %s.%s", item, suffix, top, zone)
 		}
 		// The longest label (63) and its dot must still fit in a name.
@@ -127,6 +126,20 @@ func (g Grants) Of(namespace string) []string {
 		}
 	}
 	return out
+}
+
+// ReservedSubtree reports whether name (canonical, inside zone) is the
+// zone's apex or lies in a subtree no grant may cover, and which: a
+// structured subtree (StructuredSubtrees), whose names the grammar lists,
+// or one the DNS server keeps for itself (ReservedLabels).
+func ReservedSubtree(name, zone string) (top string, reserved bool) {
+	zone = skydnsrecord.CanonicalName(zone)
+	if name == zone {
+		return "", true
+	}
+	labels := strings.Split(strings.TrimSuffix(name, "."+zone), ".")
+	top = labels[len(labels)-1]
+	return top, slices.Contains(StructuredSubtrees, top) || slices.Contains(ReservedLabels, top)
 }
 
 // owner returns the grant whose suffix is name's parent: name is exactly
@@ -190,6 +203,9 @@ func ParseNameHostname(hostname, namespace, domain string, grants Grants) (Hostn
 	label, _, _ := strings.Cut(name, ".")
 	if err := ValidateLabel(label); err != nil {
 		return Hostname{}, fmt.Errorf("hostname %q: %w", hostname, err)
+	}
+	if top, reserved := ReservedSubtree(name, domain); reserved && top != namesLabel {
+		return Hostname{}, fmt.Errorf("hostname %q: %w: it lies in the reserved subtree %s.%s", hostname, ErrNameRefused, top, skydnsrecord.CanonicalName(domain))
 	}
 	if gr, ok := grants.owner(name); ok {
 		if gr.Namespace != namespace {

@@ -27,6 +27,11 @@ func TestParseGrants(t *testing.T) {
 		{"a=x.a.clusters.xcc.test", "", "reserved"},
 		{"a=gateways.xcc.test", "", "reserved"},
 		{"a=services.xcc.test", "", "reserved"},
+		// The DNS server's own names: the etcd plugin keeps the zone's NS
+		// records at ns.dns.<zone>.
+		{"team=dns.xcc.test", "", "reserved"},
+		{"team=x.dns.xcc.test", "", "reserved"},
+		{"team=ns.xcc.test", "", "reserved"},
 		{"a=xcc.test", "", "not strictly inside"},
 		{"a=example.com", "", "not strictly inside"},
 		{"a=any.xcc.test", "", "wildcard"},
@@ -78,6 +83,10 @@ func TestNameHostname(t *testing.T) {
 		{"shop.xcc.test", "", true},
 		{"a.cart.shop.xcc.test", "", true},
 		{"a.web.dev-team.names.xcc.test", "", true},
+		// The DNS server's own names and the other structured subtrees.
+		{"ns.dns.xcc.test", "", true},
+		{"x.ns.xcc.test", "", true},
+		{"api.c.dev-team.clusters.xcc.test", "", true},
 		{"dev-team.names.xcc.test", "", true},
 		// Reserved subtrees, the apex, outside the zone.
 		{"api.a.dev-team.clusters.xcc.test", "", true},
