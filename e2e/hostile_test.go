@@ -165,3 +165,41 @@ func (h hostileSlice) slice() *discoveryv1.EndpointSlice {
 	}
 	return s
 }
+
+// testHostileQueries: any pod of a workload cluster may ask anything. A
+// query name with a '/' (the etcd plugin's path separator), a label any,
+// or of no published shape gets NXDOMAIN from cluster-b's cluster DNS,
+// with no record of the zone in the answer; SRV of a gateway name is
+// NODATA, never the keys of its records. The seed name still answers.
+func testHostileQueries(t *testing.T) {
+	server := clusterDNS(t)
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{
+		{"/." + lab.Zone, dns.TypeSRV},
+		{"/." + lab.Zone, dns.TypeA},
+		{`\047.` + lab.Zone, dns.TypeTXT},
+		{"x./." + lab.ClusterNamespace + ".gateways." + lab.Zone, dns.TypeA},
+		{"x.any.clusters." + lab.Zone, dns.TypeSRV},
+		{"www.api." + lab.ClusterA + "." + lab.ClusterNamespace + ".clusters." + lab.Zone, dns.TypeA},
+	} {
+		r, err := lab.Query(server, q.name, q.qtype)
+		if err != nil {
+			t.Errorf("%s %s: %v", q.name, dns.TypeToString[q.qtype], err)
+			continue
+		}
+		if r.Rcode != dns.RcodeNameError || len(r.Answer) > 0 {
+			t.Errorf("%s %s: %s, want NXDOMAIN and no answer", q.name, dns.TypeToString[q.qtype], lab.Summary(r))
+		}
+	}
+	gateway := "gateway." + lab.ClusterA + "." + lab.ClusterNamespace + ".clusters." + lab.Zone
+	r, err := lab.Query(server, gateway, dns.TypeSRV)
+	switch {
+	case err != nil:
+		t.Error(err)
+	case r.Rcode != dns.RcodeSuccess || len(r.Answer) > 0:
+		t.Errorf("SRV %s: %s, want NODATA", gateway, lab.Summary(r))
+	}
+	expect(t, server, lab.GatewayHost("kuard", lab.ClusterA), dns.TypeA, dns.RcodeSuccess, theLab.Gateways[lab.ClusterA].IPs...)
+}

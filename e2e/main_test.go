@@ -109,6 +109,7 @@ var suite = []struct {
 	{"ForwardBlockHoldsTheAddress", shared, testForwardBlockHoldsTheAddress},
 	{"KubeconfigInstructionsRefused", shared, testKubeconfigInstructionsRefused},
 	{"HostileSlices", shared, testHostileSlices},
+	{"HostileQueries", shared, testHostileQueries},
 	{"Headless", shared, testHeadless},
 	{"Names", shared, testNames},
 	{"ControllerFailover", shared, testControllerFailover},
