@@ -237,7 +237,8 @@ func (l Label) matches(text string) bool {
 	case LabelName:
 		return isNameLabel(text)
 	case LabelPort:
-		return strings.HasPrefix(text, "_") && isNameLabel(text[1:])
+		// "_any" is no wildcard to the etcd plugin: only "any" is.
+		return strings.HasPrefix(text, "_") && allOf(text[1:], wildcardBytes)
 	case LabelProto:
 		for _, p := range protoLabels {
 			if text == p {

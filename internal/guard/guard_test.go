@@ -111,7 +111,7 @@ var seeds = []string{
 	"shop.dev-team.names.xcc.test", "x.shop.dev-team.names.xcc.test",
 	"db.dev-team.services.xcc.test", "_all.db.dev-team.services.xcc.test", "cluster-a.db.dev-team.services.xcc.test",
 	"pg-0.cluster-a.db.dev-team.services.xcc.test", "_pg._tcp.db.dev-team.services.xcc.test", "_tcp.db.dev-team.services.xcc.test",
-	"_pg._tls.db.dev-team.services.xcc.test", "x.pg-0.cluster-a.db.dev-team.services.xcc.test",
+	"_pg._tls.db.dev-team.services.xcc.test", "x.pg-0.cluster-a.db.dev-team.services.xcc.test", "_any._tcp.db.dev-team.services.xcc.test",
 	"cart.shop.eu.xcc.test", "shop.eu.xcc.test", "eu.xcc.test", "x.cart.shop.eu.xcc.test", "db.eu.xcc.test",
 	"www.xcc.test", "a.www.xcc.test", "a.b.www.xcc.test", "dns.xcc.test", "ns.dns.xcc.test", "db.custom.xcc.test", "_acme.custom.xcc.test",
 	"/.xcc.test", `\047.xcc.test`, "x./.dev-team.gateways.xcc.test", "any.xcc.test", "a.any.b.xcc.test", `\*.clusters.xcc.test`,
