@@ -17,8 +17,16 @@ import (
 type Claims map[string][]string
 
 // AddressClaims holds the claims of every GatewayDNS the controller has
-// synced, so that two clusters claiming one address are found whichever
-// GatewayDNS, in whichever namespace, publishes each.
+// synced, so that two clusters of one namespace claiming one address are
+// found whichever GatewayDNS of it publishes each.
+//
+// Claims never meet across namespaces. A cluster's DNS holds only the
+// records of its own namespace's GatewayDNS, so serve's PTR for an address
+// is decided by that namespace's claims alone, and another tenant claiming
+// the same address changes nothing there. Comparing across namespaces would
+// only hand a tenant an oracle (which namespace and cluster hold an
+// address) and a lever (flipping another tenant's clusters to
+// AddressConflict).
 type AddressClaims struct {
 	mu   sync.Mutex
 	byGD map[string]Claims // GatewayDNS key -> its clusters' claims
@@ -62,12 +70,13 @@ func (a *AddressClaims) Get(gd string) Claims {
 }
 
 // Set records the claims of gd (nil: it is gone) and returns, by cluster
-// of gd, the other clusters claiming each of its addresses, and the other
-// GatewayDNS whose conflicts the change may have changed: those claiming
-// an address gd gained or lost.
+// of gd, the other clusters of gd's namespace claiming each of its
+// addresses, and the other GatewayDNS of that namespace whose conflicts the
+// change may have changed: those claiming an address gd gained or lost.
 func (a *AddressClaims) Set(gd string, now Claims) (shared map[string]map[string][]string, affected []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	namespace, _, _ := strings.Cut(gd, "/")
 	before := a.byGD[gd]
 	if now == nil {
 		delete(a.byGD, gd)
@@ -88,6 +97,9 @@ func (a *AddressClaims) Set(gd string, now Claims) (shared map[string]map[string
 	holders := map[string]map[string]bool{} // address -> cluster ids
 	seen := map[string]bool{}
 	for other, c := range a.byGD {
+		if ns, _, _ := strings.Cut(other, "/"); ns != namespace {
+			continue
+		}
 		for id, addrs := range c {
 			for _, addr := range addrs {
 				if holders[addr] == nil {
@@ -125,7 +137,8 @@ func (a *AddressClaims) Set(gd string, now Claims) (shared map[string]map[string
 }
 
 // MarkAddressConflicts reports, on the status entry of every cluster of
-// namespace in shared, the addresses other clusters claim too. A Published
+// namespace in shared, the addresses other clusters of the namespace claim
+// too, by cluster name. A Published
 // cluster becomes AddressConflict (still Ready: its names are published);
 // any other reason stays, with the note added to its message.
 func MarkAddressConflicts(clusters []v1alpha1.ClusterStatus, namespace string, shared map[string]map[string][]string) []v1alpha1.ClusterStatus {
@@ -137,7 +150,11 @@ func MarkAddressConflicts(clusters []v1alpha1.ClusterStatus, namespace string, s
 		}
 		var notes []string
 		for _, addr := range slices.Sorted(maps.Keys(byAddr)) {
-			notes = append(notes, fmt.Sprintf("%s also claimed by %s", addr, strings.Join(byAddr[addr], ", ")))
+			var names []string
+			for _, id := range byAddr[addr] {
+				names = append(names, strings.TrimPrefix(id, namespace+"/"))
+			}
+			notes = append(notes, fmt.Sprintf("%s also claimed by %s", addr, strings.Join(names, ", ")))
 		}
 		note := "address conflict: " + strings.Join(notes, "; ") + "; no PTR is published for a shared address"
 		if st.Reason == ReasonPublished {

@@ -10,9 +10,11 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 )
 
-// One address claimed by two clusters is found whichever GatewayDNS, in
-// whichever namespace, publishes each; the other GatewayDNS is named as
+// One address claimed by two clusters of a namespace is found whichever
+// GatewayDNS of it publishes each; the other GatewayDNS is named as
 // affected whenever the claim appears or goes, so it re-syncs its status.
+// A claim in another namespace is invisible both ways: no conflict, no
+// name, no re-sync.
 func TestAddressClaims(t *testing.T) {
 	a := NewAddressClaims()
 	steps := []struct {
@@ -24,16 +26,22 @@ func TestAddressClaims(t *testing.T) {
 	}{
 		{"first GatewayDNS alone", "team-a/gw", Claims{"team-a/c1": {"192.0.2.10", "192.0.2.11"}},
 			map[string]map[string][]string{}, nil},
-		{"a cluster of another namespace claims one of its addresses", "team-b/gw", Claims{"team-b/c9": {"192.0.2.11"}},
-			map[string]map[string][]string{"team-b/c9": {"192.0.2.11": {"team-a/c1"}}}, []string{"team-a/gw"}},
-		{"the first syncs again and sees the conflict; nothing else changed", "team-a/gw", Claims{"team-a/c1": {"192.0.2.10", "192.0.2.11"}},
-			map[string]map[string][]string{"team-a/c1": {"192.0.2.11": {"team-b/c9"}}}, nil},
+		{"a cluster of another namespace claims one of its addresses: nothing is said either way", "team-b/gw", Claims{"team-b/c9": {"192.0.2.11"}},
+			map[string]map[string][]string{}, nil},
+		{"the first syncs again and still sees nothing of the other namespace", "team-a/gw", Claims{"team-a/c1": {"192.0.2.10", "192.0.2.11"}},
+			map[string]map[string][]string{}, nil},
+		{"a cluster of the same namespace claims it", "team-a/gw4", Claims{"team-a/c9": {"192.0.2.11"}},
+			map[string]map[string][]string{"team-a/c9": {"192.0.2.11": {"team-a/c1"}}}, []string{"team-a/gw"}},
+		{"the first syncs again and sees the conflict", "team-a/gw", Claims{"team-a/c1": {"192.0.2.10", "192.0.2.11"}},
+			map[string]map[string][]string{"team-a/c1": {"192.0.2.11": {"team-a/c9"}}}, nil},
 		{"one cluster's gateway and api on one address is no conflict", "team-a/gw2", Claims{"team-a/c2": {"198.51.100.1"}},
 			map[string]map[string][]string{}, nil},
 		// The other GatewayDNS re-syncs (its claim's holders changed) and finds no conflict either.
 		{"the same cluster under two GatewayDNS (a name Conflict) is no address conflict", "team-a/gw3", Claims{"team-a/c2": {"198.51.100.1"}},
 			map[string]map[string][]string{}, []string{"team-a/gw2"}},
-		{"the claim moves away", "team-b/gw", Claims{"team-b/c9": {"192.0.2.99"}},
+		{"the other namespace's claim moves away: still nothing for team-a", "team-b/gw", Claims{"team-b/c9": {"192.0.2.99"}},
+			map[string]map[string][]string{}, nil},
+		{"the claim moves away", "team-a/gw4", Claims{"team-a/c9": {"192.0.2.99"}},
 			map[string]map[string][]string{}, []string{"team-a/gw"}},
 		{"a GatewayDNS that goes releases its claims", "team-a/gw", nil,
 			map[string]map[string][]string{}, nil},
@@ -75,15 +83,15 @@ func TestMarkAddressConflicts(t *testing.T) {
 		{Name: "c3", Reason: ReasonPublished, Ready: true},
 	}
 	shared := map[string]map[string][]string{
-		"ns/c1": {"192.0.2.10": {"other/x"}},
-		"ns/c2": {"192.0.2.20": {"ns/c9", "other/y"}},
+		"ns/c1": {"192.0.2.10": {"ns/x"}},
+		"ns/c2": {"192.0.2.20": {"ns/c9", "ns/y"}},
 	}
 	got := MarkAddressConflicts(in, "ns", shared)
 	want := []v1alpha1.ClusterStatus{
 		{Name: "c1", Reason: ReasonAddressConflict, Ready: true,
-			Message: "address conflict: 192.0.2.10 also claimed by other/x; no PTR is published for a shared address"},
+			Message: "address conflict: 192.0.2.10 also claimed by x; no PTR is published for a shared address"},
 		{Name: "c2", Reason: ReasonInvalidServiceRef,
-			Message: "spec.service: bad; address conflict: 192.0.2.20 also claimed by ns/c9, other/y; no PTR is published for a shared address"},
+			Message: "spec.service: bad; address conflict: 192.0.2.20 also claimed by c9, y; no PTR is published for a shared address"},
 		{Name: "c3", Reason: ReasonPublished, Ready: true},
 	}
 	if !equality.Semantic.DeepEqual(got, want) {
