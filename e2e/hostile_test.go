@@ -19,6 +19,8 @@ const (
 	annotationHostname   = "connectivity.tanzu.vmware.com/dns-hostname"
 	annotationGatewayRef = "connectivity.tanzu.vmware.com/gateway-dns-ref"
 	labelManagedBy       = "endpointslice.kubernetes.io/managed-by"
+	labelRecord          = "xcc-dns.io/record"
+	labelSourceCluster   = "xcc-dns.io/source-cluster"
 	managedByController  = "xcc-dns-controller"
 )
 

@@ -124,6 +124,7 @@ var suite = []struct {
 	{"BenchScale", bench, testBenchScale},
 
 	{"HeadlessDown", outage, testHeadlessDown},
+	{"HeadlessForgedRecovery", outage, testHeadlessForgedRecovery},
 	{"ManagementDown", outage, testManagementDown},
 	{"WorkloadAPIServerDown", outage, testWorkloadAPIServerDown},
 	{"ReplicasRestart", outage, testReplicasRestart},

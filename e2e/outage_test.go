@@ -8,12 +8,17 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
 )
@@ -277,5 +282,142 @@ func steady(t *testing.T, server, name string, want []string) {
 	r, err := lab.Query(server, name, dns.TypeA)
 	if err != nil || r.Rcode != dns.RcodeSuccess || !slices.Equal(lab.Values(r, dns.TypeA), slices.Sorted(slices.Values(want))) {
 		t.Fatalf("A %s @%s: want %v, got %s", name, server, want, summaryErr(r, err))
+	}
+}
+
+// testHeadlessForgedRecovery: what the controller keeps for a cluster it
+// cannot reach, across its own restart, comes from its state on the
+// management cluster and never from a target cluster. A headless export
+// of cluster-a and cluster-b, published to cluster-c too; cluster-a's
+// admin forges a managed slice in its own cluster as cluster-b's, with an
+// address of its choosing; cluster-b's API server stops and the
+// controller restarts. cluster-c keeps answering cluster-b's real pods
+// and never the forged address.
+func testHeadlessForgedRecovery(t *testing.T) {
+	requireDNS(t)
+	ctx := ctxFor(t)
+	mgmt := theLab.Management
+	a, b := theLab.Workload(lab.ClusterA), theLab.Workload(lab.ClusterB)
+	dnsC := theLab.DNS[lab.ClusterC].ClusterDNSAddr
+	const gd, forgedName, forged = "dev-team-db-forged", "forged-headless", "198.51.100.166"
+	podsA, podsB := []string{"198.51.100.141"}, []string{"198.51.100.151", "198.51.100.152"}
+	x := lab.HeadlessHost(gd)
+	stopped := false
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := deleteHeadlessExport(ctx, gd); err != nil {
+			t.Error(err)
+		}
+		if err := lab.DeleteEndpointSlice(ctx, a, lab.SliceNamespace, forgedName); err != nil {
+			t.Error(err)
+		}
+		for _, w := range []*lab.Cluster{a, b} {
+			if err := lab.DeleteHeadless(ctx, w); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := lab.LabelCluster(ctx, mgmt, lab.ClusterC, lab.SelectorLabel, ""); err != nil {
+			t.Error(err)
+		}
+	})
+	// Runs before the removals above (cleanups run last first).
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if theLab.Controller == nil {
+			if err := theLab.StartController(ctx); err != nil {
+				t.Errorf("start the controller again: %v", err)
+			}
+		}
+		if stopped {
+			if err := theLab.RestartCluster(ctx, b); err != nil {
+				t.Errorf("start cluster-b's API server again: %v", err)
+			}
+		}
+	})
+	if err := theLab.ApplyWalkthrough(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.LabelCluster(ctx, mgmt, lab.ClusterC, lab.SelectorLabel, lab.SelectorValue); err != nil {
+		t.Fatal(err)
+	}
+	for w, pods := range map[*lab.Cluster][]string{a: podsA, b: podsB} {
+		if err := lab.CreateHeadlessService(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := lab.SetHeadlessEndpoints(ctx, w, pods); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := lab.ApplyYAML(ctx, mgmt, lab.GatewayDNSGVR, headlessYAML(gd, lab.HeadlessNamespace+"/"+lab.HeadlessService, "All")); err != nil {
+		t.Fatal(err)
+	}
+	both := append(slices.Clone(podsA), podsB...)
+	expect(t, dnsC, x, dns.TypeA, dns.RcodeSuccess, both...)
+	expect(t, dnsC, "cluster-b."+x, dns.TypeA, dns.RcodeSuccess, podsB...)
+	waitPodsOf(t, gd, map[string]lab.HeadlessStatus{
+		lab.ClusterA: {Reason: "Published", Pods: 1, Healthy: true, Answered: true},
+		lab.ClusterB: {Reason: "Published", Pods: 2, Healthy: true, Answered: true},
+	})
+
+	// The forgery, as the controller would write cluster-b's slice.
+	ref := lab.ClusterNamespace + "/" + gd
+	forgery := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: forgedName, Namespace: lab.SliceNamespace,
+			Labels: map[string]string{labelManagedBy: managedByController, labelRecord: "headless", labelSourceCluster: lab.ClusterB,
+				discoveryv1.LabelServiceName: gd},
+			Annotations: map[string]string{annotationHostname: "cluster-b." + x, annotationGatewayRef: ref}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("pg"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(int32(5432))}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{forged}, Hostname: ptr.To("db-9"),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}}},
+	}
+	if err := lab.WriteEndpointSlice(ctx, a.Client, a.Name, forgery); err != nil {
+		t.Fatal(err)
+	}
+	b.Stop()
+	stopped = true
+	theLab.StopController()
+	t.Log("cluster-b's API server stopped; controller stopped, forged slice in cluster-a")
+	if err := theLab.StartController(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("controller started again")
+	waitPodsOf(t, gd, map[string]lab.HeadlessStatus{
+		lab.ClusterA: {Reason: "Published", Pods: 1, Healthy: true, Answered: true},
+		lab.ClusterB: {Reason: "ClusterUnreachable", Pods: 2, Healthy: true, Answered: true},
+	})
+	for end := time.Now().Add(3 * steadyFor); time.Now().Before(end); time.Sleep(pollInterval) {
+		steady(t, dnsC, x, both)
+		steady(t, dnsC, "cluster-b."+x, podsB)
+		r, err := lab.Query(dnsC, "db-9.cluster-b."+x, dns.TypeA)
+		if err != nil || slices.Contains(lab.Values(r, dns.TypeA), forged) {
+			t.Fatalf("cluster-c answers the forged pod: %s", summaryErr(r, err))
+		}
+	}
+}
+
+// waitPodsOf waits until the status of the headless export name reports
+// want for the clusters in want; others may say anything.
+func waitPodsOf(t *testing.T, name string, want map[string]lab.HeadlessStatus) {
+	t.Helper()
+	ctx := ctxFor(t)
+	deadline := time.Now().Add(answerTimeout)
+	for {
+		got, err := lab.GatewayDNSPods(ctx, theLab.Management, lab.ClusterNamespace, name)
+		for c := range got {
+			if _, ok := want[c]; !ok {
+				delete(got, c)
+			}
+		}
+		if err == nil && reflect.DeepEqual(got, want) {
+			t.Logf("status of %s: %+v", name, got)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status of %s: got %+v (%v), want %+v", name, got, err, want)
+		}
+		time.Sleep(pollInterval)
 	}
 }

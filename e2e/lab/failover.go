@@ -78,6 +78,7 @@ func (l *Lab) StartControllerReplica(ctx context.Context, name string) (*Control
 		r.args = []string{"controller",
 			"--kubeconfig", l.ControllerKubeconfig,
 			"--http-address", r.HTTP,
+			"--state-namespace", SliceNamespace,
 			"--leader-elect=true",
 			"--leader-election-namespace", SliceNamespace,
 			"--leader-election-id", LeaderElectionID,

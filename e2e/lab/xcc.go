@@ -80,6 +80,7 @@ func (l *Lab) startController(ctx context.Context) error {
 		p, err := startProcess(l.LogDir, "xcc-syncer-controller", nil, l.Bin("xcc-syncer"), "controller",
 			"--kubeconfig", l.ControllerKubeconfig,
 			"--http-address", l.ControllerHTTP,
+			"--state-namespace", SliceNamespace,
 			"--leader-elect=false", "--profiling")
 		l.Controller = p
 		return p, httpOK("http://" + l.ControllerHTTP + "/readyz"), err

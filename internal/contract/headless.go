@@ -332,6 +332,14 @@ func portsKey(ports []Port) string {
 	return hex.EncodeToString(sum[:])[:sliceNameHashChars]
 }
 
+// Recheck passes endpoints that were kept (in memory, or in the
+// controller's state across a restart) through the checks ReadyEndpoints
+// applies to a live cluster's slices, with today's allowed CIDRs and
+// domain: a kept endpoint is published only if a live one like it would be.
+func (h HeadlessEndpoints) Recheck(allowed cidr.List, domain string) HeadlessEndpoints {
+	return ReadyEndpoints(BuildHeadless(Source{Kind: KindHeadless}, h), allowed, domain)
+}
+
 // BuildHeadless returns the slices of a headless Service in one source
 // cluster (src.Kind KindHeadless, src.Hostname HeadlessHostname): one per
 // port set and address family, each endpoint one pod with its hostname,

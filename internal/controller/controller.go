@@ -39,6 +39,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/publish"
+	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
@@ -82,6 +83,9 @@ type Config struct {
 	// NameGrants are the operator's grants of names to namespaces
 	// (--name-grants), besides each namespace's <label>.<ns>.names.<zone>.
 	NameGrants contract.Grants
+	// State keeps the last endpoints of headless exports across a
+	// restart (state.ConfigMaps in production); nil keeps nothing.
+	State state.Headless
 }
 
 // Controller keeps the EndpointSlices of every GatewayDNS up to date.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -155,9 +156,15 @@ func TestControllerHeadless(t *testing.T) {
 	}
 }
 
+// stateNamespace is the controller's own namespace in the tests: where it
+// keeps state on the management cluster.
+const stateNamespace = "xcc-dns-system"
+
 // After a restart the controller has no memory of what a headless export
-// published; a cluster it cannot reach then keeps the pods a target
-// still holds, read back from there, rather than losing them everywhere.
+// published; a cluster it cannot reach then keeps the pods the
+// controller's state on the management cluster holds, rather than losing
+// them everywhere, and never what a target cluster holds: cluster-a's
+// admin forged a slice as cluster-b's, with an address of its choosing.
 func TestControllerHeadlessKeptOverRestart(t *testing.T) {
 	db := testfixture.GatewayDNS("db")
 	db.Spec.Service, db.Spec.ResolutionType = "databases/postgres", v1alpha1.ResolutionTypeHeadless
@@ -169,21 +176,25 @@ func TestControllerHeadlessKeptOverRestart(t *testing.T) {
 	if _, err := a.DiscoveryV1().EndpointSlices("databases").Create(context.Background(), postgresEndpoints([]string{"10.1.0.5"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// What the controller wrote before it restarted: cluster-b's pod.
+	pg := []contract.Port{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432}}
+	// The forgery: a managed slice in cluster-a, labelled as cluster-b's.
 	const x = "db.dev-team.services.xcc.test"
 	src := contract.Source{Namespace: "dev-team", GatewayDNS: "db", Cluster: "cluster-b", Kind: contract.KindHeadless, Hostname: x}
 	for _, s := range contract.BuildHeadless(src, contract.HeadlessEndpoints{Groups: []contract.HeadlessGroup{{
-		Ports: []contract.Port{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432}},
-		IPv4:  []contract.Endpoint{{Address: "10.2.0.5", Hostname: "db-0"}},
+		Ports: pg, IPv4: []contract.Endpoint{{Address: "10.66.0.66", Hostname: "db-9"}},
 	}}}) {
 		s.Namespace = DefaultSliceNamespace
 		if _, err := a.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// What the controller kept before it restarted: cluster-b's pod.
+	kept := savedState(t, "dev-team/db", map[string]contract.HeadlessEndpoints{
+		"cluster-b": {Groups: []contract.HeadlessGroup{{Ports: pg, IPv4: []contract.Endpoint{{Address: "10.2.0.5", Hostname: "db-0"}}}}},
+	})
 	// cluster-b has no kubeconfig Secret now: its state is unknown.
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kept},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, db)},
 		map[string]*fake.Clientset{"cluster-a": a})
 	e.eventuallyStatus("db", func(s v1alpha1.GatewayDNSStatus) bool {
@@ -191,6 +202,53 @@ func TestControllerHeadlessKeptOverRestart(t *testing.T) {
 	})
 	want := []string{x + " IPv4 10.1.0.5", x + " IPv4 10.2.0.5", "self dev-team cluster-a"}
 	if got := e.slicesOf("cluster-a", contract.KindHeadless, contract.KindSelf); !slices.Equal(got, want) {
-		t.Errorf("cluster-a holds %q, want %q", got, want)
+		t.Errorf("cluster-a holds %q, want %q (the kept pod, never the forged one)", got, want)
 	}
+	// The state now holds both clusters' pods; the GatewayDNS deleted, none.
+	if got := e.keptHeadless("dev-team/db"); !slices.Equal(got, []string{"cluster-a 10.1.0.5", "cluster-b 10.2.0.5"}) {
+		t.Errorf("state holds %q", got)
+	}
+	if err := e.dyn.Resource(v1alpha1.GatewayDNSResource).Namespace("dev-team").Delete(e.ctx, "db", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(e.keptHeadless("dev-team/db")) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("the state of a deleted GatewayDNS stays: %q", e.keptHeadless("dev-team/db"))
+	}
+}
+
+// savedState returns the ConfigMap state.ConfigMaps writes for key's eps.
+func savedState(t *testing.T, key string, eps map[string]contract.HeadlessEndpoints) *corev1.ConfigMap {
+	t.Helper()
+	kube := fake.NewClientset()
+	if err := (&state.ConfigMaps{Client: kube, Namespace: stateNamespace}).Save(context.Background(), key, eps); err != nil {
+		t.Fatal(err)
+	}
+	list, err := kube.CoreV1().ConfigMaps(stateNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("saved state: %v, %d ConfigMaps", err, len(list.Items))
+	}
+	return &list.Items[0]
+}
+
+// keptHeadless returns "<cluster> <address>" of every endpoint the
+// controller's state keeps for key.
+func (e *testEnv) keptHeadless(key string) []string {
+	e.t.Helper()
+	got, err := (&state.ConfigMaps{Client: e.mgmt, Namespace: stateNamespace}).Load(e.ctx, key)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for cluster, h := range got {
+		for _, g := range h.Groups {
+			for _, ep := range slices.Concat(g.IPv4, g.IPv6) {
+				out = append(out, cluster+" "+ep.Address)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

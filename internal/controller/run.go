@@ -31,6 +31,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/httpserver"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
@@ -82,6 +83,9 @@ type Options struct {
 	// to namespaces besides their <label>.<ns>.names.<zone>; checked at
 	// start (contract.ParseGrants).
 	NameGrants string
+	// StateNamespace is the management cluster namespace where the
+	// controller keeps its state (ConfigMaps); the controller's own.
+	StateNamespace string
 }
 
 // AddFlags registers the flags of `xcc-syncer controller` on fs, with o's
@@ -94,6 +98,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a coordination Lease so only one replica writes")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", DefaultLeaderElectionNamespaceFromPod(), "namespace of the leader election Lease")
+	fs.StringVar(&o.StateNamespace, "state-namespace", DefaultLeaderElectionNamespaceFromPod(), "management cluster namespace where the controller keeps the last endpoints of headless exports across restarts (ConfigMaps); its own namespace, where no tenant writes")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "name of the leader election Lease")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, "how long a standby waits, after it last saw the Lease renewed, before it takes the Lease")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", DefaultRenewDeadline, "how long the leader tries to renew the Lease before it gives up and exits; less than the lease duration")
@@ -193,6 +198,7 @@ func Run(ctx context.Context, o Options) error {
 			Kube: kube, Dynamic: dyn, ClusterResource: clusterGVR, NewClient: newClient,
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
 			Metrics: metrics, Recorder: recorder, NameGrants: grants,
+			State: &state.ConfigMaps{Client: kube, Namespace: o.StateNamespace},
 		})
 		readyCh := make(chan struct{})
 		go func() {

@@ -78,15 +78,19 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless {
-		// What a kept cluster last published, after a restart.
-		c.recoverHeadless(ctx, key, src)
-	}
+	// What a kept cluster last published, after a restart.
+	stateKnown := gd.Spec.ResolutionType != v1alpha1.ResolutionTypeHeadless || c.recoverHeadless(ctx, key, src)
 	// Desired: the slices to publish and a status entry per cluster.
 	want := desired.Compute(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, src.clusters)
 	claimed := desired.AddNames(&want, gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.NameGrants, src.clusters, c.nameOwners(gd))
 	c.recordNames(gd, claimed)
 	c.headless.set(key, want.Headless)
+	var stateErr error
+	if stateKnown {
+		stateErr = c.saveHeadless(ctx, key, want.Headless)
+	} else {
+		stateErr = fmt.Errorf("read the kept headless endpoints of %s: not yet", key)
+	}
 	want.Clusters = c.markAddressConflicts(key, gd.Namespace, want)
 	// Plan and apply: every target brought to the desired slices.
 	res := c.publisher.Publish(ctx, key, want, src.targets)
@@ -115,7 +119,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	if len(res.Errs) > 0 {
 		return fmt.Errorf("write EndpointSlices of %s: %d target cluster(s) failed", key, len(res.Errs))
 	}
-	return selfErr
+	return errors.Join(selfErr, stateErr)
 }
 
 // written returns the targets whose writes of this sync went through
@@ -353,14 +357,14 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) remova
 	delete(c.pending, key)
 	c.pendingMu.Unlock()
 	c.reasons.forget(key)
-	c.headless.set(key, nil)
 	c.nameReasons.forget(key)
 	if c.names.set(key, nil) {
 		c.requeueNamesOf(namespace, name)
 	}
-	c.headless.mu.Lock()
-	delete(c.headless.recovered, key)
-	c.headless.mu.Unlock()
+	c.headless.set(key, nil)
+	if err := c.saveHeadless(ctx, key, nil); err != nil {
+		return removal{listErr: err}
+	}
 	_, affected := c.claims.Set(key, nil)
 	for _, other := range affected {
 		c.queue.Add(other)
@@ -413,6 +417,7 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) remova
 	}
 	// Clean: what is still running (to Clusters being deleted) stops.
 	c.publisher.Forget(key)
+	c.headless.forget(key)
 	c.workloads.Release(key, nil)
 	return rm
 }

@@ -245,7 +245,7 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 			st.Reason, st.Message = c.AccessReason, c.AccessMessage+"; last published addresses kept"
 			out.Keep[c.Name] = true
 			if isHeadless {
-				keptHeadless(&st, c, last[c.Name], headless)
+				keptHeadless(&st, c, last[c.Name], allowed, domain, headless)
 				break
 			}
 			keptGateways(&st, c, last[c.Name])
@@ -254,7 +254,7 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 			st.Message = fmt.Sprintf("Service %s/%s not listed yet (cluster unreachable or connecting); last published addresses kept", svcNS, svcName)
 			out.Keep[c.Name] = true
 			if isHeadless {
-				keptHeadless(&st, c, last[c.Name], headless)
+				keptHeadless(&st, c, last[c.Name], allowed, domain, headless)
 				break
 			}
 			keptGateways(&st, c, last[c.Name])

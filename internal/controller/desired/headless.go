@@ -26,7 +26,7 @@ func computeHeadless(st *v1alpha1.ClusterStatus, c Input, svc string, last v1alp
 		st.Message = fmt.Sprintf("EndpointSlices of Service %s not listed yet (cluster unreachable or connecting, or the kubeconfig lacks list and watch on EndpointSlices in %s); last published endpoints kept",
 			svc, c.Service.Namespace)
 		keep[c.Name] = true
-		keptHeadless(st, c, last, publish)
+		keptHeadless(st, c, last, allowed, domain, publish)
 		return
 	}
 	eps := contract.ReadyEndpoints(c.Endpoints, allowed, domain)
@@ -40,7 +40,7 @@ func computeHeadless(st *v1alpha1.ClusterStatus, c Input, svc string, last v1alp
 			st.Message = fmt.Sprintf("Service %s has %d ready endpoints of one port set and address family, more than %d; last published endpoints kept",
 				svc, n, contract.MaxAddressesPerSlice)
 			keep[c.Name] = true
-			keptHeadless(st, c, last, publish)
+			keptHeadless(st, c, last, allowed, domain, publish)
 			return
 		}
 	}
@@ -76,9 +76,12 @@ func (c Input) headlessHealth(pods int, svc string) health {
 // keptHeadless fills the status entry of a cluster whose endpoints are
 // unknown or refused and publishes again what the last sync did, with
 // the last health, which only the Cluster's own conditions can still take
-// away (as keptGateways). Without a last sync (the controller restarted)
-// nothing is published for the cluster in this generation.
-func keptHeadless(st *v1alpha1.ClusterStatus, c Input, last v1alpha1.ClusterStatus, publish func(string, contract.HeadlessEndpoints, health)) {
+// away (as keptGateways). The kept endpoints pass the checks of live ones
+// again (contract.HeadlessEndpoints.Recheck). Without a last sync (the
+// controller restarted and kept nothing for the cluster) nothing is
+// published for the cluster in this generation.
+func keptHeadless(st *v1alpha1.ClusterStatus, c Input, last v1alpha1.ClusterStatus, allowed cidr.List, domain string,
+	publish func(string, contract.HeadlessEndpoints, health)) {
 	st.Healthy, st.HealthReason = last.Healthy, last.HealthReason
 	if c.Unavailable != "" {
 		st.Healthy, st.HealthReason = false, v1alpha1.HealthReasonClusterNotAvailable
@@ -89,9 +92,10 @@ func keptHeadless(st *v1alpha1.ClusterStatus, c Input, last v1alpha1.ClusterStat
 		st.Pods = last.Pods
 		return
 	}
-	st.Pods = int32(c.LastHeadless.Len())
+	eps := c.LastHeadless.Recheck(allowed, domain)
+	st.Pods = int32(eps.Len())
 	if st.Pods == 0 {
 		st.Healthy = false
 	}
-	publish(c.Name, *c.LastHeadless, health{healthy: st.Healthy, reason: st.HealthReason})
+	publish(c.Name, eps, health{healthy: st.Healthy, reason: st.HealthReason})
 }

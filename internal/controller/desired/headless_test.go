@@ -208,6 +208,17 @@ func TestComputeHeadless(t *testing.T) {
 			status:   map[string]string{"cluster-a": "KubeconfigMissing 1 Healthy"},
 		},
 		{
+			name:    "kept pods pass the checks of live ones: outside the allowed CIDRs or with a bad hostname they go",
+			allowed: "10.1.0.0/16",
+			last:    []v1alpha1.ClusterStatus{{Name: "cluster-a", Healthy: true, HealthReason: "Healthy"}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, LastHeadless: &contract.HeadlessEndpoints{Groups: []contract.HeadlessGroup{{
+				Ports: []contract.Port{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432}},
+				IPv4:  []contract.Endpoint{{Address: "10.1.0.5", Hostname: "db-0"}, {Address: "10.9.0.5", Hostname: "db-1"}, {Address: "10.1.0.7", Hostname: "a/b"}},
+			}}}}},
+			want:   []string{row("cluster-a", "db-0", "10.1.0.5")},
+			status: map[string]string{"cluster-a": "ClusterUnreachable 1 Healthy"},
+		},
+		{
 			name: "EndpointSlices not listed: the last pods stay",
 			last: []v1alpha1.ClusterStatus{{Name: "cluster-a", Healthy: true, HealthReason: "Healthy"}},
 			clusters: []Input{with(headlessIn("cluster-a"), func(i *Input) {
