@@ -43,7 +43,6 @@ const (
 	requestTimeout = 10 * time.Second
 )
 
-
 // Headless is where the last endpoints of headless exports are kept, by
 // GatewayDNS key ("<namespace>/<name>") and then source cluster.
 type Headless interface {
