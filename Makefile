@@ -96,14 +96,18 @@ $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/controller-gen $@ && ln -sf $(notdir $@) $(BIN)/controller-gen
 
+# The flag tables of these READMEs are written from the flag sets.
+FLAG_DOCS      := README.md internal/controller/README.md
+
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate the GatewayDNS deepcopy and CRD YAML from internal/api.
+generate: $(CONTROLLER_GEN) ## Regenerate the GatewayDNS deepcopy and CRD YAML from internal/api, and the READMEs' flag tables from the flags.
 	$(CONTROLLER_GEN) object paths=./$(API_DIR)/...
 	$(CONTROLLER_GEN) crd paths=./$(API_DIR)/... output:crd:artifacts:config=$(CRD_DIR)
+	$(GO) run ./internal/flagdoc/generate
 
 .PHONY: verify-generate
-verify-generate: generate ## Fail when the generated deepcopy or CRD YAML is not current.
-	@git diff --exit-code -- $(API_DIR) $(CRD_DIR) || { echo "generated files are stale: run make generate and commit"; exit 1; }
+verify-generate: generate ## Fail when the generated deepcopy, CRD YAML or flag tables are not current.
+	@git diff --exit-code -- $(API_DIR) $(CRD_DIR) $(FLAG_DOCS) || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(git ls-files --others --exclude-standard -- $(API_DIR) $(CRD_DIR))" || { git ls-files --others --exclude-standard -- $(API_DIR) $(CRD_DIR); echo "generated files not committed"; exit 1; }
 
 # --- Helm charts: lint and golden `helm template` output (charts/testdata) ---

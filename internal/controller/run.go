@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -65,7 +66,7 @@ type Options struct {
 	AllowedCIDRs            cidr.List // gateway and control-plane addresses must lie in one; empty: any
 	HTTPAddress             string
 	LeaderElect             bool
-	LeaderElectionNamespace string // empty: the pod's namespace, else DefaultLeaderElectionNamespace
+	LeaderElectionNamespace string // empty: OwnNamespace
 	LeaderElectionID        string
 	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
 	// election (see TakeoverBound).
@@ -84,7 +85,7 @@ type Options struct {
 	// start (contract.ParseGrants).
 	NameGrants string
 	// StateNamespace is the management cluster namespace where the
-	// controller keeps its state (ConfigMaps); the controller's own.
+	// controller keeps its state (ConfigMaps); empty: OwnNamespace.
 	StateNamespace string
 }
 
@@ -92,22 +93,22 @@ type Options struct {
 // fields as their targets.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; empty: in-cluster config")
-	fs.StringVar(&o.SliceNamespace, "slice-namespace", DefaultSliceNamespace, "namespace in each workload cluster that receives EndpointSlices (its presence opts the cluster in)")
+	fs.StringVar(&o.SliceNamespace, "slice-namespace", DefaultSliceNamespace, "namespace in each workload cluster that receives EndpointSlices; its presence opts the cluster in")
 	fs.StringVar(&o.Domain, "domain", DefaultDomain, "DNS zone of the published names")
-	fs.Var(&o.AllowedCIDRs, "allowed-cidrs", "comma-separated CIDRs that gateway and control-plane addresses must lie in (e.g. 192.0.2.0/24,2001:db8::/32); empty: any")
-	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress)
+	fs.Var(&o.AllowedCIDRs, "allowed-cidrs", "comma-separated CIDRs that gateway and control-plane addresses must lie in (e.g. 192.0.2.0/24,2001:db8::/32); a CIDR with host bits set is refused at start; empty: any")
+	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress, "once the management caches have synced, or while this replica stands by")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a coordination Lease so only one replica writes")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", DefaultLeaderElectionNamespaceFromPod(), "namespace of the leader election Lease")
-	fs.StringVar(&o.StateNamespace, "state-namespace", DefaultLeaderElectionNamespaceFromPod(), "management cluster namespace where the controller keeps the last endpoints of headless exports across restarts (ConfigMaps); its own namespace, where no tenant writes")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease; empty: the controller's own (POD_NAMESPACE or the service account file, else "+DefaultLeaderElectionNamespace+")")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "name of the leader election Lease")
-	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, "how long a standby waits, after it last saw the Lease renewed, before it takes the Lease")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, "how long a standby waits, after it last saw the Lease renewed, before it takes the Lease; after the leader dies a standby leads within lease duration + 2 x 2.2 x retry period (docs/reliability.md)")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", DefaultRenewDeadline, "how long the leader tries to renew the Lease before it gives up and exits; less than the lease duration")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "how often the leader renews and a standby tries to take the Lease (a standby's tries are stretched by up to 2.2 times)")
-	fs.DurationVar(&o.Resync, "resync-period", DefaultResync, "how often every GatewayDNS is synced again, repairing drift in workload clusters")
+	fs.StringVar(&o.StateNamespace, "state-namespace", "", "management cluster namespace where the controller keeps the last endpoints of each headless export (a ConfigMap xcc-dns-headless-<hash> per GatewayDNS, labelled xcc-dns.io/state=headless), so that a cluster unreachable across a restart keeps its pods in the other clusters; no tenant may write there; empty: the controller's own, as --leader-election-namespace")
+	fs.DurationVar(&o.Resync, "resync-period", DefaultResync, "how often every GatewayDNS is synced again; a target last listed more than half of this ago is listed again, repairing drift in workload clusters")
 	fs.IntVar(&o.Workers, "workers", DefaultWorkers, "GatewayDNS synced concurrently")
-	fs.StringVar(&o.NameGrants, "name-grants", "", "semicolon-separated <namespace>=<suffix> grants: a GatewayDNS of <namespace> may publish, with the fqdn annotation, names one label below <suffix> besides <label>.<namespace>.names.<domain> (e.g. shop=shop.xcc.test); empty: none")
+	fs.StringVar(&o.NameGrants, "name-grants", "", "semicolon-separated <namespace>=<suffix> grants: a GatewayDNS of <namespace> may publish, with the fqdn annotation, names exactly one label below <suffix> besides <label>.<namespace>.names.<domain> (e.g. shop=shop.xcc.test); serve needs the same value. Refused at start: a suffix outside or equal to the zone, inside clusters., gateways., names., services., dns. or ns., or equal to or below another grant's; empty: none")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-address")
-	fs.Func("allow-kubeconfig-exec", "comma-separated exec credential plugin commands a <cluster>-kubeconfig Secret may run, matched exactly (e.g. aws,gke-gcloud-auth-plugin); default none", func(v string) error {
+	fs.Func("allow-kubeconfig-exec", "comma-separated exec credential plugin commands a <cluster>-kubeconfig Secret may run in the controller, matched exactly against exec.command (aws allows aws on the controller's PATH, not /tmp/aws; e.g. aws,gke-gcloud-auth-plugin). The Secret's author still chooses the arguments and environment: list only commands that cannot be made to run or read something else; empty: none", func(v string) error {
 		for _, name := range strings.Split(v, ",") {
 			if name = strings.TrimSpace(name); name != "" {
 				o.AllowKubeconfigExec = append(o.AllowKubeconfigExec, name)
@@ -117,9 +118,10 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	})
 }
 
-// DefaultLeaderElectionNamespaceFromPod is the pod's namespace when running
-// in a cluster (POD_NAMESPACE or the service account file), else the default.
-func DefaultLeaderElectionNamespaceFromPod() string {
+// OwnNamespace is the controller's own namespace: the pod's when running
+// in a cluster (POD_NAMESPACE or the service account file), else
+// DefaultLeaderElectionNamespace.
+func OwnNamespace() string {
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		return ns
 	}
@@ -133,6 +135,8 @@ func DefaultLeaderElectionNamespaceFromPod() string {
 // controller only while this replica holds the lease.
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
+	o.LeaderElectionNamespace = cmp.Or(o.LeaderElectionNamespace, OwnNamespace())
+	o.StateNamespace = cmp.Or(o.StateNamespace, OwnNamespace())
 	grants, err := contract.ParseGrants(o.NameGrants, o.Domain)
 	if err != nil {
 		return fmt.Errorf("--name-grants: %w", err)

@@ -45,9 +45,9 @@ func TestDiscoverClusterResource(t *testing.T) {
 	}
 }
 
-func TestLeaderElectionNamespaceFromPod(t *testing.T) {
+func TestOwnNamespace(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "xcc-system")
-	if got := DefaultLeaderElectionNamespaceFromPod(); got != "xcc-system" {
+	if got := OwnNamespace(); got != "xcc-system" {
 		t.Errorf("got %q, want the pod's namespace", got)
 	}
 }

@@ -13,6 +13,6 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "etcd-data-dir", DefaultDataDir, "data directory of the embedded etcd (on a volume, so records survive restarts)")
 	fs.StringVar(&c.ClientURL, "etcd-client-url", DefaultClientURL, "client URL of the embedded etcd; keep it on 127.0.0.1 so only the pod can write")
 	fs.StringVar(&c.PeerURL, "etcd-peer-url", DefaultPeerURL, "peer URL of the embedded etcd")
-	fs.StringVar(&c.InitialCluster, "etcd-initial-cluster", "", "name=peerURL,... of every replica when several form one etcd cluster")
-	fs.Int64Var(&c.QuotaBytes, "etcd-quota-bytes", DefaultQuotaBytes, "backend quota of the embedded etcd")
+	fs.StringVar(&c.InitialCluster, "etcd-initial-cluster", "", "name=peerURL,... of every member when several form one etcd cluster; the chart's replicas do not (each has its own single-member etcd)")
+	fs.Int64Var(&c.QuotaBytes, "etcd-quota-bytes", DefaultQuotaBytes, "backend quota of the embedded etcd, in bytes")
 }

@@ -10,18 +10,18 @@ import (
 // AddFlags registers the flags of `xcc-syncer serve` on fs, with o's
 // fields as their targets.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this cluster; empty: in-cluster config")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this workload cluster; empty: in-cluster config")
 	fs.StringVar(&o.Namespace, "namespace", DefaultNamespace, "namespace whose EndpointSlices describe the records")
-	fs.StringVar(&o.Domain, "domain", skydnsrecord.DefaultDomain, "DNS zone the records live in")
-	fs.StringVar(&o.NameGrants, "name-grants", "", "semicolon-separated <namespace>=<suffix> grants: slices of <namespace> may publish names one label below <suffix> besides <label>.<namespace>.names.<domain>; the same value as the controller's; empty: none")
-	fs.Var(&o.ReverseCIDRs, "reverse-cidrs", "comma-separated CIDRs whose addresses get PTR records pointing at the gateway or api name that has them (e.g. 192.0.2.0/24,2001:db8::/32); empty: none")
-	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress)
+	fs.StringVar(&o.Domain, "domain", skydnsrecord.DefaultDomain, "DNS zone the records live in; hostnames outside it are refused")
+	fs.StringVar(&o.NameGrants, "name-grants", "", "semicolon-separated <namespace>=<suffix> grants: slices of <namespace> may publish names one label below <suffix> besides <label>.<namespace>.names.<domain>; the same value as the controller's, checked again here (the chart's nameGrants sets both, and the guard of xcc-syncer corefile for each suffix); empty: none")
+	fs.Var(&o.ReverseCIDRs, "reverse-cidrs", "comma-separated CIDRs whose addresses get PTR records pointing at the gateway or api name that has them (e.g. 192.0.2.0/24,2001:db8::/32): the load-balancer and control-plane ranges the operator allocates, never pod or Service ranges; xcc-syncer corefile takes the same flag and writes the reverse zones' server block (the chart's reverseCIDRs sets both); empty: none")
+	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress, "once etcd answers and the first reconcile is done, or etcd held records on disk at start: a replica restarted while its API server is unreachable answers what it had, and /readyz says so")
 	fs.DurationVar(&o.ReconcilePeriod, "reconcile-period", DefaultReconcilePeriod, "how often every record is read back from etcd and repaired")
-	fs.IntVar(&o.MaxRecords, "max-records", DefaultMaxRecords, "most records all EndpointSlices together may publish; a slice that would exceed it is refused")
+	fs.IntVar(&o.MaxRecords, "max-records", DefaultMaxRecords, "most records all EndpointSlices together may publish; a slice that would exceed it is refused (the oldest slices keep their place)")
 	fs.StringVar(&o.EtcdEndpoints, "etcd-endpoints", "", "comma-separated client URLs of an existing etcd; set, no etcd is embedded")
-	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 0, "how long to go on serving (etcd up, /readyz not ready) after SIGTERM; longer than CoreDNS's lameduck")
-	fs.StringVar(&o.ClusterDNSConfigMap, "cluster-dns-configmap", "", "namespace/name of the cluster DNS ConfigMap whose forward block to keep (with --cluster-dns-service)")
-	fs.StringVar(&o.ClusterDNSService, "cluster-dns-service", "", "namespace/name of this Service: the block forwards to its ClusterIP while it exists and goes when it is deleted")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 0, "how long to go on serving (etcd up, /readyz 503 \"shutting down\") after SIGTERM; the chart sets 7s, beyond CoreDNS's 5 s lameduck")
+	fs.StringVar(&o.ClusterDNSConfigMap, "cluster-dns-configmap", "", "namespace/name of the cluster DNS ConfigMap (kube-system/coredns) whose forward block for the zone to keep, forwarding to the ClusterIP of --cluster-dns-service; both set, or neither (see internal/corefile/README.md)")
+	fs.StringVar(&o.ClusterDNSService, "cluster-dns-service", "", "namespace/name of this Service: the block forwards to its ClusterIP while it exists and goes when it is deleted (with --cluster-dns-configmap)")
 	fs.DurationVar(&o.ClusterDNSPeriod, "cluster-dns-period", DefaultClusterDNSPeriod, "how often the forward block is checked")
 	o.Etcd.AddFlags(fs)
 }
