@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
-	"github.com/xcc-dns/xcc-dns/internal/controller"
+	desiredpkg "github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture/dnsworld"
 )
@@ -33,12 +33,26 @@ func walkthroughGatewayDNS() *v1alpha1.GatewayDNS {
 	return testfixture.GatewayDNS("dev-team-gateway-dns")
 }
 
+// desiredSlices is the controller's pure desired state (desired.Compute):
+// the EndpointSlices gd publishes when every cluster of services is
+// selected, reachable and has the gateway Service given (nil: not found)
+// with a ready endpoint, with no control-plane host. The slices carry no
+// namespace; the controller writes them into its slice namespace.
+func desiredSlices(gd *v1alpha1.GatewayDNS, services map[string]*corev1.Service) []*discoveryv1.EndpointSlice {
+	var clusters []desiredpkg.Input
+	for name, svc := range services {
+		clusters = append(clusters, desiredpkg.Input{Name: name, Selected: true, ServiceSynced: true, Service: svc,
+			EndpointsSynced: true, ReadyEndpoints: 1})
+	}
+	return desiredpkg.Compute(gd, dnsworld.Zone, nil, clusters).Slices
+}
+
 // desired is what the controller would write into every workload cluster
 // for cluster-a's envoy Service with these load-balancer ingress entries.
 func desired(t *testing.T, ingress ...string) []*discoveryv1.EndpointSlice {
 	t.Helper()
 	svc := testfixture.LoadBalancerService("projectcontour", "envoy", ingress...)
-	out := controller.DesiredSlices(walkthroughGatewayDNS(), dnsworld.Zone, nil, map[string]*corev1.Service{cluster: svc})
+	out := desiredSlices(walkthroughGatewayDNS(), map[string]*corev1.Service{cluster: svc})
 	if len(out) == 0 {
 		t.Fatalf("the controller publishes nothing for ingress %v", ingress)
 	}
@@ -138,7 +152,7 @@ func TestLoadBalancerIngressToAnswer(t *testing.T) {
 	// The Service loses its ingress: the controller publishes no gateway
 	// slice, and the name is gone.
 	svc := testfixture.LoadBalancerService("projectcontour", "envoy")
-	if got := controller.DesiredSlices(walkthroughGatewayDNS(), dnsworld.Zone, nil, map[string]*corev1.Service{cluster: svc}); len(got) != 0 {
+	if got := desiredSlices(walkthroughGatewayDNS(), map[string]*corev1.Service{cluster: svc}); len(got) != 0 {
 		t.Fatalf("a Service without ingress publishes %d slices, want none", len(got))
 	}
 	publish(t, w, nil)
