@@ -134,7 +134,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(w, "  round %d  %s %-40s %8.0f q/s  avg %6.3f ms  p99 %6.3f ms  CPU µs/query: CoreDNS %5.1f etcd %5.1f\n",
+				fmt.Fprintf(w, "  round %d  %s %-52s %8.0f q/s  avg %6.3f ms  p99 %6.3f ms  CPU µs/query: CoreDNS %5.1f etcd %5.1f\n",
 					round+1, c.id, c.what, r.qps, ms(r.avg), ms(r.p99), r.corednsCPU, r.etcdCPU)
 				runs[c.id] = append(runs[c.id], r)
 			}
