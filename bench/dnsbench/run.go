@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
+	"github.com/xcc-dns/xcc-dns/internal/guard"
 	"github.com/xcc-dns/xcc-dns/internal/store"
 )
 
@@ -38,6 +40,13 @@ type options struct {
 	coredns          string
 	corefile         string
 	out              string
+	// hostile is the number of names of the hostile query rows (0: none);
+	// hostileServer the server they are asked of.
+	hostile       int
+	hostileServer string
+	// guardFile is the guard the shipped Corefile imports, written by run
+	// as `xcc-syncer corefile` writes it.
+	guardFile string
 }
 
 // row is one measured server at one size.
@@ -67,6 +76,16 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return fmt.Errorf("temporary directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	// The guard the shipped Corefile imports, generated from the name
+	// grammar for the zone as `xcc-syncer corefile --domain` writes it.
+	o.guardFile = filepath.Join(dir, "guard.conf")
+	var g bytes.Buffer
+	if err := guard.Write(&g, guard.Config{Zone: zone}); err != nil {
+		return fmt.Errorf("guard file: %w", err)
+	}
+	if err := writeFile(o.guardFile, g.String()); err != nil {
+		return err
+	}
 
 	etcd, cli, err := startEtcd(ctx, filepath.Join(dir, "etcd"))
 	if err != nil {
@@ -132,10 +151,47 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		}
 	}
 	report := table(rows) + "\n" + cost.String()
+	if o.hostile > 0 {
+		hostile, err := runHostile(ctx, o, dir, cfgs, st, etcd.Endpoints()[0], w)
+		if err != nil {
+			return err
+		}
+		report += "\n" + hostile
+	}
 	fmt.Fprintf(w, "\n%s", report)
 	path := filepath.Join(o.out, "dnsbench.txt")
 	header := fmt.Sprintf("%s\n%s\n\n", machine(), versions(o.coredns))
 	return writeFile(path, header+report)
+}
+
+// runHostile writes o.hostile gateways into etcd and measures the hostile
+// query names on server o.hostileServer; it returns their table.
+func runHostile(ctx context.Context, o options, dir string, cfgs []config, st *store.Store, etcdURL string, w io.Writer) (string, error) {
+	i := slices.IndexFunc(cfgs, func(c config) bool { return c.id == o.hostileServer })
+	if i < 0 {
+		return "", fmt.Errorf("-hostile-server %q: no such server", o.hostileServer)
+	}
+	d := newDataset(o.hostile, o.nxShare)
+	set, err := d.records()
+	if err != nil {
+		return "", err
+	}
+	start := time.Now()
+	res, err := st.Reconcile(ctx, set)
+	if err != nil {
+		return "", fmt.Errorf("write %d names: %w", o.hostile, err)
+	}
+	fmt.Fprintf(w, "\nhostile query names, server %s, %d names: %d records written to etcd in %s (%d puts, %d deletes)\n",
+		cfgs[i].id, o.hostile, len(set), time.Since(start).Round(time.Millisecond), res.Puts, res.Deletes)
+	zoneFile := filepath.Join(dir, fmt.Sprintf("zone-%d.db", o.hostile))
+	if err := writeFile(zoneFile, d.zoneFile()); err != nil {
+		return "", err
+	}
+	rows, err := measureHostile(ctx, o, dir, cfgs[i], d, etcdURL, zoneFile, w)
+	if err != nil {
+		return "", err
+	}
+	return hostileTable(rows, o.hostile, len(set), cfgs[i]), nil
 }
 
 // measure starts the server for c, checks its answers, warms it up and

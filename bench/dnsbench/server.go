@@ -34,18 +34,23 @@ type config struct {
 
 var (
 	// cacheBlock is a cache directive in the shipped Corefile, with its
-	// settings: the first is the xcc.test block's (the reverse zones'
-	// snippet, unused here, has one too).
+	// settings: the zone block's, which comes first (the reverse zones'
+	// block, in the guard file, has one too, and the `.` block a one-line
+	// `cache 30` this does not match).
 	cacheBlock = regexp.MustCompile(`(?m)^[ \t]*cache \{[^}]*\}\n`)
 	// metricsLine is where the profiling endpoint goes in.
 	metricsLine = regexp.MustCompile(`(?m)^([ \t]*)prometheus :\{\$METRICS_PORT\}\n`)
 )
 
+// zoneBlock starts the shipped Corefile's server block of the zone; its
+// name comes from the environment (XCC_ZONE), as in the chart.
+const zoneBlock = "{$XCC_ZONE}:{$DNS_PORT} {"
+
 // configs derives the three servers from the shipped Corefile text.
 func configs(shipped string) ([]config, error) {
-	zone, first := strings.Index(shipped, "xcc.test:"), cacheBlock.FindStringIndex(shipped)
+	zone, first := strings.Index(shipped, zoneBlock), cacheBlock.FindStringIndex(shipped)
 	if zone < 0 || first == nil || first[0] < zone {
-		return nil, errors.New("shipped Corefile: want a `cache { ... }` block in the xcc.test server block first")
+		return nil, errors.New("shipped Corefile: want a `cache { ... }` block in the " + zoneBlock + " server block first")
 	}
 	if !metricsLine.MatchString(shipped) {
 		return nil, errors.New("shipped Corefile: no `prometheus :{$METRICS_PORT}` line")
@@ -65,7 +70,7 @@ func configs(shipped string) ([]config, error) {
 }
 `
 	return []config{
-		{id: "a", what: "shipped Corefile (rewrite, cache, template, etcd)", corefile: withPprof},
+		{id: "a", what: "shipped Corefile (cache, guard, etcd)", corefile: withPprof},
 		{id: "b", what: "shipped Corefile without cache", corefile: withoutCache},
 		{id: "c", what: "baseline: file + the same cache, wildcard records", corefile: baseline},
 	}, nil
@@ -108,6 +113,10 @@ func startServer(ctx context.Context, o options, dir string, c config, etcdEndpo
 		"ETCD_ENDPOINT="+etcdEndpoint,
 		"UPSTREAM="+upstreamUnused,
 		"ZONE_FILE="+zoneFile,
+		// The shipped Corefile's zone and the guard file it imports,
+		// which `xcc-syncer corefile` writes in the chart.
+		"XCC_ZONE="+zone,
+		"XCC_GUARD="+o.guardFile,
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -267,8 +276,12 @@ func (s *server) check(d dataset) error {
 }
 
 func ask(addr, name string) (*dns.Msg, error) {
+	return askType(addr, name, dns.TypeA)
+}
+
+func askType(addr, name string, qtype uint16) (*dns.Msg, error) {
 	m := new(dns.Msg)
-	m.SetQuestion(name, dns.TypeA)
+	m.SetQuestion(name, qtype)
 	c := &dns.Client{Timeout: queryTimeout}
 	r, _, err := c.Exchange(m, addr)
 	if err != nil {
