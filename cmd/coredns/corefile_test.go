@@ -553,26 +553,6 @@ func rangeRequests(t testing.TB) float64 {
 	return 0
 }
 
-// settle waits until etcd has served no Range request for quietFor: serve
-// still reads while it syncs the slices it was started with, and the
-// counter is the whole process's.
-func settle(t testing.TB) {
-	t.Helper()
-	const quietFor = 200 * time.Millisecond
-	deadline := time.Now().Add(waitFor)
-	for last := rangeRequests(t); ; {
-		time.Sleep(quietFor)
-		n := rangeRequests(t)
-		if n == last {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("etcd kept serving Range requests")
-		}
-		last = n
-	}
-}
-
 // Without reverse CIDRs (the chart's default) the guard file has no
 // reverse server block: the zone is served and no reverse name at all,
 // not even the PTRs put into etcd by hand.
