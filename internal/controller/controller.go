@@ -82,6 +82,9 @@ type Config struct {
 	// NameGrants are the operator's grants of names to namespaces
 	// (--name-grants), besides each namespace's <label>.<ns>.names.<zone>.
 	NameGrants contract.Grants
+	// Limits bound what one GatewayDNS publishes of its clusters'
+	// Services; zero fields are the defaults.
+	Limits desired.Limits
 }
 
 // Controller keeps the EndpointSlices of every GatewayDNS up to date.

@@ -31,6 +31,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/httpserver"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
@@ -82,6 +83,9 @@ type Options struct {
 	// to namespaces besides their <label>.<ns>.names.<zone>; checked at
 	// start (contract.ParseGrants).
 	NameGrants string
+	// Limits bound what one GatewayDNS publishes of its clusters'
+	// Services (--max-names-per-cluster, ...); each must be positive.
+	Limits desired.Limits
 }
 
 // AddFlags registers the flags of `xcc-syncer controller` on fs, with o's
@@ -101,6 +105,14 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Resync, "resync-period", DefaultResync, "how often every GatewayDNS is synced again, repairing drift in workload clusters")
 	fs.IntVar(&o.Workers, "workers", DefaultWorkers, "GatewayDNS synced concurrently")
 	fs.StringVar(&o.NameGrants, "name-grants", "", "semicolon-separated <namespace>=<suffix> grants: a GatewayDNS of <namespace> may publish, with the fqdn annotation, names one label below <suffix> besides <label>.<namespace>.names.<domain> (e.g. shop=shop.xcc.test); empty: none")
+	fs.IntVar(&o.Limits.NamesPerCluster, desired.FlagMaxNamesPerCluster, desired.DefaultMaxNamesPerCluster,
+		"most names (fqdn annotation) the Services of one source cluster publish for one GatewayDNS; the first ones by name are kept")
+	fs.IntVar(&o.Limits.NamesPerGatewayDNS, desired.FlagMaxNamesPerGatewayDNS, desired.DefaultMaxNamesPerGatewayDNS,
+		"most names (fqdn annotation) one GatewayDNS publishes from all its clusters; each cluster's names are kept in turn")
+	fs.IntVar(&o.Limits.HeadlessEndpointsPerCluster, desired.FlagMaxHeadlessEndpointsPerCluster, desired.DefaultMaxHeadlessEndpointsPerCluster,
+		"most endpoints a headless export publishes from one source cluster")
+	fs.IntVar(&o.Limits.HeadlessEndpointsPerGatewayDNS, desired.FlagMaxHeadlessEndpointsPerGatewayDNS, desired.DefaultMaxHeadlessEndpointsPerGatewayDNS,
+		"most endpoints a headless export publishes from all its clusters; each cluster keeps a fair share")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-address")
 	fs.Func("allow-kubeconfig-exec", "comma-separated exec credential plugin commands a <cluster>-kubeconfig Secret may run, matched exactly (e.g. aws,gke-gcloud-auth-plugin); default none", func(v string) error {
 		for _, name := range strings.Split(v, ",") {
@@ -131,6 +143,9 @@ func Run(ctx context.Context, o Options) error {
 	grants, err := contract.ParseGrants(o.NameGrants, o.Domain)
 	if err != nil {
 		return fmt.Errorf("--name-grants: %w", err)
+	}
+	if err := o.checkLimits(); err != nil {
+		return err
 	}
 	cfg, err := kubeclient.Config(o.Kubeconfig, "xcc-syncer-controller")
 	if err != nil {
@@ -192,7 +207,7 @@ func Run(ctx context.Context, o Options) error {
 		c := New(Config{
 			Kube: kube, Dynamic: dyn, ClusterResource: clusterGVR, NewClient: newClient,
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
-			Metrics: metrics, Recorder: recorder, NameGrants: grants,
+			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits,
 		})
 		readyCh := make(chan struct{})
 		go func() {
@@ -227,6 +242,22 @@ func Run(ctx context.Context, o Options) error {
 		return runController(ctx)
 	})
 	return firstError(err, srvErr)
+}
+
+// checkLimits refuses a limit that is not positive: a limit of 0 would
+// publish nothing, and the flags have no "unlimited".
+func (o Options) checkLimits() error {
+	for flag, v := range map[string]int{
+		desired.FlagMaxNamesPerCluster:                o.Limits.NamesPerCluster,
+		desired.FlagMaxNamesPerGatewayDNS:             o.Limits.NamesPerGatewayDNS,
+		desired.FlagMaxHeadlessEndpointsPerCluster:    o.Limits.HeadlessEndpointsPerCluster,
+		desired.FlagMaxHeadlessEndpointsPerGatewayDNS: o.Limits.HeadlessEndpointsPerGatewayDNS,
+	} {
+		if v <= 0 {
+			return fmt.Errorf("--%s=%d: must be positive", flag, v)
+		}
+	}
+	return nil
 }
 
 func (o Options) leaseDuration() time.Duration {
