@@ -293,6 +293,29 @@ func TestManagementAllowedCIDRs(t *testing.T) {
 	}
 }
 
+// Each limit reaches the controller as its flag only when set: unset, the
+// controller's default holds (one place for the defaults).
+func TestManagementLimits(t *testing.T) {
+	flagOf := func(args ...string) string {
+		objs := objects(t, render(t, renderCase{chart: managementChart, args: append([]string{"-f", "testdata/management-values.yaml"}, args...)}))
+		got, _ := json(t, get(find(objs, "Deployment", releaseName+"-controller"), "spec", "template", "spec", "containers", 0, "args"))
+		return got
+	}
+	if args := flagOf(); strings.Contains(args, "--max-") {
+		t.Errorf("controller args %s: a limit flag without limits", args)
+	}
+	for value, want := range map[string]string{
+		"limits.namesPerCluster=7":                 `"--max-names-per-cluster=7"`,
+		"limits.namesPerGatewayDNS=8":              `"--max-names-per-gatewaydns=8"`,
+		"limits.headlessEndpointsPerCluster=9":     `"--max-headless-endpoints-per-cluster=9"`,
+		"limits.headlessEndpointsPerGatewayDNS=10": `"--max-headless-endpoints-per-gatewaydns=10"`,
+	} {
+		if args := flagOf("--set", value); !strings.Contains(args, want) {
+			t.Errorf("%s: controller args %s lack %s", value, args, want)
+		}
+	}
+}
+
 // zoneFlags returns the flags serve gets, the flags the init container
 // that writes the guard gets, and the DNS container's environment, as
 // JSON text.

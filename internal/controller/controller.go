@@ -86,6 +86,9 @@ type Config struct {
 	// State keeps the last endpoints of headless exports across a
 	// restart (state.ConfigMaps in production); nil keeps nothing.
 	State state.Headless
+	// Limits bound what one GatewayDNS publishes of its clusters'
+	// Services; zero fields are the defaults.
+	Limits desired.Limits
 }
 
 // Controller keeps the EndpointSlices of every GatewayDNS up to date.

@@ -32,6 +32,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/httpserver"
@@ -87,6 +88,9 @@ type Options struct {
 	// StateNamespace is the management cluster namespace where the
 	// controller keeps its state (ConfigMaps); empty: OwnNamespace.
 	StateNamespace string
+	// Limits bound what one GatewayDNS publishes of its clusters'
+	// Services (--max-names-per-cluster, ...); each must be positive.
+	Limits desired.Limits
 }
 
 // AddFlags registers the flags of `xcc-syncer controller` on fs, with o's
@@ -107,6 +111,14 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Resync, "resync-period", DefaultResync, "how often every GatewayDNS is synced again; a target last listed more than half of this ago is listed again, repairing drift in workload clusters")
 	fs.IntVar(&o.Workers, "workers", DefaultWorkers, "GatewayDNS synced concurrently")
 	fs.StringVar(&o.NameGrants, "name-grants", "", "semicolon-separated <namespace>=<suffix> grants: a GatewayDNS of <namespace> may publish, with the fqdn annotation, names exactly one label below <suffix> besides <label>.<namespace>.names.<domain> (e.g. shop=shop.xcc.test); serve needs the same value. Refused at start: a suffix outside or equal to the zone, inside clusters., gateways., names., services., dns. or ns., or equal to or below another grant's; empty: none")
+	fs.IntVar(&o.Limits.NamesPerCluster, desired.FlagMaxNamesPerCluster, desired.DefaultMaxNamesPerCluster,
+		"most names (fqdn annotation) the Services of one source cluster publish for one GatewayDNS; over it the first ones by name are published and the cluster is TooManyNames")
+	fs.IntVar(&o.Limits.NamesPerGatewayDNS, desired.FlagMaxNamesPerGatewayDNS, desired.DefaultMaxNamesPerGatewayDNS,
+		"most names (fqdn annotation) one GatewayDNS publishes from all its clusters; over it each cluster's names are taken in turn (a cluster claiming many cannot push out another's) and every cluster that lost one is TooManyNames")
+	fs.IntVar(&o.Limits.HeadlessEndpointsPerCluster, desired.FlagMaxHeadlessEndpointsPerCluster, desired.DefaultMaxHeadlessEndpointsPerCluster,
+		"most endpoints a headless export publishes from one source cluster; over it a fixed part (by address, in turn from each port set and family) is published and the cluster is TooManyEndpoints")
+	fs.IntVar(&o.Limits.HeadlessEndpointsPerGatewayDNS, desired.FlagMaxHeadlessEndpointsPerGatewayDNS, desired.DefaultMaxHeadlessEndpointsPerGatewayDNS,
+		"most endpoints a headless export publishes from all its clusters; over it each cluster keeps a max-min fair share (all of its endpoints when it has no more than an equal share) and the clusters cut are TooManyEndpoints")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-address")
 	fs.Func("allow-kubeconfig-exec", "comma-separated exec credential plugin commands a <cluster>-kubeconfig Secret may run in the controller, matched exactly against exec.command (aws allows aws on the controller's PATH, not /tmp/aws; e.g. aws,gke-gcloud-auth-plugin). The Secret's author still chooses the arguments and environment: list only commands that cannot be made to run or read something else; empty: none", func(v string) error {
 		for _, name := range strings.Split(v, ",") {
@@ -140,6 +152,9 @@ func Run(ctx context.Context, o Options) error {
 	grants, err := contract.ParseGrants(o.NameGrants, o.Domain)
 	if err != nil {
 		return fmt.Errorf("--name-grants: %w", err)
+	}
+	if err := o.checkLimits(); err != nil {
+		return err
 	}
 	cfg, err := kubeclient.Config(o.Kubeconfig, "xcc-syncer-controller")
 	if err != nil {
@@ -201,7 +216,7 @@ func Run(ctx context.Context, o Options) error {
 		c := New(Config{
 			Kube: kube, Dynamic: dyn, ClusterResource: clusterGVR, NewClient: newClient,
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
-			Metrics: metrics, Recorder: recorder, NameGrants: grants,
+			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits,
 			State: &state.ConfigMaps{Client: kube, Namespace: o.StateNamespace},
 		})
 		readyCh := make(chan struct{})
@@ -237,6 +252,22 @@ func Run(ctx context.Context, o Options) error {
 		return runController(ctx)
 	})
 	return firstError(err, srvErr)
+}
+
+// checkLimits refuses a limit that is not positive: a limit of 0 would
+// publish nothing, and the flags have no "unlimited".
+func (o Options) checkLimits() error {
+	for flag, v := range map[string]int{
+		desired.FlagMaxNamesPerCluster:                o.Limits.NamesPerCluster,
+		desired.FlagMaxNamesPerGatewayDNS:             o.Limits.NamesPerGatewayDNS,
+		desired.FlagMaxHeadlessEndpointsPerCluster:    o.Limits.HeadlessEndpointsPerCluster,
+		desired.FlagMaxHeadlessEndpointsPerGatewayDNS: o.Limits.HeadlessEndpointsPerGatewayDNS,
+	} {
+		if v <= 0 {
+			return fmt.Errorf("--%s=%d: must be positive", flag, v)
+		}
+	}
+	return nil
 }
 
 func (o Options) leaseDuration() time.Duration {

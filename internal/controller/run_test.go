@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"flag"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +14,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 )
 
 func TestDiscoverClusterResource(t *testing.T) {
@@ -123,5 +127,31 @@ func TestRunElectedReleasesAfterRun(t *testing.T) {
 func TestTakeoverBound(t *testing.T) {
 	if got, want := TakeoverBound(DefaultLeaseDuration, DefaultRetryPeriod), 14400*time.Millisecond; got != want {
 		t.Errorf("TakeoverBound(defaults) = %s, want %s", got, want)
+	}
+}
+
+// The limits' flags default to the named constants, and a limit that is
+// not positive stops the controller at start.
+func TestLimitFlags(t *testing.T) {
+	var o Options
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	want := desired.Limits{NamesPerCluster: desired.DefaultMaxNamesPerCluster, NamesPerGatewayDNS: desired.DefaultMaxNamesPerGatewayDNS,
+		HeadlessEndpointsPerCluster: desired.DefaultMaxHeadlessEndpointsPerCluster, HeadlessEndpointsPerGatewayDNS: desired.DefaultMaxHeadlessEndpointsPerGatewayDNS}
+	if o.Limits != want {
+		t.Errorf("defaults %+v, want %+v", o.Limits, want)
+	}
+	if err := o.checkLimits(); err != nil {
+		t.Errorf("defaults refused: %v", err)
+	}
+	if err := fs.Parse([]string{"--max-names-per-gatewaydns=0"}); err != nil {
+		t.Fatal(err)
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	if err := Run(ctx, o); err == nil || !strings.Contains(err.Error(), "--max-names-per-gatewaydns=0") {
+		t.Errorf("Run with a zero limit: %v", err)
 	}
 }

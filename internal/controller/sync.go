@@ -81,7 +81,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	// What a kept cluster last published, after a restart.
 	stateKnown := gd.Spec.ResolutionType != v1alpha1.ResolutionTypeHeadless || c.recoverHeadless(ctx, key, src)
 	// Desired: the slices to publish and a status entry per cluster.
-	want := desired.Compute(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, src.clusters)
+	want := desired.ComputeLimited(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.Limits, src.clusters)
 	claimed := desired.AddNames(&want, gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.NameGrants, src.clusters, c.nameOwners(gd))
 	c.recordNames(gd, claimed)
 	c.headless.set(key, want.Headless)

@@ -120,15 +120,25 @@ type State struct {
 	// Names has a status entry per name claimed with the fqdn annotation
 	// (AddNames), sorted by name.
 	Names []v1alpha1.NameStatus
+	// Limits are those Compute applied, defaults filled in; AddNames
+	// applies them too.
+	Limits Limits
 }
 
-// Compute turns a GatewayDNS and what is known about the Clusters of
+// Compute is ComputeLimited with the default Limits.
+func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters []Input) State {
+	return ComputeLimited(gd, domain, allowed, Limits{}, clusters)
+}
+
+// ComputeLimited turns a GatewayDNS and what is known about the Clusters of
 // its namespace into the EndpointSlices to publish and a status per cluster.
 // Gateway and control-plane addresses outside allowed (the operator's
 // --allowed-cidrs; empty allows any) are refused. One cluster's bad input
-// only ever affects that cluster's entry.
-func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters []Input) State {
-	out := State{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{}}
+// only ever affects that cluster's entry, but for its fair share of a
+// per-GatewayDNS limit (limits; zero fields are the defaults).
+func ComputeLimited(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, limits Limits, clusters []Input) State {
+	limits = limits.withDefaults()
+	out := State{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{}, Limits: limits}
 	isHeadless := gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless
 	sorted := slices.Clone(clusters)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
@@ -169,8 +179,15 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 		out.Sources = append(out.Sources, sh)
 	}
 	// The headless names <gd>.<ns>.services.<domain> and below: the ready
-	// pods of each cluster, with health and locality as above.
+	// pods of each cluster, with health and locality as above, published
+	// once every cluster's are known (the limit per GatewayDNS is shared
+	// between them: publishHeadless).
+	var pending []pendingHeadless
 	headless := func(cluster string, eps contract.HeadlessEndpoints, h health) {
+		// Its status entry is appended after this call.
+		pending = append(pending, pendingHeadless{cluster: cluster, eps: eps, h: h, status: len(out.Clusters)})
+	}
+	publishHeadless := func(cluster string, eps contract.HeadlessEndpoints, h health) {
 		out.Headless[cluster] = eps
 		if locErr != nil || eps.Len() == 0 {
 			return
@@ -262,7 +279,7 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 			st.Reason = ReasonServiceNotFound
 			st.Message = fmt.Sprintf("Service %s/%s not found in the workload cluster", svcNS, svcName)
 		case isHeadless:
-			computeHeadless(&st, c, fmt.Sprintf("%s/%s", svcNS, svcName), last[c.Name], allowed, domain, &notes, out.Keep, headless)
+			computeHeadless(&st, c, fmt.Sprintf("%s/%s", svcNS, svcName), last[c.Name], allowed, domain, limits.HeadlessEndpointsPerCluster, &notes, out.Keep, headless)
 		case c.Service.Spec.Type != corev1.ServiceTypeLoadBalancer:
 			st.Reason = ReasonServiceNotLoadBalancer
 			st.Message = fmt.Sprintf("Service %s/%s is of type %q, not LoadBalancer", svcNS, svcName, c.Service.Spec.Type)
@@ -339,6 +356,10 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 			st.Message = strings.TrimPrefix(st.Message+"; "+strings.Join(notes, "; "), "; ")
 		}
 		out.Clusters = append(out.Clusters, st)
+	}
+	limitHeadless(pending, out.Clusters, limits.HeadlessEndpointsPerGatewayDNS)
+	for _, p := range pending {
+		publishHeadless(p.cluster, p.eps, p.h)
 	}
 	sort.Slice(out.Slices, func(i, j int) bool { return out.Slices[i].Name < out.Slices[j].Name })
 	if locErr != nil {

@@ -2,6 +2,7 @@ package desired
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -14,8 +15,12 @@ import (
 // Service exists (c.Service) and publishes its ready endpoints through
 // publish, or keeps the last ones (keep) when they cannot be read or are
 // too many.
+//
+// More than limit endpoints (the limit per source cluster) are cut to
+// limit (truncateHeadless): the cluster is TooManyEndpoints, and the
+// endpoints kept are published.
 func computeHeadless(st *v1alpha1.ClusterStatus, c Input, svc string, last v1alpha1.ClusterStatus, allowed cidr.List, domain string,
-	notes *[]string, keep map[string]bool, publish func(string, contract.HeadlessEndpoints, health)) {
+	limit int, notes *[]string, keep map[string]bool, publish func(string, contract.HeadlessEndpoints, health)) {
 	if c.Service.Spec.ClusterIP != corev1.ClusterIPNone {
 		st.Reason = ReasonServiceNotHeadless
 		st.Message = fmt.Sprintf("Service %s has clusterIP %q, not None: resolutionType headless exports only headless Services", svc, c.Service.Spec.ClusterIP)
@@ -49,7 +54,14 @@ func computeHeadless(st *v1alpha1.ClusterStatus, c Input, svc string, last v1alp
 		st.Message = fmt.Sprintf("no ready endpoint of Service %s can be published", svc)
 		return
 	}
-	st.Reason, st.Ready, st.Pods = ReasonPublished, true, int32(eps.Len())
+	st.Reason, st.Ready = ReasonPublished, true
+	if n := eps.Len(); n > limit {
+		eps = truncateHeadless(eps, limit)
+		st.Reason, st.Ready = ReasonTooManyEndpoints, false
+		st.Message = fmt.Sprintf("Service %s: %s", svc, capMessage("ready endpoints", n, limit, FlagMaxHeadlessEndpointsPerCluster,
+			fmt.Sprintf("%d published, by address, in turn from each port set and family", limit)))
+	}
+	st.Pods = int32(eps.Len())
 	h := c.headlessHealth(eps.Len(), svc)
 	st.Healthy, st.HealthReason = h.healthy, h.reason
 	publish(c.Name, eps, h)
@@ -98,4 +110,50 @@ func keptHeadless(st *v1alpha1.ClusterStatus, c Input, last v1alpha1.ClusterStat
 		st.Healthy = false
 	}
 	publish(c.Name, eps, health{healthy: st.Healthy, reason: st.HealthReason})
+}
+
+// pendingHeadless is a cluster's headless endpoints before the limit per
+// GatewayDNS: what to publish, its health, and the index of its status
+// entry.
+type pendingHeadless struct {
+	cluster string
+	eps     contract.HeadlessEndpoints
+	h       health
+	status  int
+}
+
+// limitHeadless cuts the endpoints of pending to limit together, each
+// cluster keeping its fair share (fairShares, in the order of the
+// clusters, by name), and marks the status entry of each cluster cut
+// TooManyEndpoints. Kept clusters (their last endpoints) count too.
+func limitHeadless(pending []pendingHeadless, clusters []v1alpha1.ClusterStatus, limit int) {
+	wants := make([]int, len(pending))
+	total := 0
+	for i, p := range pending {
+		wants[i] = p.eps.Len()
+		total += wants[i]
+	}
+	if total <= limit {
+		return
+	}
+	shares := fairShares(wants, limit)
+	for i := range pending {
+		if shares[i] >= wants[i] {
+			continue
+		}
+		p := &pending[i]
+		p.eps = truncateHeadless(p.eps, shares[i])
+		if p.eps.Len() == 0 && p.h.healthy {
+			p.h = health{reason: v1alpha1.HealthReasonNoReadyEndpoints}
+		}
+		st := &clusters[p.status]
+		if st.Reason == ReasonPublished {
+			// A kept cluster keeps the reason it is kept for.
+			st.Reason, st.Ready = ReasonTooManyEndpoints, false
+		}
+		st.Pods = int32(p.eps.Len())
+		st.Healthy, st.HealthReason = p.h.healthy, p.h.reason
+		st.Message = strings.TrimPrefix(st.Message+"; "+capMessage("ready endpoints in the clusters of this GatewayDNS", total, limit,
+			FlagMaxHeadlessEndpointsPerGatewayDNS, fmt.Sprintf("this cluster's share is %d of its %d", shares[i], wants[i])), "; ")
+	}
 }

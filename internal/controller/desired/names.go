@@ -104,6 +104,8 @@ func AddNames(out *State, gd *v1alpha1.GatewayDNS, domain string, allowed cidr.L
 	var claimed []string
 	sorted := slices.Clone(clusters)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	limits := out.Limits.withDefaults()
+	within, cut := limitNames(sorted, published, gd.Namespace, domain, grants, limits)
 	for _, c := range sorted {
 		if !c.Selected || !published[c.Name] {
 			continue
@@ -136,6 +138,11 @@ func AddNames(out *State, gd *v1alpha1.GatewayDNS, domain string, allowed cidr.L
 					e.st.Reason, e.st.Message = reason, err.Error()
 				}
 				e.st.Sources = appendSource(e.st.Sources, ref)
+				continue
+			}
+			if !within[c.Name][name] {
+				// Over a limit: no entry (their number is the tenant's
+				// choice); the cluster's entry says so.
 				continue
 			}
 			e := get(name)
@@ -188,6 +195,18 @@ func AddNames(out *State, gd *v1alpha1.GatewayDNS, domain string, allowed cidr.L
 			}
 			e.sources = append(e.sources, source{cluster: c.Name, service: svc.Namespace + "/" + svc.Name, addrs: addrs, h: h})
 		}
+	}
+
+	for i := range out.Clusters {
+		st := &out.Clusters[i]
+		msg := cut[st.Name]
+		if msg == "" {
+			continue
+		}
+		if st.Reason == ReasonPublished {
+			st.Reason, st.Ready = ReasonTooManyNames, false
+		}
+		st.Message = strings.TrimPrefix(st.Message+"; names: "+bounded(msg, maxNameMessage), "; ")
 	}
 
 	names := make([]string, 0, len(byName))
@@ -249,4 +268,60 @@ func bounded(s string, most int) string {
 		return strings.ToValidUTF8(s[:most], "") + "..."
 	}
 	return s
+}
+
+// limitNames applies the limits on names: of the distinct valid names
+// the Services of each cluster claim (those AddNames would publish from
+// it), the first NamesPerCluster by name; of those, at most
+// NamesPerGatewayDNS together, each cluster in turn (pickNames). within
+// holds, per cluster, the names it may publish; cut, per cluster whose
+// names a limit cut, what its status entry says.
+func limitNames(clusters []Input, published map[string]bool, namespace, domain string, grants contract.Grants,
+	limits Limits) (within map[string]map[string]bool, cut map[string]string) {
+	within, cut = map[string]map[string]bool{}, map[string]string{}
+	var order []string
+	var perCluster [][]string
+	for _, c := range clusters {
+		if !c.Selected || !published[c.Name] || !c.NamesSynced {
+			continue
+		}
+		var names []string
+		for _, svc := range c.Names {
+			if name, err := contract.NameHostname(svc.Value, namespace, domain, grants); err == nil {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
+		if len(names) > limits.NamesPerCluster {
+			cut[c.Name] = capMessage("names claimed by its Services", len(names), limits.NamesPerCluster, FlagMaxNamesPerCluster,
+				"the first by name published; not published from it: "+listSome(names[limits.NamesPerCluster:]))
+			names = names[:limits.NamesPerCluster]
+		}
+		order = append(order, c.Name)
+		perCluster = append(perCluster, names)
+	}
+	chosen := pickNames(perCluster, limits.NamesPerGatewayDNS)
+	total := map[string]bool{}
+	for _, names := range perCluster {
+		for _, n := range names {
+			total[n] = true
+		}
+	}
+	for i, c := range order {
+		within[c] = map[string]bool{}
+		var lost []string
+		for _, n := range perCluster[i] {
+			if chosen[n] {
+				within[c][n] = true
+			} else {
+				lost = append(lost, n)
+			}
+		}
+		if len(lost) > 0 {
+			cut[c] = strings.TrimPrefix(cut[c]+"; "+capMessage("names claimed in the clusters of this GatewayDNS", len(total),
+				limits.NamesPerGatewayDNS, FlagMaxNamesPerGatewayDNS, "each cluster's names in turn published; not published from this one: "+listSome(lost)), "; ")
+		}
+	}
+	return within, cut
 }
