@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -116,7 +117,12 @@ func (c *Controller) saveHeadless(ctx context.Context, key string, eps map[strin
 		return nil
 	}
 	if err := c.cfg.State.Save(ctx, key, eps); err != nil {
-		return fmt.Errorf("keep the headless endpoints of %s: %w", key, err)
+		if !errors.Is(err, state.ErrTooLarge) {
+			return fmt.Errorf("keep the headless endpoints of %s: %w", key, err)
+		}
+		// Not an error to retry: the export stays published, and only a
+		// restart while a cluster is unreachable loses that cluster's pods.
+		klog.FromContext(ctx).Info("Headless endpoints too many to keep across a restart", "gatewayDNS", key, "err", err)
 	}
 	c.headless.mu.Lock()
 	c.headless.saved[key] = string(data)

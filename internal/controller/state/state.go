@@ -7,11 +7,15 @@
 package state
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,15 +37,20 @@ const (
 	// hash of the GatewayDNS key follows, as keys may be longer than a
 	// name allows.
 	headlessPrefix = "xcc-dns-headless-"
-	// headlessKey is the ConfigMap data key of the endpoints (JSON).
-	headlessKey = "endpoints.json"
-	// MaxHeadlessBytes bounds the JSON kept for one GatewayDNS, below a
-	// ConfigMap's 1 MiB; an export larger than this is not kept (the
-	// caps on headless endpoints keep exports far below it).
+	// headlessKey is the ConfigMap binaryData key of the endpoints: JSON,
+	// gzipped (pod addresses and hostnames compress well).
+	headlessKey = "endpoints.json.gz"
+	// MaxHeadlessBytes bounds what is kept for one GatewayDNS, below a
+	// ConfigMap's 1 MiB; an export larger than this is not kept
+	// (ErrTooLarge). The caps on headless endpoints keep exports below it.
 	MaxHeadlessBytes = 900 << 10
 	// requestTimeout bounds each call to the management cluster.
 	requestTimeout = 10 * time.Second
 )
+
+// ErrTooLarge: the endpoints of an export are too many to keep; what was
+// kept of it before is removed rather than left stale.
+var ErrTooLarge = errors.New("too large to keep")
 
 // Headless is where the last endpoints of headless exports are kept, by
 // GatewayDNS key ("<namespace>/<name>") and then source cluster.
@@ -83,8 +92,13 @@ func (s *ConfigMaps) Load(ctx context.Context, key string) (map[string]contract.
 	if cm.Annotations[contract.AnnotationGatewayRef] != key {
 		return nil, nil
 	}
+	zr, err := gzip.NewReader(bytes.NewReader(cm.BinaryData[headlessKey]))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", s.Namespace, name, headlessKey, err)
+	}
 	var out map[string]contract.HeadlessEndpoints
-	if err := json.Unmarshal([]byte(cm.Data[headlessKey]), &out); err != nil {
+	// Read no more than a ConfigMap can hold, unpacked tenfold.
+	if err := json.NewDecoder(io.LimitReader(zr, 10*MaxHeadlessBytes)).Decode(&out); err != nil {
 		return nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", s.Namespace, name, headlessKey, err)
 	}
 	return out, nil
@@ -106,8 +120,19 @@ func (s *ConfigMaps) Save(ctx context.Context, key string, eps map[string]contra
 	if err != nil {
 		return err
 	}
-	if len(data) > MaxHeadlessBytes {
-		return fmt.Errorf("last endpoints of %s: %d bytes, more than %d", key, len(data), MaxHeadlessBytes)
+	var packed bytes.Buffer
+	zw := gzip.NewWriter(&packed)
+	if _, err := zw.Write(data); err != nil {
+		return fmt.Errorf("pack last endpoints of %s: %w", key, err)
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("pack last endpoints of %s: %w", key, err)
+	}
+	if packed.Len() > MaxHeadlessBytes {
+		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete ConfigMap %s/%s: %w", s.Namespace, name, err)
+		}
+		return fmt.Errorf("last endpoints of %s: %d bytes packed, more than %d: %w", key, packed.Len(), MaxHeadlessBytes, ErrTooLarge)
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
@@ -115,7 +140,7 @@ func (s *ConfigMaps) Save(ctx context.Context, key string, eps map[string]contra
 			Labels:      map[string]string{contract.LabelManagedBy: contract.ManagedByValue, LabelKind: KindHeadless},
 			Annotations: map[string]string{contract.AnnotationGatewayRef: key},
 		},
-		Data: map[string]string{headlessKey: string(data)},
+		BinaryData: map[string][]byte{headlessKey: packed.Bytes()},
 	}
 	// An update without a resourceVersion replaces whatever is there: the
 	// one controller that leads is the only writer.
