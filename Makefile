@@ -167,6 +167,40 @@ $(KUBE_APISERVER):
 	@mv $@.tmp $@ && ln -sf $(notdir $@) $(BIN)/kube-apiserver
 	@echo ">> built $@"
 
+# The node lab's Kubernetes components, built like kube-apiserver from the
+# e2e module (the build cache is shared with it: about 8-10 more minutes on
+# 2 cores, once).
+NODE_COMPONENTS := kubelet kube-proxy kube-controller-manager kube-scheduler
+NODE_BINARIES   := $(foreach c,$(NODE_COMPONENTS),$(BIN)/$(c)-$(KUBERNETES_VERSION))
+
+$(NODE_BINARIES): $(BIN)/%-$(KUBERNETES_VERSION):
+	@v=$$(cd $(E2E_DIR) && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes); test "$$v" = "$(KUBERNETES_VERSION)" || { echo "e2e/go.mod requires k8s.io/kubernetes $$v, not KUBERNETES_VERSION $(KUBERNETES_VERSION)"; exit 1; }
+	@echo ">> building $* $(KUBERNETES_VERSION) into bin/ (once)"
+	@set -o pipefail; cd $(E2E_DIR) && $(GO) build -v -o $@.tmp k8s.io/kubernetes/cmd/$* 2>&1 \
+		| awk '/^#|: /{print; next} {n++; if (n % $(BUILD_PROGRESS_EVERY) == 0) {print "   $*: " n " packages compiled"; fflush()}}'
+	@mv $@.tmp $@ && ln -sf $(notdir $@) $(BIN)/$*
+	@echo ">> built $@"
+
+.PHONY: node-components
+node-components: $(NODE_BINARIES) ## Build kubelet, kube-proxy, kube-controller-manager and kube-scheduler $(KUBERNETES_VERSION) into bin/ (once).
+
+# What the node lab needs from Debian: command and package, one pair a word.
+NODE_PACKAGES := containerd:containerd runc:runc ctr:containerd iptables:iptables \
+	conntrack:conntrack socat:socat ip:iproute2 nsenter:util-linux \
+	/usr/lib/cni/bridge:containernetworking-plugins
+
+.PHONY: node-packages
+node-packages: ## Install what the node lab needs from Debian (containerd, runc, CNI plugins, iptables, conntrack, socat, iproute2) when missing.
+	@missing=""; for pair in $(NODE_PACKAGES); do cmd=$${pair%%:*}; pkg=$${pair##*:}; \
+		if [ "$${cmd#/}" != "$$cmd" ]; then test -e $$cmd || missing="$$missing $$pkg"; \
+		else command -v $$cmd >/dev/null 2>&1 || test -x /usr/sbin/$$cmd || missing="$$missing $$pkg"; fi; done; \
+	missing=$$(echo $$missing | tr ' ' '\n' | sort -u | tr '\n' ' '); \
+	if [ -n "$$missing" ]; then \
+		echo ">> the node lab needs these Debian packages, missing here: $$missing"; \
+		command -v apt-get >/dev/null || { echo "no apt-get: install $$missing by hand"; exit 1; }; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing || { echo "could not install: $$missing"; exit 1; }; \
+	fi
+
 $(HELM):
 	@echo ">> building helm $(HELM_VERSION) into bin/ (about 3 minutes, once)"
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
