@@ -181,8 +181,20 @@ $(NODE_BINARIES): $(BIN)/%-$(KUBERNETES_VERSION):
 	@mv $@.tmp $@ && ln -sf $(notdir $@) $(BIN)/$*
 	@echo ">> built $@"
 
+# The workload clusters' own DNS in the node lab: stock upstream CoreDNS at
+# the version kubeadm deploys for KUBERNETES_VERSION (cmd/kubeadm/app/
+# constants CoreDNSVersion), built from the Go module proxy.
+KUBEADM_COREDNS_VERSION := v1.14.2
+COREDNS_UPSTREAM        := $(BIN)/coredns-upstream-$(KUBEADM_COREDNS_VERSION)
+
+$(COREDNS_UPSTREAM):
+	@echo ">> building upstream CoreDNS $(KUBEADM_COREDNS_VERSION) into bin/ (once)"
+	@rm -rf $(BIN)/.coredns-upstream && mkdir -p $(BIN)/.coredns-upstream
+	CGO_ENABLED=0 GOBIN=$(BIN)/.coredns-upstream $(GO) install -trimpath github.com/coredns/coredns@$(KUBEADM_COREDNS_VERSION)
+	mv $(BIN)/.coredns-upstream/coredns $@ && rm -rf $(BIN)/.coredns-upstream
+
 .PHONY: node-components
-node-components: $(NODE_BINARIES) ## Build kubelet, kube-proxy, kube-controller-manager and kube-scheduler $(KUBERNETES_VERSION) into bin/ (once).
+node-components: $(NODE_BINARIES) $(COREDNS_UPSTREAM) ## Build kubelet, kube-proxy, kube-controller-manager and kube-scheduler $(KUBERNETES_VERSION) and kubeadm's CoreDNS into bin/ (once).
 
 # What the node lab needs from Debian: command and package, one pair a word.
 NODE_PACKAGES := containerd:containerd runc:runc ctr:containerd iptables:iptables \

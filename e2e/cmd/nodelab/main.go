@@ -1,0 +1,57 @@
+// Command nodelab starts the node lab: real one-node clusters, each in a
+// network namespace of its own, on this machine (see e2e/README.md, "The
+// node lab"). It runs until interrupted, then removes everything it made.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/xcc-dns/xcc-dns/e2e/lab"
+)
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func main() {
+	var images listFlag
+	repo := flag.String("repo", "", "repository root (default: found from the working directory)")
+	clusters := flag.String("clusters", "management,cluster-a,cluster-b", "comma-separated cluster names, one node each")
+	down := flag.Bool("down", false, "only remove what an earlier node lab left, then exit")
+	flag.Var(&images, "image", "an image archive (OCI or Docker) to import into every node; repeatable")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *down {
+		if err := lab.NodeTeardown(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	start := time.Now()
+	l, err := lab.StartNodeLab(ctx, lab.NodeOptions{
+		RepoRoot: *repo,
+		Clusters: strings.Split(*clusters, ","),
+		Images:   images,
+		Progress: os.Stdout,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "node lab:", err)
+		os.Exit(1)
+	}
+	defer l.Stop()
+	fmt.Printf(">> node lab up in %s; kubeconfig %s (a context per cluster); logs in %s\n",
+		time.Since(start).Round(100*time.Millisecond), l.Kubeconfig, l.LogDir)
+	fmt.Println(">> Ctrl-C stops it and removes everything it made")
+	<-ctx.Done()
+}

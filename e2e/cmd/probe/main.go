@@ -1,0 +1,103 @@
+// Command probe is the node lab's client image: a pod runs it to ask its
+// cluster DNS (the nameserver of the resolv.conf the kubelet wrote) and to
+// open TCP connections.
+//
+//	probe sleep                      wait until stopped
+//	probe query <type> <name>...     one line per answer: name, type, rcode, records
+//	probe tcp <host:port>            connect, print the peer address
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: probe sleep | query <type> <name>... | tcp <host:port>")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "sleep":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
+		<-c
+	case "query":
+		if len(os.Args) < 4 {
+			fmt.Fprintln(os.Stderr, "usage: probe query <type> <name>...")
+			os.Exit(2)
+		}
+		if err := query(os.Args[2], os.Args[3:]); err != nil {
+			fmt.Fprintln(os.Stderr, "probe:", err)
+			os.Exit(1)
+		}
+	case "tcp":
+		conn, err := net.DialTimeout("tcp", os.Args[2], 5*time.Second)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "probe:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("connected %s -> %s\n", conn.LocalAddr(), conn.RemoteAddr())
+		conn.Close()
+	default:
+		fmt.Fprintln(os.Stderr, "probe: unknown command", os.Args[1])
+		os.Exit(2)
+	}
+}
+
+// nameserver is the first nameserver of /etc/resolv.conf, the one the
+// kubelet wrote (the kube-dns Service's address).
+func nameserver() (string, error) {
+	f, err := os.Open("/etc/resolv.conf")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fl := strings.Fields(sc.Text())
+		if len(fl) == 2 && fl[0] == "nameserver" {
+			return net.JoinHostPort(fl[1], "53"), nil
+		}
+	}
+	return "", fmt.Errorf("no nameserver in /etc/resolv.conf")
+}
+
+func query(qtype string, names []string) error {
+	t, ok := dns.StringToType[strings.ToUpper(qtype)]
+	if !ok {
+		return fmt.Errorf("unknown type %s", qtype)
+	}
+	server, err := nameserver()
+	if err != nil {
+		return err
+	}
+	c := &dns.Client{Timeout: 3 * time.Second}
+	for _, name := range names {
+		if t == dns.TypePTR && net.ParseIP(name) != nil {
+			name, _ = dns.ReverseAddr(name)
+		}
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(name), t)
+		r, _, err := c.Exchange(m, server)
+		if err != nil {
+			fmt.Printf("%s %s ERROR %v\n", name, qtype, err)
+			continue
+		}
+		var rrs []string
+		for _, rr := range r.Answer {
+			f := strings.Fields(rr.String())
+			rrs = append(rrs, f[3]+"="+strings.Join(f[4:], " "))
+		}
+		fmt.Printf("%s %s %s via %s: %s\n", name, qtype, dns.RcodeToString[r.Rcode], server, strings.Join(rrs, ", "))
+	}
+	return nil
+}
