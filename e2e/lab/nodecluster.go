@@ -328,7 +328,7 @@ authorization:
 clusterDNS: [%s]
 clusterDomain: %s
 resolvConf: %s
-podLogsDirectory: %s
+podLogsDir: %s
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:

@@ -45,8 +45,10 @@ type ociDescriptor struct {
 // WriteBinaryImage writes an OCI image archive to out holding one image
 // named ref (a full reference, e.g. registry.k8s.io/pause:3.10.2): exe as
 // /<name> of an otherwise empty file system, entrypoint /<name> followed
-// by args, run as user.
-func WriteBinaryImage(exe, ref, user string, args []string, out string) error {
+// by args, run as user. netBindService gives the binary the file
+// capability cap_net_bind_service (+ep), as upstream CoreDNS's image does,
+// so that it binds port 53 as a user other than root.
+func WriteBinaryImage(exe, ref, user string, args []string, netBindService bool, out string) error {
 	bin, err := os.ReadFile(exe)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", exe, err)
@@ -63,7 +65,14 @@ func WriteBinaryImage(exe, ref, user string, args []string, out string) error {
 			return err
 		}
 	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(bin))}); err != nil {
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(bin)), Format: tar.FormatPAX}
+	if netBindService {
+		// struct vfs_cap_data, revision 2, effective: permitted bit 10
+		// (CAP_NET_BIND_SERVICE), little-endian.
+		capData := []byte{0x01, 0, 0, 0x02, 0, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+		hdr.PAXRecords = map[string]string{"SCHILY.xattr.security.capability": string(capData)}
+	}
+	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
 	if _, err := tw.Write(bin); err != nil {

@@ -29,6 +29,9 @@ type NodeOptions struct {
 	// Images are more image archives (OCI or Docker) imported into every
 	// node, after the lab's own.
 	Images []string
+	// ClustersOnly starts the clusters and nothing in them: no CoreDNS,
+	// no charts.
+	ClustersOnly bool
 	// Progress receives one line per step (default io.Discard).
 	Progress io.Writer
 }
@@ -157,6 +160,11 @@ func StartNodeLab(ctx context.Context, o NodeOptions) (l *NodeLab, err error) {
 	if err := l.writeKubeconfig(); err != nil {
 		return l, err
 	}
+	if !o.ClustersOnly && len(l.Clusters) > 1 {
+		if err := l.setupXCC(ctx); err != nil {
+			return l, err
+		}
+	}
 	return l, nil
 }
 
@@ -178,7 +186,7 @@ func (l *NodeLab) buildLabImages(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		archive := exe + ".tar"
-		if err := WriteBinaryImage(exe, img.ref, img.user, nil, archive); err != nil {
+		if err := WriteBinaryImage(exe, img.ref, img.user, nil, false, archive); err != nil {
 			return nil, fmt.Errorf("image %s: %w", img.ref, err)
 		}
 		out = append(out, archive)

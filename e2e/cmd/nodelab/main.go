@@ -25,6 +25,7 @@ func main() {
 	var images listFlag
 	repo := flag.String("repo", "", "repository root (default: found from the working directory)")
 	clusters := flag.String("clusters", "management,cluster-a,cluster-b", "comma-separated cluster names, one node each")
+	clustersOnly := flag.Bool("clusters-only", false, "start the clusters only: no CoreDNS, no charts")
 	down := flag.Bool("down", false, "only remove what an earlier node lab left, then exit")
 	flag.Var(&images, "image", "an image archive (OCI or Docker) to import into every node; repeatable")
 	flag.Parse()
@@ -40,10 +41,11 @@ func main() {
 	}
 	start := time.Now()
 	l, err := lab.StartNodeLab(ctx, lab.NodeOptions{
-		RepoRoot: *repo,
-		Clusters: strings.Split(*clusters, ","),
-		Images:   images,
-		Progress: os.Stdout,
+		RepoRoot:     *repo,
+		Clusters:     strings.Split(*clusters, ","),
+		Images:       images,
+		ClustersOnly: *clustersOnly,
+		Progress:     os.Stdout,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "node lab:", err)

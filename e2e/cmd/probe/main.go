@@ -5,12 +5,14 @@
 //	probe sleep                      wait until stopped
 //	probe query <type> <name>...     one line per answer: name, type, rcode, records
 //	probe tcp <host:port>            connect, print the peer address
+//	probe listen <addr>              serve HTTP, answering the pod's name
 package main
 
 import (
 	"bufio"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -39,6 +41,13 @@ func main() {
 			fmt.Fprintln(os.Stderr, "probe:", err)
 			os.Exit(1)
 		}
+	case "listen":
+		host, _ := os.Hostname()
+		err := http.ListenAndServe(os.Args[2], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "hello from %s\n", host)
+		}))
+		fmt.Fprintln(os.Stderr, "probe:", err)
+		os.Exit(1)
 	case "tcp":
 		conn, err := net.DialTimeout("tcp", os.Args[2], 5*time.Second)
 		if err != nil {
