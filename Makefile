@@ -228,6 +228,24 @@ helm: $(HELM) ## Build bin/helm-$(HELM_VERSION) (once).
 e2e: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## End-to-end tests on a local multi-cluster lab (real kube-apiservers).
 	cd $(E2E_DIR) && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./lab/... && $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -v .
 
+# The node lab: real one-node clusters (containerd, kubelet, kube-proxy)
+# in network namespaces, both charts installed as pods. Needs root, cgroup
+# v1 and Debian's containerd, runc and CNI plugins (node-packages). Not part
+# of make test yet. See e2e/README.md, "The node lab".
+E2E_NODE_TIMEOUT ?= 20m
+GOARCH_HOST      := $(shell $(GO) env GOARCH)
+
+.PHONY: e2e-node
+e2e-node: node-packages $(KUBE_APISERVER) node-components $(HELM) ## End-to-end tests on real one-node clusters: both charts as pods, a pod resolves through its cluster DNS.
+	$(MAKE) images PLATFORMS=linux/$(GOARCH_HOST)
+	cd $(E2E_DIR) && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_NODE_TIMEOUT) -v ./nodetest
+
+.PHONY: node-lab
+node-lab: node-packages $(KUBE_APISERVER) node-components $(HELM) ## Start the node lab (both charts as pods, the walkthrough applied); Ctrl-C stops it and removes everything.
+	$(MAKE) images PLATFORMS=linux/$(GOARCH_HOST)
+	cd $(E2E_DIR) && $(GO) build -o bin/nodelab ./cmd/nodelab
+	@$(E2E_DIR)/bin/nodelab -repo $(CURDIR) $(NODE_LAB_FLAGS)
+
 .PHONY: demo
 demo: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Start the lab with the walkthrough applied; Ctrl-C stops it.
 	@echo ">> building the lab"

@@ -161,7 +161,12 @@ func NodeTeardown(ctx context.Context) error {
 			}
 		}
 	}
-	removeEmptyPodNetns(ctx)
+	// The kernel frees a deleted namespace, and the veths of its pods,
+	// a moment later.
+	for i := 0; i < 5 && podNetnsLeft(); i++ {
+		time.Sleep(time.Second)
+		removeEmptyPodNetns(ctx)
+	}
 	// Deleting the router's namespace deletes the host's veth and its
 	// route; this is for a run killed between the two.
 	if _, err := os.Stat("/sys/class/net/" + hostVeth); err == nil {
@@ -203,6 +208,16 @@ func removeEmptyPodNetns(ctx context.Context) {
 			_ = run(ctx, "ip", "netns", "del", e.Name())
 		}
 	}
+}
+
+func podNetnsLeft() bool {
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "cni-") {
+			return true
+		}
+	}
+	return false
 }
 
 // pidFile records a started process: its pid and start time (field 22 of
