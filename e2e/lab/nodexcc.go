@@ -281,3 +281,105 @@ func (l *NodeLab) RunProbe(ctx context.Context, c *NodeCluster, name string, arg
 	}
 	return string(out), nil
 }
+
+// NodeNamesAddressHost is the last byte of cluster-a's shop/web address
+// in its load-balancer pool.
+const NodeNamesAddressHost = 20
+
+// HeadlessGatewayDNSYAML exports databases/postgres of the Clusters
+// labelled postgres=true.
+const HeadlessGatewayDNSYAML = `---
+apiVersion: connectivity.tanzu.vmware.com/v1alpha1
+kind: GatewayDNS
+metadata:
+  name: db
+  namespace: dev-team
+spec:
+  clusterSelector:
+    matchLabels:
+      postgres: "true"
+  service: databases/postgres
+  resolutionType: headless
+`
+
+// probeWorkload is a workload of the probe image serving TCP on port.
+func probeWorkload(app string, port int32) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: app, Image: ProbeImage, ImagePullPolicy: corev1.PullNever,
+			Args:           []string{"listen", fmt.Sprintf(":%d", port)},
+			Ports:          []corev1.ContainerPort{{ContainerPort: port}},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}}, PeriodSeconds: 2},
+		}}},
+	}
+}
+
+// SetupServices adds, in cluster c, the two other kinds of names with
+// real pods behind them: shop/web, a LoadBalancer Service annotated
+// fqdn=web (address 198.18.(200+i).20) with the GatewayDNS's names turned
+// on, and the headless Service databases/postgres of a StatefulSet db
+// (two pods) exported by the GatewayDNS db.
+func (l *NodeLab) SetupServices(ctx context.Context, c *NodeCluster) error {
+	mgmt := l.Clusters[0]
+	if err := ensureNamespace(ctx, c.Cluster, "shop"); err != nil {
+		return err
+	}
+	web := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: probeWorkload("web", 8080)},
+	}
+	if _, err := c.Client.AppsV1().Deployments("shop").Create(ctx, web, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create shop/web on %s: %w", c.Name, err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: map[string]string{AnnotationFQDN: "web"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	svc, err := c.Client.CoreV1().Services("shop").Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create Service shop/web on %s: %w", c.Name, err)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: c.Net.LBAddress(NodeNamesAddressHost), IPMode: ptr(corev1.LoadBalancerIPModeVIP)}}
+	if _, err := c.Client.CoreV1().Services("shop").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("status of Service shop/web on %s: %w", c.Name, err)
+	}
+	if _, err := ApplyYAML(ctx, mgmt.Cluster, GatewayDNSGVR, strings.Replace(GatewayDNSYAML, "resolutionType: loadBalancer", "resolutionType: loadBalancer\n  names:\n    enabled: true", 1)); err != nil {
+		return err
+	}
+
+	if err := CreateHeadlessService(ctx, c.Cluster); err != nil {
+		return err
+	}
+	db := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: HeadlessNamespace},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr(int32(2)), ServiceName: HeadlessService,
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{"app": "postgres"}},
+			Template:            probeWorkload("postgres", 5432)},
+	}
+	if _, err := c.Client.AppsV1().StatefulSets(HeadlessNamespace).Create(ctx, db, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create StatefulSet db on %s: %w", c.Name, err)
+	}
+	if err := LabelCluster(ctx, mgmt.Cluster, c.Name, "postgres", "true"); err != nil {
+		return err
+	}
+	if _, err := ApplyYAML(ctx, mgmt.Cluster, GatewayDNSGVR, HeadlessGatewayDNSYAML); err != nil {
+		return err
+	}
+	if err := waitStatefulSet(ctx, c.Cluster, HeadlessNamespace, "db", chartReadyWait); err != nil {
+		return err
+	}
+	return waitDeployment(ctx, c.Cluster, "shop", "web", chartReadyWait)
+}
+
+// PodIP is the address of pod ns/name in c.
+func (c *NodeCluster) PodIP(ctx context.Context, ns, name string) (string, error) {
+	p, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return p.Status.PodIP, nil
+}

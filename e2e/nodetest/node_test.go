@@ -60,6 +60,14 @@ func parseProbe(out string) map[string]answer {
 				a.Values = append(a.Values, v)
 			}
 		}
+		if f[1] == "SRV" {
+			// priority weight port target: the test checks port and target.
+			for i, v := range a.Values {
+				if sf := strings.Fields(v); len(sf) == 4 {
+					a.Values[i] = sf[2] + " " + sf[3]
+				}
+			}
+		}
 		slices.Sort(a.Values)
 		m[strings.TrimSuffix(f[0], ".")+" "+f[1]] = a
 	}
@@ -144,6 +152,38 @@ func TestNodeLab(t *testing.T) {
 			{"A", lab.GatewayHost("kuard", "cluster-z"), "NXDOMAIN", nil},
 			{"A", "kubernetes.default.svc.cluster.local", "NOERROR", []string{b.Net.KubernetesIP()}},
 		}, 4*time.Minute)
+	})
+
+	// The other kinds of names, real pods behind them: a Service's own
+	// name (fqdn annotation) and a headless Service's pods, by the name
+	// across clusters, per pod and as SRV.
+	t.Run("PodAsksServices", func(t *testing.T) {
+		ctx := context.Background()
+		if err := nl.SetupServices(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		db0, err := a.PodIP(ctx, lab.HeadlessNamespace, "db-0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		db1, err := a.PodIP(ctx, lab.HeadlessNamespace, "db-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := lab.HeadlessHost("db")
+		askUntil(t, lab.ClusterB, []want{
+			{"A", lab.NamesHost("web", lab.ClusterNamespace), "NOERROR", []string{a.Net.LBAddress(lab.NodeNamesAddressHost)}},
+			{"A", db, "NOERROR", []string{db0, db1}},
+			{"A", "db-0." + lab.ClusterA + "." + db, "NOERROR", []string{db0}},
+			{"SRV", "_pg._tcp." + db, "NOERROR", []string{"5432 db-0." + lab.ClusterA + "." + db + ".", "5432 db-1." + lab.ClusterA + "." + db + "."}},
+		}, 3*time.Minute)
+		// Pod addresses are routed between the clusters: the exported
+		// pod answers.
+		out, err := nl.RunProbe(ctx, b, "probe-tcp", "tcp", db0+":5432")
+		if err != nil || !strings.HasPrefix(out, "connected ") {
+			t.Fatalf("probe tcp %s:5432: %s %v", db0, out, err)
+		}
+		t.Log(strings.TrimSpace(out))
 	})
 
 	// The name is useful: a TCP connection from cluster-b's pod to the
