@@ -200,3 +200,108 @@ func TestNodeLab(t *testing.T) {
 		t.Log(strings.TrimSpace(out))
 	})
 }
+
+// totals is the last line of totals of probe load.
+type totals struct {
+	T, Sent, OK, Failed, Slow, MaxMS int
+	Failures                         []string
+}
+
+func parseTotals(t *testing.T, out string) totals {
+	t.Helper()
+	var tot totals
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "FAIL ") {
+			tot.Failures = append(tot.Failures, line)
+		}
+		if strings.HasPrefix(line, "t=") {
+			if _, err := fmt.Sscanf(line, "t=%ds sent=%d ok=%d failed=%d slow=%d max=%dms", &tot.T, &tot.Sent, &tot.OK, &tot.Failed, &tot.Slow, &tot.MaxMS); err != nil {
+				t.Fatalf("probe load line %q: %v", line, err)
+			}
+		}
+	}
+	return tot
+}
+
+// snapshot reads the load pod's totals once the queries of the last
+// two seconds have had their answers.
+func snapshot(t *testing.T, c *lab.NodeCluster, pod string) totals {
+	t.Helper()
+	time.Sleep(3 * time.Second)
+	out, err := c.PodLogs(context.Background(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseTotals(t, out)
+}
+
+func (a totals) since(b totals) string {
+	return fmt.Sprintf("%d s, %d queries, %d failed, %d slow (> 500 ms), slowest %d ms (all run)",
+		a.T-b.T, a.Sent-b.Sent, a.Failed-b.Failed, a.Slow-b.Slow, a.MaxMS)
+}
+
+// UpgradeAndKill: a pod of cluster-b asks 60 names a second through its
+// cluster DNS, each a new name (kuard-<n>.gateway...) so that the cluster
+// DNS's cache never answers and every query reaches an xcc-dns replica
+// through the xcc-dns Service. Meanwhile: helm upgrade of the workload
+// chart with a new image tag (a rolling update of both replicas), then
+// SIGKILL of every container of the replica xcc-dns-0.
+func TestUpgradeAndKill(t *testing.T) {
+	ctx := context.Background()
+	a, b := nl.Cluster(lab.ClusterA), nl.Cluster(lab.ClusterB)
+	const pod, qps = "load", 60
+	name := "kuard-{n}.gateway." + lab.ClusterA + "." + lab.ClusterNamespace + ".clusters." + lab.Zone
+	// The cluster DNS must have read the patched Corefile first.
+	askUntil(t, lab.ClusterB, []want{{"A", lab.GatewayHost("kuard-0", lab.ClusterA), "NOERROR", []string{a.GatewayAddress()}}}, 4*time.Minute)
+	if err := nl.StartProbePod(ctx, b, pod, "load", fmt.Sprint(qps), name, a.GatewayAddress()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = b.StopPod(ctx, pod) }()
+	time.Sleep(10 * time.Second)
+	base := snapshot(t, b, pod)
+	t.Logf("before: %s", base.since(totals{}))
+	if base.Failed > 0 {
+		t.Fatalf("failures before any change:\n%s", strings.Join(base.Failures, "\n"))
+	}
+
+	const tag = "0.1.0-upgrade"
+	if err := b.TagImages(ctx, "0.1.0", tag); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := nl.HelmUpgrade(ctx, b, lab.WorkloadChart, "image.tag="+tag); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitStatefulSetRolledOut(ctx, lab.SliceNamespace, lab.ReleaseName, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	rolled := time.Since(start)
+	up := snapshot(t, b, pod)
+	t.Logf("helm upgrade (image tag %s): rolled out in %s; %s", tag, rolled.Round(100*time.Millisecond), up.since(base))
+	upgradeFailures := up.Failed - base.Failed
+	for _, f := range up.Failures[len(base.Failures):] {
+		t.Log(f)
+	}
+
+	start = time.Now()
+	before, err := b.KillPodContainers(ctx, lab.SliceNamespace, lab.ReleaseName+"-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitPodRestarted(ctx, lab.SliceNamespace, lab.ReleaseName+"-0", before, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	ready := time.Since(start)
+	time.Sleep(5 * time.Second)
+	killed := snapshot(t, b, pod)
+	t.Logf("SIGKILL of every container of %s-0: ready again in %s; %s", lab.ReleaseName, ready.Round(100*time.Millisecond), killed.since(up))
+	for _, f := range killed.Failures[len(up.Failures):] {
+		t.Log(f)
+	}
+	// The goal is 0 (issue: upgrades lose nothing). It is not met yet
+	// (docs/reliability.md, "Real nodes"): reported, not failed, until
+	// the cause is fixed.
+	if upgradeFailures > 0 {
+		t.Logf("GOAL NOT MET: %d queries failed during the helm upgrade (goal 0)", upgradeFailures)
+	}
+}
