@@ -199,7 +199,7 @@ node-components: $(NODE_BINARIES) $(COREDNS_UPSTREAM) ## Build kubelet, kube-pro
 # What the node lab needs from Debian: command and package, one pair a word.
 NODE_PACKAGES := containerd:containerd runc:runc ctr:containerd iptables:iptables \
 	conntrack:conntrack socat:socat ip:iproute2 nsenter:util-linux \
-	/usr/lib/cni/bridge:containernetworking-plugins
+	sysctl:procps /usr/lib/cni/bridge:containernetworking-plugins
 
 .PHONY: node-packages
 node-packages: ## Install what the node lab needs from Debian (containerd, runc, CNI plugins, iptables, conntrack, socat, iproute2) when missing.
@@ -246,11 +246,18 @@ node-lab: node-packages $(KUBE_APISERVER) node-components $(HELM) ## Start the n
 	cd $(E2E_DIR) && $(GO) build -o bin/nodelab ./cmd/nodelab
 	@$(E2E_DIR)/bin/nodelab -repo $(CURDIR) $(NODE_LAB_FLAGS)
 
+# NODES=1 starts the demo on real nodes (the node lab, make node-lab).
+NODES ?=
+
 .PHONY: demo
-demo: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Start the lab with the walkthrough applied; Ctrl-C stops it.
+ifeq ($(NODES),1)
+demo: node-lab ## Start the lab with the walkthrough applied; Ctrl-C stops it. NODES=1: on real nodes, a pod resolves the name.
+else
+demo: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Start the lab with the walkthrough applied; Ctrl-C stops it. NODES=1: on real nodes, a pod resolves the name.
 	@echo ">> building the lab"
 	cd $(E2E_DIR) && $(GO) build -o bin/lab ./cmd/lab
 	@$(E2E_DIR)/bin/lab -repo $(CURDIR)
+endif
 
 # --- Benchmarks: not part of "make test" ---
 

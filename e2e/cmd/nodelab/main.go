@@ -54,6 +54,34 @@ func main() {
 	defer l.Stop()
 	fmt.Printf(">> node lab up in %s; kubeconfig %s (a context per cluster); logs in %s\n",
 		time.Since(start).Round(100*time.Millisecond), l.Kubeconfig, l.LogDir)
+	if a, b := l.Cluster(lab.ClusterA), l.Cluster(lab.ClusterB); a != nil && b != nil && !*clustersOnly {
+		ask(ctx, l, a, b)
+	}
 	fmt.Println(">> Ctrl-C stops it and removes everything it made")
 	<-ctx.Done()
+}
+
+// ask runs the probe image in a pod of cluster-b until its cluster DNS
+// answers cluster-a's gateway name (the patched Corefile is read about a
+// minute after the install), prints what the pod got, and a TCP
+// connection to that address.
+func ask(ctx context.Context, l *lab.NodeLab, a, b *lab.NodeCluster) {
+	name := lab.GatewayHost("kuard", lab.ClusterA)
+	fmt.Printf(">> a pod in %s asks its cluster DNS (kube-dns) for %s, until it answers\n", b.Name, name)
+	start := time.Now()
+	for ctx.Err() == nil && time.Since(start) < 5*time.Minute {
+		out, err := l.RunProbe(ctx, b, "demo-query", "query", "A", name)
+		if err == nil && strings.Contains(out, "A="+a.GatewayAddress()) {
+			fmt.Printf(">> after %s: %s", time.Since(start).Round(time.Second), out)
+			out, err = l.RunProbe(ctx, b, "demo-tcp", "tcp", a.GatewayAddress()+":80")
+			if err == nil {
+				fmt.Printf(">> and connects: %s", out)
+			}
+			fmt.Printf(">> try more: KUBECONFIG=%s kubectl --context %s run q --rm -i --restart=Never --image=%s --image-pull-policy=Never -- query A %s\n",
+				l.Kubeconfig, b.Name, lab.ProbeImage, "kuard."+lab.GatewayDNSName+"."+lab.ClusterNamespace+".gateways."+lab.Zone)
+			return
+		}
+		time.Sleep(5 * time.Second)
+	}
+	fmt.Println(">> no answer within 5 minutes; the logs are in", l.LogDir)
 }
