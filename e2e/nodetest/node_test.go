@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
 )
 
@@ -303,5 +305,69 @@ func TestUpgradeAndKill(t *testing.T) {
 	// the cause is fixed.
 	if upgradeFailures > 0 {
 		t.Logf("GOAL NOT MET: %d queries failed during the helm upgrade (goal 0)", upgradeFailures)
+	}
+}
+
+// memory reads the working set of the xcc-dns replicas' containers and of
+// the cluster DNS's pods in cluster c.
+func memory(t *testing.T, c *lab.NodeCluster) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]int64{}
+	for _, pod := range []string{lab.ReleaseName + "-0", lab.ReleaseName + "-1"} {
+		m, err := c.ContainerMemory(ctx, lab.SliceNamespace, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range m {
+			out[pod+"/"+k] = v
+		}
+	}
+	pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pods.Items {
+		m, err := c.ContainerMemory(ctx, "kube-system", p.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[fmt.Sprintf("cluster-dns-%d/coredns", i)] = m["coredns"]
+	}
+	return out
+}
+
+// Resources: the memory of the DNS pods, from their cgroups, with the
+// walkthrough's few records and with 10,000 more records served (10,000
+// slices in cluster-b, one gateway name each, as the controller writes
+// them). The cluster DNS's CoreDNS caches every EndpointSlice of the
+// cluster for its kubernetes plugin, the xcc-dns slices too.
+func TestResources(t *testing.T) {
+	ctx := context.Background()
+	b := nl.Cluster(lab.ClusterB)
+	const n = 10000
+	time.Sleep(10 * time.Second)
+	before := memory(t, b)
+	start := time.Now()
+	if err := lab.WriteRecordSlices(ctx, b, n); err != nil {
+		t.Fatal(err)
+	}
+	wrote := time.Since(start)
+	t.Logf("%d slices written in %s", n, wrote.Round(100*time.Millisecond))
+	took := askUntil(t, lab.ClusterB, []want{
+		{"A", lab.RecordHost(0, "kuard"), "NOERROR", []string{lab.RecordAddress(0)}},
+		{"A", lab.RecordHost(n-1, "kuard"), "NOERROR", []string{lab.RecordAddress(n - 1)}},
+	}, 10*time.Minute)
+	t.Logf("%d slices written in %s, the first and last answered in a pod %s later", n, wrote.Round(100*time.Millisecond), took.Round(100*time.Millisecond))
+	time.Sleep(10 * time.Second)
+	after := memory(t, b)
+	keys := make([]string, 0, len(after))
+	for k := range after {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	t.Logf("working set (MiB): %-32s %10s %10s", "pod/container", "few", "10,000")
+	for _, k := range keys {
+		t.Logf("working set (MiB): %-32s %10.1f %10.1f", k, float64(before[k])/(1<<20), float64(after[k])/(1<<20))
 	}
 }
