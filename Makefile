@@ -171,6 +171,52 @@ $(KUBE_APISERVER):
 	@mv $@.tmp $@ && ln -sf $(notdir $@) $(BIN)/kube-apiserver
 	@echo ">> built $@"
 
+# The node lab's Kubernetes components, built like kube-apiserver from the
+# e2e module (the build cache is shared with it: about 8-10 more minutes on
+# 2 cores, once).
+NODE_COMPONENTS := kubelet kube-proxy kube-controller-manager kube-scheduler
+NODE_BINARIES   := $(foreach c,$(NODE_COMPONENTS),$(BIN)/$(c)-$(KUBERNETES_VERSION))
+
+$(NODE_BINARIES): $(BIN)/%-$(KUBERNETES_VERSION):
+	@v=$$(cd $(E2E_DIR) && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes); test "$$v" = "$(KUBERNETES_VERSION)" || { echo "e2e/go.mod requires k8s.io/kubernetes $$v, not KUBERNETES_VERSION $(KUBERNETES_VERSION)"; exit 1; }
+	@echo ">> building $* $(KUBERNETES_VERSION) into bin/ (once)"
+	@set -o pipefail; cd $(E2E_DIR) && $(GO) build -v -o $@.tmp k8s.io/kubernetes/cmd/$* 2>&1 \
+		| awk '/^#|: /{print; next} {n++; if (n % $(BUILD_PROGRESS_EVERY) == 0) {print "   $*: " n " packages compiled"; fflush()}}'
+	@mv $@.tmp $@ && ln -sf $(notdir $@) $(BIN)/$*
+	@echo ">> built $@"
+
+# The workload clusters' own DNS in the node lab: stock upstream CoreDNS at
+# the version kubeadm deploys for KUBERNETES_VERSION (cmd/kubeadm/app/
+# constants CoreDNSVersion), built from the Go module proxy.
+KUBEADM_COREDNS_VERSION := v1.14.2
+COREDNS_UPSTREAM        := $(BIN)/coredns-upstream-$(KUBEADM_COREDNS_VERSION)
+
+$(COREDNS_UPSTREAM):
+	@echo ">> building upstream CoreDNS $(KUBEADM_COREDNS_VERSION) into bin/ (once)"
+	@rm -rf $(BIN)/.coredns-upstream && mkdir -p $(BIN)/.coredns-upstream
+	CGO_ENABLED=0 GOBIN=$(BIN)/.coredns-upstream $(GO) install -trimpath github.com/coredns/coredns@$(KUBEADM_COREDNS_VERSION)
+	mv $(BIN)/.coredns-upstream/coredns $@ && rm -rf $(BIN)/.coredns-upstream
+
+.PHONY: node-components
+node-components: $(NODE_BINARIES) $(COREDNS_UPSTREAM) ## Build kubelet, kube-proxy, kube-controller-manager and kube-scheduler $(KUBERNETES_VERSION) and kubeadm's CoreDNS into bin/ (once).
+
+# What the node lab needs from Debian: command and package, one pair a word.
+NODE_PACKAGES := containerd:containerd runc:runc ctr:containerd iptables:iptables \
+	conntrack:conntrack socat:socat ip:iproute2 nsenter:util-linux \
+	sysctl:procps /usr/lib/cni/bridge:containernetworking-plugins
+
+.PHONY: node-packages
+node-packages: ## Install what the node lab needs from Debian (containerd, runc, CNI plugins, iptables, conntrack, socat, iproute2) when missing.
+	@missing=""; for pair in $(NODE_PACKAGES); do cmd=$${pair%%:*}; pkg=$${pair##*:}; \
+		if [ "$${cmd#/}" != "$$cmd" ]; then test -e $$cmd || missing="$$missing $$pkg"; \
+		else command -v $$cmd >/dev/null 2>&1 || test -x /usr/sbin/$$cmd || missing="$$missing $$pkg"; fi; done; \
+	missing=$$(echo $$missing | tr ' ' '\n' | sort -u | tr '\n' ' '); \
+	if [ -n "$$missing" ]; then \
+		echo ">> the node lab needs these Debian packages, missing here: $$missing"; \
+		command -v apt-get >/dev/null || { echo "no apt-get: install $$missing by hand"; exit 1; }; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing || { echo "could not install: $$missing"; exit 1; }; \
+	fi
+
 $(HELM):
 	@echo ">> building helm $(HELM_VERSION) into bin/ (about 3 minutes, once)"
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
@@ -186,11 +232,36 @@ helm: $(HELM) ## Build bin/helm-$(HELM_VERSION) (once).
 e2e: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## End-to-end tests on a local multi-cluster lab (real kube-apiservers).
 	cd $(E2E_DIR) && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./lab/... && $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -v .
 
+# The node lab: real one-node clusters (containerd, kubelet, kube-proxy)
+# in network namespaces, both charts installed as pods. Needs root, cgroup
+# v1 and Debian's containerd, runc and CNI plugins (node-packages). Not part
+# of make test yet. See e2e/README.md, "The node lab".
+E2E_NODE_TIMEOUT ?= 20m
+GOARCH_HOST      := $(shell $(GO) env GOARCH)
+
+.PHONY: e2e-node
+e2e-node: node-packages $(KUBE_APISERVER) node-components $(HELM) ## End-to-end tests on real one-node clusters: both charts as pods, a pod resolves through its cluster DNS.
+	$(MAKE) images PLATFORMS=linux/$(GOARCH_HOST)
+	cd $(E2E_DIR) && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_NODE_TIMEOUT) -v ./nodetest
+
+.PHONY: node-lab
+node-lab: node-packages $(KUBE_APISERVER) node-components $(HELM) ## Start the node lab (both charts as pods, the walkthrough applied); Ctrl-C stops it and removes everything.
+	$(MAKE) images PLATFORMS=linux/$(GOARCH_HOST)
+	cd $(E2E_DIR) && $(GO) build -o bin/nodelab ./cmd/nodelab
+	@$(E2E_DIR)/bin/nodelab -repo $(CURDIR) $(NODE_LAB_FLAGS)
+
+# NODES=1 starts the demo on real nodes (the node lab, make node-lab).
+NODES ?=
+
 .PHONY: demo
-demo: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Start the lab with the walkthrough applied; Ctrl-C stops it.
+ifeq ($(NODES),1)
+demo: node-lab ## Start the lab with the walkthrough applied; Ctrl-C stops it. NODES=1: on real nodes, a pod resolves the name.
+else
+demo: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Start the lab with the walkthrough applied; Ctrl-C stops it. NODES=1: on real nodes, a pod resolves the name.
 	@echo ">> building the lab"
 	cd $(E2E_DIR) && $(GO) build -o bin/lab ./cmd/lab
 	@$(E2E_DIR)/bin/lab -repo $(CURDIR)
+endif
 
 # --- Benchmarks: not part of "make test" ---
 

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -60,11 +61,11 @@ func (c *Cluster) URL() string { return fmt.Sprintf("https://%s:%d", c.Host, c.P
 // Process is the running kube-apiserver (nil when stopped).
 func (c *Cluster) Process() *Process { return c.proc }
 
-func newCluster(name, dir, bin, etcdURL, logDir, host string) (*Cluster, error) {
+func newCluster(name, dir, bin, etcdURL, logDir, host string, extraIPs ...net.IP) (*Cluster, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create dir of %s: %w", name, err)
 	}
-	p, err := newPKI(dir, name, host)
+	p, err := newPKI(dir, name, host, extraIPs...)
 	if err != nil {
 		return nil, err
 	}

@@ -30,9 +30,9 @@ type pki struct {
 }
 
 // newPKI writes a fresh CA, a serving certificate for 127.0.0.1,
-// localhost and host signed by it, and a ServiceAccount signing key pair
+// localhost, host and extraIPs signed by it, and a ServiceAccount signing key pair
 // into dir.
-func newPKI(dir, clusterName, host string) (*pki, error) {
+func newPKI(dir, clusterName, host string, extraIPs ...net.IP) (*pki, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("CA key of %s: %w", clusterName, err)
@@ -68,7 +68,7 @@ func newPKI(dir, clusterName, host string) (*pki, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost", host, "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		IPAddresses:  append([]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, extraIPs...),
 	}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
 	if err != nil {

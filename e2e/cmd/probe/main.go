@@ -1,0 +1,207 @@
+// Command probe is the node lab's client image: a pod runs it to ask its
+// cluster DNS (the nameserver of the resolv.conf the kubelet wrote) and to
+// open TCP connections.
+//
+//	probe sleep                      wait until stopped
+//	probe query <type> <name>...     one line per answer: name, type, rcode, records
+//	probe tcp <host:port>            connect, print the peer address
+//	probe listen <addr>              serve HTTP, answering the pod's name
+//	probe load <qps> <name> <ip>     ask A <name> ({n} replaced by a counter) qps times a
+//	                                 second until stopped; each second one line of totals
+//	                                 (a failure: no answer, another rcode or not <ip>)
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: probe sleep | query <type> <name>... | tcp <host:port>")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "sleep":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
+		<-c
+	case "query":
+		if len(os.Args) < 4 {
+			fmt.Fprintln(os.Stderr, "usage: probe query <type> <name>...")
+			os.Exit(2)
+		}
+		if err := query(os.Args[2], os.Args[3:]); err != nil {
+			fmt.Fprintln(os.Stderr, "probe:", err)
+			os.Exit(1)
+		}
+	case "listen":
+		host, _ := os.Hostname()
+		err := http.ListenAndServe(os.Args[2], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "hello from %s\n", host)
+		}))
+		fmt.Fprintln(os.Stderr, "probe:", err)
+		os.Exit(1)
+	case "load":
+		if len(os.Args) != 5 {
+			fmt.Fprintln(os.Stderr, "usage: probe load <qps> <name> <ip>")
+			os.Exit(2)
+		}
+		qps, err := strconv.Atoi(os.Args[2])
+		if err != nil || qps < 1 {
+			fmt.Fprintln(os.Stderr, "probe: bad qps", os.Args[2])
+			os.Exit(2)
+		}
+		if err := load(qps, os.Args[3], os.Args[4]); err != nil {
+			fmt.Fprintln(os.Stderr, "probe:", err)
+			os.Exit(1)
+		}
+	case "tcp":
+		conn, err := net.DialTimeout("tcp", os.Args[2], 5*time.Second)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "probe:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("connected %s -> %s\n", conn.LocalAddr(), conn.RemoteAddr())
+		conn.Close()
+	default:
+		fmt.Fprintln(os.Stderr, "probe: unknown command", os.Args[1])
+		os.Exit(2)
+	}
+}
+
+// nameserver is the first nameserver of /etc/resolv.conf, the one the
+// kubelet wrote (the kube-dns Service's address).
+func nameserver() (string, error) {
+	f, err := os.Open("/etc/resolv.conf")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fl := strings.Fields(sc.Text())
+		if len(fl) == 2 && fl[0] == "nameserver" {
+			return net.JoinHostPort(fl[1], "53"), nil
+		}
+	}
+	return "", fmt.Errorf("no nameserver in /etc/resolv.conf")
+}
+
+func query(qtype string, names []string) error {
+	t, ok := dns.StringToType[strings.ToUpper(qtype)]
+	if !ok {
+		return fmt.Errorf("unknown type %s", qtype)
+	}
+	server, err := nameserver()
+	if err != nil {
+		return err
+	}
+	c := &dns.Client{Timeout: 3 * time.Second}
+	for _, name := range names {
+		if t == dns.TypePTR && net.ParseIP(name) != nil {
+			name, _ = dns.ReverseAddr(name)
+		}
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(name), t)
+		r, _, err := c.Exchange(m, server)
+		if err != nil {
+			fmt.Printf("%s %s ERROR %v\n", name, qtype, err)
+			continue
+		}
+		var rrs []string
+		for _, rr := range r.Answer {
+			f := strings.Fields(rr.String())
+			rrs = append(rrs, f[3]+"="+strings.Join(f[4:], " "))
+		}
+		fmt.Printf("%s %s %s via %s: %s\n", name, qtype, dns.RcodeToString[r.Rcode], server, strings.Join(rrs, ", "))
+	}
+	return nil
+}
+
+// slowAnswer is when an answer counts as slow.
+const slowAnswer = 500 * time.Millisecond
+
+// load asks qps queries a second, each on its own socket with a 2 s
+// timeout, until SIGTERM, and prints every second the totals: sent,
+// ok, failed, slow (an answer after slowAnswer) and the slowest answer.
+// Each failure is printed as it happens.
+func load(qps int, name, ip string) error {
+	server, err := nameserver()
+	if err != nil {
+		return err
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	var sent, ok, failed, slow, maxMicros atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	c := &dns.Client{Timeout: 2 * time.Second}
+	ask := func(n int64) {
+		defer wg.Done()
+		q := strings.ReplaceAll(name, "{n}", strconv.FormatInt(n, 10))
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(q), dns.TypeA)
+		t0 := time.Now()
+		r, _, err := c.Exchange(m, server)
+		d := time.Since(t0)
+		for {
+			cur := maxMicros.Load()
+			if d.Microseconds() <= cur || maxMicros.CompareAndSwap(cur, d.Microseconds()) {
+				break
+			}
+		}
+		if d > slowAnswer {
+			slow.Add(1)
+		}
+		why := ""
+		switch {
+		case err != nil:
+			why = err.Error()
+		case r.Rcode != dns.RcodeSuccess:
+			why = dns.RcodeToString[r.Rcode]
+		case len(r.Answer) != 1 || !strings.HasSuffix(r.Answer[0].String(), "\t"+ip):
+			why = fmt.Sprintf("answer %v", r.Answer)
+		}
+		if why != "" {
+			failed.Add(1)
+			fmt.Printf("FAIL t=%.3fs %s: %s\n", time.Since(start).Seconds(), q, why)
+			return
+		}
+		ok.Add(1)
+	}
+	tick := time.NewTicker(time.Second / time.Duration(qps))
+	defer tick.Stop()
+	report := time.NewTicker(time.Second)
+	defer report.Stop()
+	line := func() {
+		fmt.Printf("t=%ds sent=%d ok=%d failed=%d slow=%d max=%dms\n", int(time.Since(start).Seconds()),
+			sent.Load(), ok.Load(), failed.Load(), slow.Load(), maxMicros.Load()/1000)
+	}
+	for {
+		select {
+		case <-tick.C:
+			n := sent.Add(1)
+			wg.Add(1)
+			go ask(n)
+		case <-report.C:
+			line()
+		case <-stop:
+			wg.Wait()
+			line()
+			return nil
+		}
+	}
+}
