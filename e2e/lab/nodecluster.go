@@ -368,7 +368,7 @@ rotateCertificates: false
 				if cond.Status == corev1.ConditionTrue {
 					return nil
 				}
-				return fmt.Errorf("Ready %s: %s", cond.Status, cond.Message)
+				return fmt.Errorf("condition Ready is %s: %s", cond.Status, cond.Message)
 			}
 		}
 		return fmt.Errorf("no Ready condition")
