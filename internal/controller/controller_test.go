@@ -182,7 +182,7 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 			}
 			// Anything else goes through the production factory: garbage
 			// is KubeconfigInvalid, an exec kubeconfig KubeconfigRefused.
-			return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{})
+			return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, 0)
 		},
 		SliceNamespace: DefaultSliceNamespace, Domain: "xcc.test", Resync: time.Hour, Workers: 2,
 		Recorder: e.events,
