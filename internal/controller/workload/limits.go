@@ -296,10 +296,10 @@ func (c *counter) watch(inner cache.WatchFuncWithContext) cache.WatchFuncWithCon
 	return func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		limit := c.r.limits.WatchTimeout
 		if o.TimeoutSeconds == nil || time.Duration(*o.TimeoutSeconds)*time.Second > limit {
-			secs := int64(limit / time.Second)
+			secs := max(int64(limit/time.Second), 1)
 			o.TimeoutSeconds = &secs
 		}
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(*o.TimeoutSeconds)*time.Second+watchGrace)
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(*o.TimeoutSeconds)*time.Second+min(watchGrace, limit/10))
 		w, err := inner(ctx, o)
 		if err != nil {
 			cancel()
@@ -310,7 +310,7 @@ func (c *counter) watch(inner cache.WatchFuncWithContext) cache.WatchFuncWithCon
 }
 
 // watchGrace is how long after its timeoutSeconds a watch is ended by
-// the client.
+// the client (at most a tenth of WatchTimeout).
 const watchGrace = 30 * time.Second
 
 type boundedWatch struct {
