@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
@@ -172,5 +174,55 @@ func TestHostileWatchIsBounded(t *testing.T) {
 	}
 	if svc, synced := set.Service(w, "projectcontour", "envoy", hostileUser); !synced || svc != nil {
 		t.Errorf("Service %v synced %v: the list answered (without the Service)", svc, synced)
+	}
+}
+
+// Objects that arrive by watch count as those of a list: the object past
+// the cluster's limit stops the informer and cuts the cluster off, and
+// the objects it held are given back.
+func TestWatchedObjectsAreCounted(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	client := fake.NewClientset()
+	set := NewSet(Config{NewClient: func([]byte) (Client, error) { return client, nil },
+		SliceNamespace: "xcc-dns", OnNamespace: func(string) {}, OnService: func([]string) {}, Gauge: func(int) {},
+		Limits: ReadLimits{MaxObjectsPerCluster: 5, CutOffRetry: time.Hour}})
+	set.Start(ctx)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "c" + KubeconfigSecretSuffix},
+		Data: map[string][]byte{KubeconfigSecretKey: []byte("c")}}
+	w := set.Get("dev-team", "c", secret, hostileUser).Cluster
+	uses := map[string]bool{}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, synced := set.Names(w, hostileUser, uses)
+		return synced, nil
+	}); err != nil {
+		t.Fatal("names never synced")
+	}
+	for i := range 6 {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "s" + strconv.Itoa(i)}}
+		if _, err := client.CoreV1().Services("shop").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var why string
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		why = w.CutOff()
+		return why != "", nil
+	}); err != nil {
+		t.Fatalf("not cut off at 6 Services and 0 EndpointSlices; %d objects held", w.reads.held.Load())
+	}
+	if !strings.Contains(why, "more than 5 objects (Services of every namespace)") {
+		t.Errorf("cut off because %q", why)
+	}
+	if _, synced := set.Names(w, hostileUser, uses); synced {
+		t.Error("names synced from a cut-off cluster")
+	}
+	// The Services informer was dropped: only the Namespace informer and
+	// the names EndpointSlice informer (none) hold objects.
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return w.reads.held.Load() == 0, nil
+	}); err != nil {
+		t.Errorf("%d objects still counted after the cut", w.reads.held.Load())
 	}
 }
