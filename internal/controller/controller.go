@@ -89,6 +89,9 @@ type Config struct {
 	// Limits bound what one GatewayDNS publishes of its clusters'
 	// Services; zero fields are the defaults.
 	Limits desired.Limits
+	// ReadLimits bound the reads from each workload cluster; zero fields
+	// are the defaults.
+	ReadLimits workload.ReadLimits
 }
 
 // Controller keeps the EndpointSlices of every GatewayDNS up to date.
@@ -187,6 +190,7 @@ func New(cfg Config) *Controller {
 		OnNamespace:    c.enqueueAllIn,
 		OnService:      c.serviceChanged,
 		Gauge:          func(n int) { cfg.Metrics.ClustersWatched.Set(float64(n)) },
+		Limits:         cfg.ReadLimits,
 	})
 	c.publisher = publish.NewWriter(publish.Config{
 		SliceNamespace: cfg.SliceNamespace,

@@ -183,7 +183,7 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 			}
 			// Anything else goes through the production factory: garbage
 			// is KubeconfigInvalid, an exec kubeconfig KubeconfigRefused.
-			return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{})
+			return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, 0)
 		},
 		SliceNamespace: DefaultSliceNamespace, Domain: "xcc.test", Resync: time.Hour, Workers: 2,
 		Recorder: e.events, State: &state.ConfigMaps{Client: e.mgmt, Namespace: stateNamespace},

@@ -91,6 +91,9 @@ type Options struct {
 	// Limits bound what one GatewayDNS publishes of its clusters'
 	// Services (--max-names-per-cluster, ...); each must be positive.
 	Limits desired.Limits
+	// ReadLimits bound the reads from each workload cluster
+	// (--workload-list-page-size, ...); each must be positive.
+	ReadLimits workload.ReadLimits
 }
 
 // AddFlags registers the flags of `xcc-syncer controller` on fs, with o's
@@ -119,6 +122,18 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"most endpoints a headless export publishes from one source cluster; over it a fixed part (by address, in turn from each port set and family) is published and the cluster is TooManyEndpoints")
 	fs.IntVar(&o.Limits.HeadlessEndpointsPerGatewayDNS, desired.FlagMaxHeadlessEndpointsPerGatewayDNS, desired.DefaultMaxHeadlessEndpointsPerGatewayDNS,
 		"most endpoints a headless export publishes from all its clusters; over it each cluster keeps a max-min fair share (all of its endpoints when it has no more than an equal share) and the clusters cut are TooManyEndpoints")
+	fs.Int64Var(&o.ReadLimits.ListPageSize, "workload-list-page-size", workload.DefaultListPageSize,
+		"most objects one list request to a workload cluster asks for (lists are paged)")
+	fs.Int64Var(&o.ReadLimits.MaxResponseBytes, "workload-max-response-bytes", workload.DefaultMaxResponseBytes,
+		"most bytes of one response body from a workload cluster (a list page, a whole watch); more fails the request, and a list then cuts the cluster off")
+	fs.Int64Var(&o.ReadLimits.MaxObjectsPerCluster, "workload-max-objects", workload.DefaultMaxObjectsPerCluster,
+		"most objects the informers of one workload cluster hold together; more cuts the cluster off (status ClusterCutOff, last published names kept)")
+	fs.DurationVar(&o.ReadLimits.ListTimeout, "workload-list-timeout", workload.DefaultListTimeout,
+		"most time one list request (a page) to a workload cluster takes, its body included")
+	fs.DurationVar(&o.ReadLimits.WatchTimeout, "workload-watch-timeout", workload.DefaultWatchTimeout,
+		"most time one watch of a workload cluster lasts (timeoutSeconds, and ended by the controller 30s later whatever the server does); the informer then watches again")
+	fs.DurationVar(&o.ReadLimits.CutOffRetry, "workload-cut-off-retry", workload.DefaultCutOffRetry,
+		"how long a workload cluster that was cut off stays so before its informers start again")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-address")
 	fs.Func("allow-kubeconfig-exec", "comma-separated exec credential plugin commands a <cluster>-kubeconfig Secret may run in the controller, matched exactly against exec.command (aws allows aws on the controller's PATH, not /tmp/aws; e.g. aws,gke-gcloud-auth-plugin). The Secret's author still chooses the arguments and environment: list only commands that cannot be made to run or read something else; empty: none", func(v string) error {
 		for _, name := range strings.Split(v, ",") {
@@ -212,11 +227,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	runController := func(ctx context.Context) error {
 		policy := kubeconfig.Policy{AllowExec: o.AllowKubeconfigExec}
-		newClient := func(data []byte) (workload.Client, error) { return workload.NewClientFromKubeconfig(data, policy) }
+		newClient := func(data []byte) (workload.Client, error) {
+			return workload.NewClientFromKubeconfig(data, policy, o.ReadLimits.MaxResponseBytes)
+		}
 		c := New(Config{
 			Kube: kube, Dynamic: dyn, ClusterResource: clusterGVR, NewClient: newClient,
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
-			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits,
+			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits, ReadLimits: o.ReadLimits,
 			State: &state.ConfigMaps{Client: kube, Namespace: o.StateNamespace},
 		})
 		readyCh := make(chan struct{})
@@ -255,7 +272,7 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // checkLimits refuses a limit that is not positive: a limit of 0 would
-// publish nothing, and the flags have no "unlimited".
+// publish or read nothing, and the flags have no "unlimited".
 func (o Options) checkLimits() error {
 	for flag, v := range map[string]int{
 		desired.FlagMaxNamesPerCluster:                o.Limits.NamesPerCluster,
@@ -265,6 +282,19 @@ func (o Options) checkLimits() error {
 	} {
 		if v <= 0 {
 			return fmt.Errorf("--%s=%d: must be positive", flag, v)
+		}
+	}
+	r := o.ReadLimits
+	for flag, v := range map[string]int64{
+		"workload-list-page-size":     r.ListPageSize,
+		"workload-max-response-bytes": r.MaxResponseBytes,
+		"workload-max-objects":        r.MaxObjectsPerCluster,
+		"workload-list-timeout":       int64(r.ListTimeout),
+		"workload-watch-timeout":      int64(r.WatchTimeout / time.Second),
+		"workload-cut-off-retry":      int64(r.CutOffRetry),
+	} {
+		if v <= 0 {
+			return fmt.Errorf("--%s: must be positive (a watch timeout at least 1s)", flag)
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 )
 
 func TestDiscoverClusterResource(t *testing.T) {
@@ -146,6 +147,17 @@ func TestLimitFlags(t *testing.T) {
 	}
 	if err := o.checkLimits(); err != nil {
 		t.Errorf("defaults refused: %v", err)
+	}
+	wantReads := workload.ReadLimits{ListPageSize: workload.DefaultListPageSize, MaxResponseBytes: workload.DefaultMaxResponseBytes,
+		MaxObjectsPerCluster: workload.DefaultMaxObjectsPerCluster, ListTimeout: workload.DefaultListTimeout,
+		WatchTimeout: workload.DefaultWatchTimeout, CutOffRetry: workload.DefaultCutOffRetry}
+	if o.ReadLimits != wantReads {
+		t.Errorf("read limits %+v, want %+v", o.ReadLimits, wantReads)
+	}
+	bad := o
+	bad.ReadLimits.MaxObjectsPerCluster = 0
+	if err := bad.checkLimits(); err == nil || !strings.Contains(err.Error(), "--workload-max-objects") {
+		t.Errorf("zero object limit: %v", err)
 	}
 	if err := fs.Parse([]string{"--max-names-per-gatewaydns=0"}); err != nil {
 		t.Fatal(err)

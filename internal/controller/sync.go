@@ -262,6 +262,9 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 		if names && in.Selected && !in.Deleting && in.OwnedBy == "" {
 			in.Names, in.NamesSynced = c.workloads.Names(acc.Cluster, key, refs)
 		}
+		if why := acc.Cluster.CutOff(); why != "" {
+			in.AccessReason, in.AccessMessage = desired.ReasonClusterCutOff, why
+		}
 		g.clusters = append(g.clusters, in)
 		if u.GetDeletionTimestamp() == nil {
 			g.targets = append(g.targets, publish.Target{Name: in.Name, Cluster: acc.Cluster})

@@ -49,6 +49,11 @@ const (
 	// of one port set and address family than a slice may carry
 	// (contract.MaxAddressesPerSlice); the last published ones stay.
 	ReasonTooManyEndpoints = "TooManyEndpoints"
+	// ReasonClusterCutOff: what the workload cluster's API server
+	// returned passed a limit on reads (too many objects, too large a
+	// response): its informers are stopped for a while and its last
+	// published names kept, as for an unreachable cluster.
+	ReasonClusterCutOff = "ClusterCutOff"
 )
 
 // Input is what the informers know about one Cluster in the namespace

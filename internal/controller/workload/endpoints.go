@@ -25,7 +25,7 @@ import (
 // change whether the slice has a ready endpoint are events, unless
 // content is set (a headless export uses the Service): then every change
 // of what is cached is one.
-func watchEndpoints(client Client, namespace, service string, content *atomic.Bool, onChange func()) *objectWatch {
+func watchEndpoints(client Client, r *reads, namespace, service string, content *atomic.Bool, onChange func()) *objectWatch {
 	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: service}).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -37,9 +37,8 @@ func watchEndpoints(client Client, namespace, service string, content *atomic.Bo
 			return client.DiscoveryV1().EndpointSlices(namespace).Watch(ctx, o)
 		},
 	}
-	store, ctl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
-		ObjectType:    &discoveryv1.EndpointSlice{},
+	return newInformer(r, "EndpointSlices of Service "+namespace+"/"+service, lw, cache.InformerOptions{
+		ObjectType: &discoveryv1.EndpointSlice{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { onChange() },
 			UpdateFunc: func(old, cur any) {
@@ -51,7 +50,6 @@ func watchEndpoints(client Client, namespace, service string, content *atomic.Bo
 		},
 		Transform: endpointsForCache,
 	})
-	return &objectWatch{store: store, ctl: ctl}
 }
 
 // endpointsChanged reports whether an update of a cached slice (both

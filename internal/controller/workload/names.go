@@ -37,7 +37,7 @@ type namesWatch struct {
 // watchServices is the cluster-wide Service informer of spec.names. Only
 // an annotated LoadBalancer Service's change (or one becoming or ceasing
 // to be one) is an event.
-func watchServices(client Client, onChange func()) *objectWatch {
+func watchServices(client Client, r *reads, onChange func()) *objectWatch {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return client.CoreV1().Services(metav1.NamespaceAll).List(ctx, o)
@@ -46,9 +46,8 @@ func watchServices(client Client, onChange func()) *objectWatch {
 			return client.CoreV1().Services(metav1.NamespaceAll).Watch(ctx, o)
 		},
 	}
-	store, ctl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
-		ObjectType:    &corev1.Service{},
+	return newInformer(r, "Services of every namespace", lw, cache.InformerOptions{
+		ObjectType: &corev1.Service{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(o any) {
 				if claims(o) {
@@ -71,7 +70,6 @@ func watchServices(client Client, onChange func()) *objectWatch {
 		},
 		Transform: serviceForNames,
 	})
-	return &objectWatch{store: store, ctl: ctl}
 }
 
 // claims reports whether obj, a Service, claims a name: type
@@ -120,12 +118,24 @@ func serviceForNames(obj any) (any, error) {
 func (m *Set) Names(w *Cluster, user string, uses map[string]bool) (out []desired.NameService, synced bool) {
 	m.mu.Lock()
 	nw := w.names
+	if nw != nil && (nw.informer.cut() || nw.endpoints.cut()) {
+		// Cut off: dropped, and started again once the cluster is no
+		// longer cut off.
+		nw.cancel()
+		w.names = nil
+		nw = nil
+	}
+	if nw == nil && w.reads.cut() != "" {
+		m.mu.Unlock()
+		uses[NamesRef] = true
+		return nil, false
+	}
 	if nw == nil {
 		ctx, cancel := context.WithCancel(w.ctx)
 		nw = &namesWatch{cancel: cancel, users: map[string]bool{}}
 		notify := func() { m.onService(m.namesUsersOf(nw)) }
-		nw.informer = watchServices(w.client, notify)
-		nw.endpoints = watchNamesEndpoints(w.client, nw.informer.store, notify)
+		nw.informer = watchServices(w.client, w.reads, notify)
+		nw.endpoints = watchNamesEndpoints(w.client, w.reads, nw.informer.store, notify)
 		nw.informer.run(ctx, notify)
 		nw.endpoints.run(ctx, notify)
 		w.names = nw

@@ -27,7 +27,7 @@ const byService = "service"
 // endpoints cross zero, and only for a Service of services (the names
 // Service informer's store) that claims a name: pods of other
 // Deployments come and go all the time.
-func watchNamesEndpoints(client Client, services cache.Store, onChange func()) *objectWatch {
+func watchNamesEndpoints(client Client, r *reads, services cache.Store, onChange func()) *objectWatch {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = discoveryv1.LabelServiceName
@@ -52,9 +52,8 @@ func watchNamesEndpoints(client Client, services cache.Store, onChange func()) *
 		before := now - is + was
 		return (before > 0) != (now > 0)
 	}
-	st, ctl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
-		ObjectType:    &discoveryv1.EndpointSlice{},
+	ow := newInformer(r, "EndpointSlices of every namespace", lw, cache.InformerOptions{
+		ObjectType: &discoveryv1.EndpointSlice{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(o any) {
 				if crossed(o, 0, sliceReady(o)) {
@@ -78,8 +77,8 @@ func watchNamesEndpoints(client Client, services cache.Store, onChange func()) *
 		Transform: namesEndpoints,
 		Indexers:  cache.Indexers{byService: indexByService},
 	})
-	store = st.(cache.Indexer) //nolint:forcetypeassert // Indexers set: the store is an Indexer
-	return &objectWatch{store: store, ctl: ctl}
+	store = ow.store.(cache.Indexer) //nolint:forcetypeassert // Indexers set: the store is an Indexer
+	return ow
 }
 
 // namesEndpoints keeps of an EndpointSlice what names read: its name,

@@ -1,11 +1,13 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -81,11 +83,16 @@ var _ Client = (*typedClient)(nil)
 // kubeconfig): a tenant writes that Secret, so what it asks the controller
 // to run, read or route through is refused (a *kubeconfig.RefusedError),
 // but for the exec commands the operator allows in policy.
-func NewClientFromKubeconfig(data []byte, policy kubeconfig.Policy) (Client, error) {
+//
+// No response body is read past maxResponseBytes (0:
+// DefaultMaxResponseBytes): a tenant's API server may answer anything.
+func NewClientFromKubeconfig(data []byte, policy kubeconfig.Policy, maxResponseBytes int64) (Client, error) {
 	cfg, err := kubeconfig.RESTConfig(data, policy)
 	if err != nil {
 		return nil, err // it speaks of the kubeconfig and its fields already
 	}
+	most := cmp.Or(maxResponseBytes, DefaultMaxResponseBytes)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return limitBodies(rt, most) })
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	cfg.UserAgent = "xcc-syncer-controller"
 	// Protobuf: a target's full list of slices decodes faster than JSON,
@@ -123,6 +130,7 @@ type Set struct {
 	onService      func(users []string)
 	clusters       map[string]*Cluster // by "<cluster-ns>/<cluster>"
 	gauge          func(n int)
+	limits         ReadLimits
 }
 
 // Config wires a Set to the controller.
@@ -138,12 +146,15 @@ type Config struct {
 	OnService func(users []string)
 	// Gauge is told the number of clusters watched whenever it changes.
 	Gauge func(n int)
+	// Limits bound the reads from each workload cluster (limits.go);
+	// zero fields are the defaults.
+	Limits ReadLimits
 }
 
 // NewSet returns an empty Set; Start gives it the context its informers run in.
 func NewSet(cfg Config) *Set {
 	return &Set{newClient: cfg.NewClient, sliceNamespace: cfg.SliceNamespace, onNamespace: cfg.OnNamespace,
-		onService: cfg.OnService, gauge: cfg.Gauge, clusters: map[string]*Cluster{}}
+		onService: cfg.OnService, gauge: cfg.Gauge, clusters: map[string]*Cluster{}, limits: cfg.Limits.withDefaults()}
 }
 
 // Start sets the context every informer runs in and ends with; call it
@@ -160,12 +171,15 @@ type Cluster struct {
 	client     Client
 	cancel     context.CancelFunc
 	ctx        context.Context
-	nsInformer *objectWatch
+	nsInformer atomic.Pointer[objectWatch]
 	services   map[string]*serviceWatch // by "<ns>/<name>"
 	// names is the cluster-wide Service informer of spec.names, if a
 	// GatewayDNS uses it.
 	names *namesWatch
 	users map[string]bool
+	// reads bounds what is read from the cluster (limits.go).
+	reads           *reads
+	notifyNamespace func()
 }
 
 // Key is the cluster's "<cluster-ns>/<cluster>".
@@ -213,6 +227,9 @@ func (m *Set) Get(clusterNamespace, cluster string, secret *corev1.Secret, user 
 	if w := m.clusters[key]; w != nil {
 		if w.configHash == hash {
 			w.users[user] = true
+			if w.nsInformer.Load().cut() && w.reads.cut() == "" {
+				m.watchNamespace(w)
+			}
 			return Access{Cluster: w}
 		}
 		klog.FromContext(m.ctx).Info("Kubeconfig changed, reconnecting", "cluster", key)
@@ -230,21 +247,33 @@ func (m *Set) Get(clusterNamespace, cluster string, secret *corev1.Secret, user 
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	w := &Cluster{key: key, configHash: hash, server: kubeconfigServer(raw), client: client, cancel: cancel, ctx: ctx,
-		services: map[string]*serviceWatch{}, users: map[string]bool{user: true}}
-	notify := func() { m.onNamespace(clusterNamespace) }
-	w.nsInformer = watchObject(client, m.sliceNamespace, &corev1.Namespace{}, notify,
+		services: map[string]*serviceWatch{}, users: map[string]bool{user: true},
+		reads: newReads(m.limits, klog.LoggerWithValues(klog.FromContext(m.ctx), "cluster", key))}
+	w.notifyNamespace = func() { m.onNamespace(clusterNamespace) }
+	m.watchNamespace(w)
+	m.clusters[key] = w
+	klog.FromContext(m.ctx).Info("Watching workload cluster", "cluster", key)
+	m.gauge(len(m.clusters))
+	return Access{Cluster: w}
+}
+
+// watchNamespace starts the informer on w's slice namespace.
+func (m *Set) watchNamespace(w *Cluster) {
+	client := w.client
+	ow := watchObject(w.reads, "Namespace "+m.sliceNamespace, m.sliceNamespace, &corev1.Namespace{}, w.notifyNamespace,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return client.CoreV1().Namespaces().List(ctx, o)
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return client.CoreV1().Namespaces().Watch(ctx, o)
 		})
-	w.nsInformer.run(ctx, notify)
-	m.clusters[key] = w
-	klog.FromContext(m.ctx).Info("Watching workload cluster", "cluster", key)
-	m.gauge(len(m.clusters))
-	return Access{Cluster: w}
+	ow.run(w.ctx, w.notifyNamespace)
+	w.nsInformer.Store(ow)
 }
+
+// CutOff returns why the reads from w are cut off (a limit of
+// ReadLimits was passed), or "" when they are not.
+func (w *Cluster) CutOff() string { return w.reads.cut() }
 
 // kubeconfigServer returns the API server URL of a kubeconfig's current
 // context, or "" when it has none.
@@ -273,10 +302,11 @@ func (w *Cluster) Destination(nsUID types.UID) string {
 // synced is false while the Namespace informer has not listed (cluster
 // unreachable).
 func (w *Cluster) SliceNamespace(name string) (uid types.UID, has, synced bool) {
-	if !w.nsInformer.HasSynced() {
+	inf := w.nsInformer.Load()
+	if !inf.HasSynced() {
 		return "", false, false
 	}
-	obj, exists, _ := w.nsInformer.store.GetByKey(name)
+	obj, exists, _ := inf.store.GetByKey(name)
 	ns, ok := obj.(*corev1.Namespace)
 	if !exists || !ok || ns.DeletionTimestamp != nil {
 		// Being deleted (the workload chart is uninstalled): writes would be refused.
@@ -293,12 +323,23 @@ func (m *Set) Service(w *Cluster, namespace, name, user string) (svc *corev1.Ser
 	ref := namespace + "/" + name
 	m.mu.Lock()
 	sw := w.services[ref]
+	if sw != nil && (sw.informer.cut() || sw.endpoints.cut()) {
+		// Cut off: dropped (and its store with it); started again once
+		// the cluster is no longer cut off.
+		sw.cancel()
+		delete(w.services, ref)
+		sw = nil
+	}
+	if sw == nil && w.reads.cut() != "" {
+		m.mu.Unlock()
+		return nil, false
+	}
 	if sw == nil {
 		ctx, cancel := context.WithCancel(w.ctx)
 		client := w.client
 		sw = &serviceWatch{cancel: cancel, users: map[string]bool{}}
 		notify := func() { m.onService(m.usersOf(sw)) }
-		sw.informer = watchObject(client, name, &corev1.Service{}, notify,
+		sw.informer = watchObject(w.reads, "Service "+ref, name, &corev1.Service{}, notify,
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return client.CoreV1().Services(namespace).List(ctx, o)
 			},
@@ -306,7 +347,7 @@ func (m *Set) Service(w *Cluster, namespace, name, user string) (svc *corev1.Ser
 				return client.CoreV1().Services(namespace).Watch(ctx, o)
 			})
 		sw.informer.run(ctx, notify)
-		sw.endpoints = watchEndpoints(client, namespace, name, &sw.content, notify)
+		sw.endpoints = watchEndpoints(client, w.reads, namespace, name, &sw.content, notify)
 		sw.endpoints.run(ctx, notify)
 		w.services[ref] = sw
 		klog.FromContext(m.ctx).V(2).Info("Watching gateway Service", "cluster", w.key, "service", ref)
@@ -416,9 +457,11 @@ func (m *Set) stopLocked(w *Cluster) {
 type objectWatch struct {
 	store cache.Store
 	ctl   cache.Controller
+	// counter bounds what it reads (limits.go).
+	counter *counter
 }
 
-func watchObject(client Client, name string, obj runtime.Object, onChange func(),
+func watchObject(r *reads, what, name string, obj runtime.Object, onChange func(),
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *objectWatch {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
@@ -432,24 +475,32 @@ func watchObject(client Client, name string, obj runtime.Object, onChange func()
 			return watchFn(ctx, o)
 		},
 	}
-	store, ctl := cache.NewInformerWithOptions(cache.InformerOptions{
-		// The wrapper carries over whether the client can stream a watch
-		// list (fake clientsets cannot), as the generated informers do.
-		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
-		ObjectType:    obj,
+	return newInformer(r, what, lw, cache.InformerOptions{
+		ObjectType: obj,
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { onChange() },
 			UpdateFunc: func(any, any) { onChange() },
 			DeleteFunc: func(any) { onChange() },
 		},
 	})
-	return &objectWatch{store: store, ctl: ctl}
 }
 
-// run starts the informer until ctx ends and calls onSynced once it has
-// listed, so a cluster that answers late is synced at once.
+// run starts the informer until ctx ends, or it is cut off (limits.go),
+// and calls onSynced once it has listed, so a cluster that answers late
+// is synced at once, and when it is cut off.
 func (o *objectWatch) run(ctx context.Context, onSynced func()) {
-	go o.ctl.RunWithContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	o.counter.mu.Lock()
+	o.counter.stop = func() {
+		cancel()
+		onSynced()
+	}
+	o.counter.mu.Unlock()
+	go func() {
+		o.ctl.RunWithContext(ctx)
+		cancel()
+		o.counter.release()
+	}()
 	go func() {
 		if cache.WaitForCacheSync(ctx.Done(), o.ctl.HasSynced) {
 			onSynced()
@@ -457,5 +508,8 @@ func (o *objectWatch) run(ctx context.Context, onSynced func()) {
 	}()
 }
 
-// HasSynced reports whether the informer has listed.
-func (o *objectWatch) HasSynced() bool { return o.ctl.HasSynced() }
+// HasSynced reports whether the informer has listed and is not cut off.
+func (o *objectWatch) HasSynced() bool { return !o.counter.cut() && o.ctl.HasSynced() }
+
+// cut reports whether the informer was cut off (it no longer runs).
+func (o *objectWatch) cut() bool { return o.counter.cut() }

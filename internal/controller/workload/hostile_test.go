@@ -1,0 +1,228 @@
+package workload
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
+	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
+)
+
+const hostileUser = "dev-team/gw"
+
+// hostileSet is a Set with real clients (NewClientFromKubeconfig, as in
+// production) under limits, and the Cluster of srv in it.
+func hostileSet(t *testing.T, srv *fixture.HostileAPIServer, limits ReadLimits) (*Set, *Cluster) {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	set := NewSet(Config{
+		NewClient: func(raw []byte) (Client, error) {
+			return NewClientFromKubeconfig(raw, kubeconfig.Policy{}, limits.MaxResponseBytes)
+		},
+		SliceNamespace: "xcc-dns", OnNamespace: func(string) {}, OnService: func([]string) {}, Gauge: func(int) {},
+		Limits: limits,
+	})
+	set.Start(ctx)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "hostile" + KubeconfigSecretSuffix},
+		Data: map[string][]byte{KubeconfigSecretKey: srv.Kubeconfig}}
+	acc := set.Get("dev-team", "hostile", secret, hostileUser)
+	if acc.Cluster == nil {
+		t.Fatalf("no client: %s %s", acc.Reason, acc.Message)
+	}
+	return set, acc.Cluster
+}
+
+// heapPeak samples the heap in use until stop is called, and returns the
+// most it grew above what it was when called.
+func heapPeak() (stop func() uint64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > base && ms.HeapAlloc-base > peak.Load() {
+				peak.Store(ms.HeapAlloc - base)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		<-finished
+		return peak.Load()
+	}
+}
+
+// A hostile API server answering lists without end, or far larger than
+// asked for, costs the controller a bounded amount of memory: the
+// requests fail with a clear error, the informers stop, and the cluster
+// is cut off.
+func TestHostileListsAreCutOff(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode fixture.HostileMode
+		want string
+	}{
+		{"an endless list body", fixture.EndlessList, "response body too large: more than 1048576 bytes"},
+		{"endless pages", fixture.EndlessPages, "too many objects: more than"},
+		{"a huge list ignoring the page size", fixture.HugeList, "response body too large"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fixture.NewHostileAPIServer(t, tc.mode)
+			limits := ReadLimits{ListPageSize: 100, MaxResponseBytes: 1 << 20, MaxObjectsPerCluster: 1000, CutOffRetry: time.Hour}
+			peak := heapPeak()
+			set, w := hostileSet(t, srv, limits)
+			uses := map[string]bool{}
+			var why string
+			err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+				set.Names(w, hostileUser, uses)
+				set.Service(w, "projectcontour", "envoy", hostileUser)
+				why = w.CutOff()
+				return why != "", nil
+			})
+			grew := peak()
+			if err != nil {
+				t.Fatalf("never cut off; %d lists, %d bytes sent", srv.Lists.Load(), srv.Written.Load())
+			}
+			if !strings.Contains(why, tc.want) || !strings.Contains(why, "cut off for 1h0m0s") {
+				t.Errorf("cut off because %q, want it to say %q", why, tc.want)
+			}
+			t.Logf("cut off: %s; %d lists, %d bytes sent, heap grew at most %d KiB", why, srv.Lists.Load(), srv.Written.Load(), grew>>10)
+			// Generous: the bodies are cut at 1 MiB each; the server
+			// would send a GiB each (EndlessList, HugeList) or
+			// pages without end.
+			if grew > 64<<20 {
+				t.Errorf("heap grew by %d MiB", grew>>20)
+			}
+			// Cut off: no informer of the cluster reads, none starts.
+			if _, synced := set.Names(w, hostileUser, uses); synced {
+				t.Error("names synced from a cut-off cluster")
+			}
+			if _, synced := set.Service(w, "projectcontour", "envoy", hostileUser); synced {
+				t.Error("Service synced from a cut-off cluster")
+			}
+			time.Sleep(300 * time.Millisecond)
+			before := srv.Lists.Load()
+			time.Sleep(time.Second)
+			if after := srv.Lists.Load(); after != before {
+				t.Errorf("%d more lists after the cluster was cut off", after-before)
+			}
+		})
+	}
+}
+
+// A list that drips ends at the list timeout; the cluster is not cut
+// off (it is slow, as an unreachable one is) and nothing is synced.
+func TestHostileSlowListTimesOut(t *testing.T) {
+	srv := fixture.NewHostileAPIServer(t, fixture.SlowList)
+	set, w := hostileSet(t, srv, ReadLimits{ListTimeout: 300 * time.Millisecond})
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, synced := set.Service(w, "projectcontour", "envoy", hostileUser); synced {
+			t.Fatal("synced from a list that never ends")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n, longest := srv.Lists.Load(), time.Duration(srv.LongestRequest.Load()); n < 2 || longest > 2*time.Second {
+		t.Errorf("%d lists, the longest served %v: want them ended at the 300ms timeout and tried again", n, longest)
+	}
+	if why := w.CutOff(); why != "" {
+		t.Errorf("a slow cluster is cut off: %s", why)
+	}
+}
+
+// A watch the server never ends, whatever timeoutSeconds says, is ended
+// by the client and made again.
+func TestHostileWatchIsBounded(t *testing.T) {
+	srv := fixture.NewHostileAPIServer(t, fixture.HangingWatch)
+	set, w := hostileSet(t, srv, ReadLimits{WatchTimeout: time.Second})
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		set.Service(w, "projectcontour", "envoy", hostileUser)
+		return srv.Watches.Load() >= 6, nil // 3 informers, each watching twice
+	})
+	if err != nil {
+		t.Fatalf("%d watches: a hanging watch was not ended and made again", srv.Watches.Load())
+	}
+	for len(srv.WatchTimeouts) > 0 {
+		if s := <-srv.WatchTimeouts; s != "1" {
+			t.Errorf("a watch asked for timeoutSeconds=%s, want 1", s)
+		}
+	}
+	if svc, synced := set.Service(w, "projectcontour", "envoy", hostileUser); !synced || svc != nil {
+		t.Errorf("Service %v synced %v: the list answered (without the Service)", svc, synced)
+	}
+}
+
+// Objects that arrive by watch count as those of a list: the object past
+// the cluster's limit stops the informer and cuts the cluster off, and
+// the objects it held are given back.
+func TestWatchedObjectsAreCounted(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	client := fake.NewClientset()
+	set := NewSet(Config{NewClient: func([]byte) (Client, error) { return client, nil },
+		SliceNamespace: "xcc-dns", OnNamespace: func(string) {}, OnService: func([]string) {}, Gauge: func(int) {},
+		Limits: ReadLimits{MaxObjectsPerCluster: 5, CutOffRetry: time.Hour}})
+	set.Start(ctx)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "c" + KubeconfigSecretSuffix},
+		Data: map[string][]byte{KubeconfigSecretKey: []byte("c")}}
+	w := set.Get("dev-team", "c", secret, hostileUser).Cluster
+	uses := map[string]bool{}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, synced := set.Names(w, hostileUser, uses)
+		return synced, nil
+	}); err != nil {
+		t.Fatal("names never synced")
+	}
+	for i := range 6 {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "s" + strconv.Itoa(i)}}
+		if _, err := client.CoreV1().Services("shop").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var why string
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		why = w.CutOff()
+		return why != "", nil
+	}); err != nil {
+		t.Fatalf("not cut off at 6 Services and 0 EndpointSlices; %d objects held", w.reads.held.Load())
+	}
+	if !strings.Contains(why, "more than 5 objects (Services of every namespace)") {
+		t.Errorf("cut off because %q", why)
+	}
+	if _, synced := set.Names(w, hostileUser, uses); synced {
+		t.Error("names synced from a cut-off cluster")
+	}
+	// The Services informer was dropped: only the Namespace informer and
+	// the names EndpointSlice informer (none) hold objects.
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return w.reads.held.Load() == 0, nil
+	}); err != nil {
+		t.Errorf("%d objects still counted after the cut", w.reads.held.Load())
+	}
+}

@@ -1,0 +1,367 @@
+package workload
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// Defaults of ReadLimits: the bounds on what the controller reads from a
+// workload cluster's API server, which the tenant chooses (the kubeconfig
+// Secret's server) and may run as it likes.
+const (
+	// DefaultListPageSize is the most objects one list request asks for;
+	// an informer's list is paged (a consistent read, never the watch
+	// cache's whole list in one response).
+	DefaultListPageSize = 250
+	// DefaultMaxResponseBytes is the most bytes of one response body, a
+	// list page or a whole watch stream; more fails the request
+	// (ErrResponseTooLarge). A page of 250 EndpointSlices of 100
+	// endpoints is about 8 MiB of JSON.
+	DefaultMaxResponseBytes = 32 << 20
+	// DefaultMaxObjectsPerCluster is the most objects the informers of
+	// one workload cluster hold together (and one list may return); more
+	// cuts the cluster off (ReasonClusterCutOff).
+	DefaultMaxObjectsPerCluster = 50000
+	// DefaultListTimeout bounds one list request (a page), from sending
+	// it to the end of its body.
+	DefaultListTimeout = 30 * time.Second
+	// DefaultWatchTimeout bounds one watch request on the client side,
+	// whatever the server does with timeoutSeconds (which is sent as the
+	// reflector's, at most this); the informer then watches again from
+	// where it was.
+	DefaultWatchTimeout = 10 * time.Minute
+	// DefaultCutOffRetry is how long a cluster that was cut off stays so
+	// before its informers start again.
+	DefaultCutOffRetry = 5 * time.Minute
+)
+
+// ReadLimits bound the reads from one workload cluster; a zero field is
+// its default.
+type ReadLimits struct {
+	ListPageSize         int64
+	MaxResponseBytes     int64
+	MaxObjectsPerCluster int64
+	ListTimeout          time.Duration
+	WatchTimeout         time.Duration
+	CutOffRetry          time.Duration
+}
+
+func (l ReadLimits) withDefaults() ReadLimits {
+	l.ListPageSize = cmp.Or(l.ListPageSize, DefaultListPageSize)
+	l.MaxResponseBytes = cmp.Or(l.MaxResponseBytes, DefaultMaxResponseBytes)
+	l.MaxObjectsPerCluster = cmp.Or(l.MaxObjectsPerCluster, DefaultMaxObjectsPerCluster)
+	l.ListTimeout = cmp.Or(l.ListTimeout, DefaultListTimeout)
+	l.WatchTimeout = cmp.Or(l.WatchTimeout, DefaultWatchTimeout)
+	l.CutOffRetry = cmp.Or(l.CutOffRetry, DefaultCutOffRetry)
+	return l
+}
+
+// ErrResponseTooLarge is the error of a request whose response body is
+// longer than ReadLimits.MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("response body too large")
+
+// ErrTooManyObjects is the error of a list that returned more objects
+// than ReadLimits.MaxObjectsPerCluster leaves it.
+var ErrTooManyObjects = errors.New("too many objects")
+
+// limitBodies wraps a transport so that no response body is read past
+// most bytes: the read that would pass it fails with ErrResponseTooLarge,
+// as does a response announcing a longer body. The request then fails as
+// a whole (client-go reads a list's body to the end before it decodes it;
+// a watch ends with an error and is made again).
+func limitBodies(rt http.RoundTripper, most int64) http.RoundTripper {
+	return &bodyLimiter{rt: rt, most: most}
+}
+
+type bodyLimiter struct {
+	rt   http.RoundTripper
+	most int64
+}
+
+func (b *bodyLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.rt.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if resp.ContentLength > b.most {
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("%s %s: %w: %d bytes announced, the limit is %d", req.Method, req.URL.Path, ErrResponseTooLarge, resp.ContentLength, b.most)
+	}
+	resp.Body = &limitedBody{rc: resp.Body, left: b.most, most: b.most, what: req.Method + " " + req.URL.Path}
+	return resp, nil
+}
+
+// WrappedRoundTripper lets client-go's debugging see the transport below.
+func (b *bodyLimiter) WrappedRoundTripper() http.RoundTripper { return b.rt }
+
+type limitedBody struct {
+	rc         io.ReadCloser
+	left, most int64
+	what       string
+	err        error
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.rc.Read(p)
+	if int64(n) > l.left {
+		l.err = fmt.Errorf("%s: %w: more than %d bytes", l.what, ErrResponseTooLarge, l.most)
+		n = int(l.left)
+		l.left = 0
+		return n, l.err
+	}
+	l.left -= int64(n)
+	return n, err
+}
+
+func (l *limitedBody) Close() error { return l.rc.Close() }
+
+// reads is what bounds the reads from one workload cluster: its limits,
+// the objects its informers hold together, and whether it is cut off.
+type reads struct {
+	limits ReadLimits
+	held   atomic.Int64
+	now    func() time.Time
+	logger klog.Logger
+
+	mu     sync.Mutex
+	cutMsg string
+	cutAt  time.Time
+}
+
+func newReads(limits ReadLimits, logger klog.Logger) *reads {
+	return &reads{limits: limits.withDefaults(), now: time.Now, logger: logger}
+}
+
+// cutOff records that the cluster is cut off, and why.
+func (r *reads) cutOff(msg string) {
+	r.mu.Lock()
+	r.cutMsg, r.cutAt = msg, r.now()
+	r.mu.Unlock()
+	r.logger.Info("Workload cluster cut off", "reason", msg, "retryAfter", r.limits.CutOffRetry)
+}
+
+// cut returns why the cluster is cut off, or "" once it is not (never,
+// or longer ago than CutOffRetry: its informers may start again).
+func (r *reads) cut() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cutMsg == "" || r.now().Sub(r.cutAt) >= r.limits.CutOffRetry {
+		return ""
+	}
+	return r.cutMsg
+}
+
+// counter counts the objects one informer holds, against the cluster's
+// limit, and stops the informer when a list or its store would pass it.
+type counter struct {
+	r    *reads
+	what string
+
+	mu     sync.Mutex
+	held   int64 // objects in the informer's store
+	listed int64 // objects of the list being paged
+	isCut  bool
+	stop   context.CancelFunc
+}
+
+// allowed is how many objects this informer may hold: the cluster's
+// limit less what the cluster's other informers hold.
+func (c *counter) allowed() int64 {
+	return c.r.limits.MaxObjectsPerCluster - (c.r.held.Load() - c.held)
+}
+
+func (c *counter) cutOff(msg string) {
+	c.mu.Lock()
+	if c.isCut {
+		c.mu.Unlock()
+		return
+	}
+	c.isCut = true
+	c.r.held.Add(-c.held)
+	c.held = 0
+	stop := c.stop
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	c.r.cutOff(msg)
+}
+
+func (c *counter) cut() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.isCut
+}
+
+// added counts an object new in the store; false once the informer is
+// cut off (it went past the limit now or before).
+func (c *counter) added() bool {
+	c.mu.Lock()
+	if c.isCut {
+		c.mu.Unlock()
+		return false
+	}
+	c.held++
+	total := c.r.held.Add(1)
+	c.mu.Unlock()
+	if total > c.r.limits.MaxObjectsPerCluster {
+		c.cutOff(fmt.Sprintf("the cluster's informers would hold more than %d objects (%s); it is cut off for %s",
+			c.r.limits.MaxObjectsPerCluster, c.what, c.r.limits.CutOffRetry))
+		return false
+	}
+	return true
+}
+
+func (c *counter) deleted() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.isCut && c.held > 0 {
+		c.held--
+		c.r.held.Add(-1)
+	}
+}
+
+// release gives the objects of a stopped informer back to the cluster.
+func (c *counter) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.r.held.Add(-c.held)
+	c.held = 0
+}
+
+// list bounds a list: paged (ListPageSize, a consistent read so the API
+// server honors the limit), each page within ListTimeout, and the pages
+// of one list no more objects than allowed; a list past a limit cuts
+// the cluster off.
+func (c *counter) list(inner cache.ListWithContextFunc) cache.ListWithContextFunc {
+	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		l := c.r.limits
+		if o.Continue == "" {
+			// The watch cache (resourceVersion 0) ignores limit and
+			// sends everything in one response.
+			o.ResourceVersion, o.ResourceVersionMatch = "", ""
+			c.mu.Lock()
+			c.listed = 0
+			c.mu.Unlock()
+		}
+		o.Limit = l.ListPageSize
+		ctx, cancel := context.WithTimeout(ctx, l.ListTimeout)
+		defer cancel()
+		obj, err := inner(ctx, o)
+		if errors.Is(err, ErrResponseTooLarge) {
+			c.cutOff(fmt.Sprintf("a list of %s: %v; it is cut off for %s", c.what, err, l.CutOffRetry))
+		}
+		if err != nil {
+			return nil, err
+		}
+		n := int64(meta.LenList(obj))
+		c.mu.Lock()
+		c.listed += n
+		listed := c.listed
+		c.mu.Unlock()
+		if allowed := c.allowed(); listed > allowed {
+			err := fmt.Errorf("list of %s: %w: more than %d objects", c.what, ErrTooManyObjects, max(allowed, 0))
+			c.cutOff(fmt.Sprintf("%v (the limit of the cluster's informers together is %d); it is cut off for %s",
+				err, l.MaxObjectsPerCluster, l.CutOffRetry))
+			return nil, err
+		}
+		return obj, nil
+	}
+}
+
+// watch bounds a watch in time on the client side: timeoutSeconds asks
+// the server to end it, and the request's context ends it anyway a
+// little later, whatever the server does.
+func (c *counter) watch(inner cache.WatchFuncWithContext) cache.WatchFuncWithContext {
+	return func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		limit := c.r.limits.WatchTimeout
+		if o.TimeoutSeconds == nil || time.Duration(*o.TimeoutSeconds)*time.Second > limit {
+			secs := max(int64(limit/time.Second), 1)
+			o.TimeoutSeconds = &secs
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(*o.TimeoutSeconds)*time.Second+min(watchGrace, limit/10))
+		w, err := inner(ctx, o)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		return &boundedWatch{Interface: w, cancel: cancel}, nil
+	}
+}
+
+// watchGrace is how long after its timeoutSeconds a watch is ended by
+// the client (at most a tenth of WatchTimeout).
+const watchGrace = 30 * time.Second
+
+type boundedWatch struct {
+	watch.Interface
+	cancel context.CancelFunc
+}
+
+func (b *boundedWatch) Stop() {
+	b.Interface.Stop()
+	b.cancel()
+}
+
+// noWatchList makes an informer list (paged, counted) rather than stream
+// its initial objects over a watch, which no limit here could page.
+type noWatchList struct{}
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// newInformer is cache.NewInformerWithOptions for a workload cluster:
+// lw's list and watch bounded by the cluster's limits, and the handler
+// counting what the store holds (what names the objects in messages).
+func newInformer(r *reads, what string, lw *cache.ListWatch, opts cache.InformerOptions) *objectWatch {
+	c := &counter{r: r, what: what}
+	bounded := &cache.ListWatch{ListWithContextFunc: c.list(lw.ListWithContextFunc), WatchFuncWithContext: c.watch(lw.WatchFuncWithContext)}
+	opts.ListerWatcher = cache.ToListWatcherWithWatchListSemantics(bounded, noWatchList{})
+	opts.Handler = countingHandler{c: c, h: opts.Handler}
+	store, ctl := cache.NewInformerWithOptions(opts)
+	return &objectWatch{store: store, ctl: ctl, counter: c}
+}
+
+// countingHandler counts the objects added to and deleted from the store
+// before it passes the event on; an object past the limit cuts the
+// informer off and is no event.
+type countingHandler struct {
+	c *counter
+	h cache.ResourceEventHandler
+}
+
+func (h countingHandler) OnAdd(obj any, initial bool) {
+	if h.c.added() {
+		h.h.OnAdd(obj, initial)
+	}
+}
+
+func (h countingHandler) OnUpdate(old, cur any) {
+	if !h.c.cut() {
+		h.h.OnUpdate(old, cur)
+	}
+}
+
+func (h countingHandler) OnDelete(obj any) {
+	h.c.deleted()
+	h.h.OnDelete(obj)
+}
