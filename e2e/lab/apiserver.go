@@ -82,6 +82,42 @@ func newCluster(name, dir, bin, etcdURL, logDir, host string, extraIPs ...net.IP
 	return c, nil
 }
 
+// apiServer is what differs between the lab's API servers.
+type apiServer struct {
+	etcdURL, name, address string
+	port                   int
+	dir                    string // holds certs/ and tokens.csv
+	pki                    *pki
+	issuer                 string // the service-account issuer's cluster domain
+	serviceCIDR            string
+}
+
+// apiServerFlags are the flags of every API server of the labs: its own
+// etcd prefix, serving certificate, static tokens, RBAC and service-account
+// signing, then extra.
+func apiServerFlags(a apiServer, extra ...string) []string {
+	return append([]string{
+		"--etcd-servers=" + a.etcdURL,
+		"--etcd-prefix=/registry-" + a.name,
+		"--bind-address=" + a.address,
+		"--advertise-address=" + a.address,
+		"--secure-port=" + strconv.Itoa(a.port),
+		"--cert-dir=" + filepath.Join(a.dir, "certs"),
+		"--tls-cert-file=" + a.pki.CertFile,
+		"--tls-private-key-file=" + a.pki.KeyFile,
+		"--client-ca-file=" + a.pki.CAFile,
+		"--token-auth-file=" + filepath.Join(a.dir, "tokens.csv"),
+		"--authorization-mode=Node,RBAC",
+		"--service-account-key-file=" + a.pki.SAPubFile,
+		"--service-account-signing-key-file=" + a.pki.SAKeyFile,
+		"--service-account-issuer=https://kubernetes.default.svc." + a.issuer,
+		"--service-cluster-ip-range=" + a.serviceCIDR,
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+		"--v=1",
+	}, extra...)
+}
+
 // start runs the kube-apiserver on a free port (retrying on another port if
 // it fails to bind) and waits for /readyz.
 func (c *Cluster) start(ctx context.Context) error {
@@ -92,29 +128,11 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 		c.Port = port
-		args := []string{
-			"--etcd-servers=" + c.etcdURL,
-			"--etcd-prefix=/registry-" + c.Name,
-			"--bind-address=127.0.0.1",
-			"--advertise-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(port),
-			"--cert-dir=" + filepath.Join(c.dir, "certs"),
-			"--tls-cert-file=" + c.pki.CertFile,
-			"--tls-private-key-file=" + c.pki.KeyFile,
-			"--client-ca-file=" + c.pki.CAFile,
-			"--token-auth-file=" + filepath.Join(c.dir, "tokens.csv"),
-			"--authorization-mode=Node,RBAC",
-			"--service-account-key-file=" + c.pki.SAPubFile,
-			"--service-account-signing-key-file=" + c.pki.SAKeyFile,
-			"--service-account-issuer=https://kubernetes.default.svc." + c.Name,
-			"--service-cluster-ip-range=" + serviceCIDR,
+		args := apiServerFlags(apiServer{etcdURL: c.etcdURL, name: c.Name, address: "127.0.0.1", port: port, dir: c.dir,
+			pki: c.pki, issuer: c.Name, serviceCIDR: serviceCIDR},
 			// The lab has no nodes and no routable address to publish
 			// for the kubernetes Service.
-			"--endpoint-reconciler-type=none",
-			"--enable-priority-and-fairness=false",
-			"--profiling=false",
-			"--v=1",
-		}
+			"--endpoint-reconciler-type=none")
 		c.proc, err = startProcess(c.logDir, "kube-apiserver-"+c.Name, nil, c.bin, args...)
 		if err != nil {
 			return err

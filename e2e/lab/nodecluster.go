@@ -119,28 +119,10 @@ func (l *NodeLab) startControlPlane(ctx context.Context, c *NodeCluster) error {
 		return err
 	}
 	c.Port = port
-	args := []string{
-		"--etcd-servers=" + l.EtcdURL,
-		"--etcd-prefix=/registry-" + c.Name,
-		"--bind-address=" + HostAddress,
-		"--advertise-address=" + HostAddress,
-		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + filepath.Join(c.dir, "certs"),
-		"--tls-cert-file=" + c.pki.CertFile,
-		"--tls-private-key-file=" + c.pki.KeyFile,
-		"--client-ca-file=" + c.pki.CAFile,
-		"--token-auth-file=" + filepath.Join(c.dir, "tokens.csv"),
-		"--authorization-mode=Node,RBAC",
-		"--service-account-key-file=" + c.pki.SAPubFile,
-		"--service-account-signing-key-file=" + c.pki.SAKeyFile,
-		"--service-account-issuer=https://kubernetes.default.svc." + nodeClusterName,
-		"--service-cluster-ip-range=" + c.Net.ServiceCIDR(),
+	args := apiServerFlags(apiServer{etcdURL: l.EtcdURL, name: c.Name, address: HostAddress, port: port, dir: c.dir,
+		pki: c.pki, issuer: nodeClusterName, serviceCIDR: c.Net.ServiceCIDR()},
 		"--kubelet-preferred-address-types=InternalIP",
-		"--allow-privileged=true",
-		"--enable-priority-and-fairness=false",
-		"--profiling=false",
-		"--v=1",
-	}
+		"--allow-privileged=true")
 	c.proc, err = l.startProc(c, "kube-apiserver-"+c.Name, false, l.bin("kube-apiserver"), args...)
 	if err != nil {
 		return err
