@@ -48,14 +48,7 @@ func testHeadless(t *testing.T) {
 	if err := theLab.ApplyWalkthrough(ctx); err != nil { // labels the Clusters
 		t.Fatal(err)
 	}
-	for w, pods := range map[*lab.Cluster][]string{a: podsA, b: podsB} {
-		if err := lab.CreateHeadlessService(ctx, w); err != nil {
-			t.Fatal(err)
-		}
-		if err := lab.SetHeadlessEndpoints(ctx, w, pods); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createHeadless(ctx, t, map[*lab.Cluster][]string{a: podsA, b: podsB})
 	applied := time.Now()
 	if _, err := lab.ApplyYAML(ctx, mgmt, lab.GatewayDNSGVR, headlessYAML(gd, lab.HeadlessNamespace+"/"+lab.HeadlessService, "Local")); err != nil {
 		t.Fatal(err)
@@ -118,6 +111,20 @@ func testHeadless(t *testing.T) {
 	}
 	expect(t, dnsB, x, dns.TypeA, dns.RcodeNameError)
 	expect(t, dnsB, "db-0.cluster-a."+x, dns.TypeA, dns.RcodeNameError)
+}
+
+// createHeadless creates the headless postgres Service in each cluster
+// given, with the pods at its addresses, as a StatefulSet's endpoints.
+func createHeadless(ctx context.Context, t *testing.T, pods map[*lab.Cluster][]string) {
+	t.Helper()
+	for w, addrs := range pods {
+		if err := lab.CreateHeadlessService(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := lab.SetHeadlessEndpoints(ctx, w, addrs); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // headlessYAML is a GatewayDNS exporting service (<ns>/<name>) of the

@@ -197,14 +197,7 @@ func testHeadlessDown(t *testing.T) {
 	if err := theLab.ApplyWalkthrough(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for w, pods := range map[*lab.Cluster][]string{a: podsA, b: podsB} {
-		if err := lab.CreateHeadlessService(ctx, w); err != nil {
-			t.Fatal(err)
-		}
-		if err := lab.SetHeadlessEndpoints(ctx, w, pods); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createHeadless(ctx, t, map[*lab.Cluster][]string{a: podsA, b: podsB})
 	if _, err := lab.ApplyYAML(ctx, mgmt, lab.GatewayDNSGVR, headlessYAML(gd, lab.HeadlessNamespace+"/"+lab.HeadlessService, "All")); err != nil {
 		t.Fatal(err)
 	}
@@ -342,14 +335,7 @@ func testHeadlessForgedRecovery(t *testing.T) {
 	if err := lab.LabelCluster(ctx, mgmt, lab.ClusterC, lab.SelectorLabel, lab.SelectorValue); err != nil {
 		t.Fatal(err)
 	}
-	for w, pods := range map[*lab.Cluster][]string{a: podsA, b: podsB} {
-		if err := lab.CreateHeadlessService(ctx, w); err != nil {
-			t.Fatal(err)
-		}
-		if err := lab.SetHeadlessEndpoints(ctx, w, pods); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createHeadless(ctx, t, map[*lab.Cluster][]string{a: podsA, b: podsB})
 	if _, err := lab.ApplyYAML(ctx, mgmt, lab.GatewayDNSGVR, headlessYAML(gd, lab.HeadlessNamespace+"/"+lab.HeadlessService, "All")); err != nil {
 		t.Fatal(err)
 	}
