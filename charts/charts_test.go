@@ -14,8 +14,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -717,7 +719,7 @@ func json(t *testing.T, v any) (string, error) {
 
 // TestWorkloadReplicas: two DNS replicas by default, each with its own
 // volume, replaced one at a time, evicted one at a time, spread over nodes,
-// and stopping only after CoreDNS's lameduck (serve outlives it).
+// and stopping only after CoreDNS's drain (serve outlives it).
 func TestWorkloadReplicas(t *testing.T) {
 	objs := objects(t, render(t, renderCases[0]))
 	sts := find(objs, "StatefulSet", releaseName)
@@ -743,15 +745,23 @@ func TestWorkloadReplicas(t *testing.T) {
 	if got := mustJSON(t, get(pdb, "spec")); got != `{"maxUnavailable":1,"selector":{"matchLabels":`+mustJSON(t, get(sts, "spec", "selector", "matchLabels"))+`}}` {
 		t.Errorf("PodDisruptionBudget spec = %s", got)
 	}
-	args := mustJSON(t, get(container(t, get(sts, "spec", "template", "spec"), "xcc-syncer"), "args"))
-	for _, want := range []string{`"--shutdown-delay=7s"`, `"--cluster-dns-configmap=kube-system/coredns"`, `"--cluster-dns-service=xcc-dns/xcc-dns"`} {
+	podSpec := get(sts, "spec", "template", "spec")
+	args := mustJSON(t, get(container(t, podSpec, "xcc-syncer"), "args"))
+	for _, want := range []string{`"--cluster-dns-configmap=kube-system/coredns"`, `"--cluster-dns-service=xcc-dns/xcc-dns"`} {
 		if !strings.Contains(args, want) {
 			t.Errorf("serve args %s lack %s", args, want)
 		}
 	}
+	// A stopping replica answers through CoreDNS's drain, and serve (its
+	// etcd) outlives it; lameduck would run after the etcd plugin closed.
+	drain := durationArg(t, get(container(t, podSpec, "coredns"), "args"), "-drain")
+	delay := durationArg(t, get(container(t, podSpec, "xcc-syncer"), "args"), "--shutdown-delay")
+	if drain <= 0 || delay <= drain {
+		t.Errorf("CoreDNS -drain %s, serve --shutdown-delay %s: want a drain, and serve stopping after it", drain, delay)
+	}
 	corefile := mustJSON(t, get(find(objs, "ConfigMap", releaseName+"-corefile"), "data", "Corefile"))
-	if !strings.Contains(corefile, `lameduck 5s`) {
-		t.Error("the Corefile has no lameduck: a stopping replica would drop queries at once")
+	if regexp.MustCompile(`\\n\s*lameduck\s`).MatchString(corefile) {
+		t.Error("the Corefile has a lameduck: its queries would fail, the etcd plugin closes before it")
 	}
 	if got := mustJSON(t, get(find(objs, "Service", releaseName), "metadata", "finalizers")); got != `["xcc-dns.io/cluster-dns-forward"]` {
 		t.Errorf("Service finalizers = %s, want the forward block's", got)
@@ -779,4 +789,27 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// durationArg is the duration given to the flag name in args (["flag", "5s"] or
+// ["flag=5s"]), 0 when it is absent.
+func durationArg(t *testing.T, args any, name string) time.Duration {
+	t.Helper()
+	list, _ := args.([]any)
+	for i, a := range list {
+		arg, _ := a.(string)
+		value, found := strings.CutPrefix(arg, name+"=")
+		if !found && arg == name && i+1 < len(list) {
+			value, _ = list[i+1].(string)
+			found = true
+		}
+		if found {
+			d, err := time.ParseDuration(value)
+			if err != nil {
+				t.Fatalf("%s %q: %v", name, value, err)
+			}
+			return d
+		}
+	}
+	return 0
 }

@@ -111,7 +111,7 @@ func query(ctx context.Context, server string, want []string, c *tally) *sync.Wa
 // its own etcd, and our CoreDNS), its cluster DNS forwarding the zone to
 // both. Queries go on continuously through the cluster DNS while (a) each
 // replica in turn is stopped as the kubelet stops a pod (SIGTERM:
-// CoreDNS's lameduck, serve's shutdown delay), started again and waited
+// CoreDNS's drain, serve's shutdown delay), started again and waited
 // ready; (b) one replica is killed with SIGKILL and started again. The
 // rolling restart must lose no query; the SIGKILL must answer nothing
 // wrong, and its failures and timeouts are reported.
@@ -179,7 +179,7 @@ func testReplicasRestart(t *testing.T) {
 				other = r1
 			}
 			// Deleting a pod takes it out of the Service's endpoints and
-			// sends SIGTERM at the same time; lameduck covers the moments
+			// sends SIGTERM at the same time; CoreDNS's drain covers the moments
 			// until every forwarder knows.
 			if err := b.ForwardClusterDNS(ctx, other.XCCDNSAddr); err != nil {
 				return err

@@ -13,10 +13,18 @@ import (
 	"time"
 )
 
-// ServeShutdownDelay is serve's --shutdown-delay, as the workload chart sets
-// it: longer than the Corefile's lameduck (5 s), so etcd answers while
-// CoreDNS drains.
-const ServeShutdownDelay = 7 * time.Second
+// CoreDNSDrain and ServeShutdownDelay are our CoreDNS's -drain and serve's
+// --shutdown-delay, as the workload chart sets them: serve outlives the
+// drain, so etcd answers while CoreDNS drains.
+const (
+	CoreDNSDrain       = 5 * time.Second
+	ServeShutdownDelay = 8 * time.Second
+)
+
+// xccDNSArgs are the arguments of our CoreDNS running the Corefile conf.
+func xccDNSArgs(conf string) []string {
+	return []string{"-conf", conf, "-drain", CoreDNSDrain.String()}
+}
 
 // Replica is one DNS replica of a workload cluster, what one pod of the
 // workload chart's StatefulSet runs: serve with its own embedded etcd and
@@ -80,7 +88,7 @@ func (d *WorkloadDNS) AddReplica(ctx context.Context, index int, extraServeArgs 
 			"METRICS_PORT":  strconv.Itoa(ports[3]),
 		})
 		r.xccReady = readyURL(r.xccEnv)
-		p, err := startProcess(l.LogDir, "xcc-dns-coredns-"+r.Name, r.xccEnv, l.CoreDNSBin(), "-conf", d.xccConf)
+		p, err := startProcess(l.LogDir, "xcc-dns-coredns-"+r.Name, r.xccEnv, l.CoreDNSBin(), xccDNSArgs(d.xccConf)...)
 		r.xcc = p
 		return p, httpOK(r.xccReady), err
 	})
@@ -138,7 +146,7 @@ func (r *Replica) Start(ctx context.Context) error {
 	if err := r.StartServe(ctx, true); err != nil {
 		return err
 	}
-	xcc, err := startProcess(l.LogDir, "xcc-dns-coredns-"+r.Name, r.xccEnv, l.CoreDNSBin(), "-conf", r.d.xccConf)
+	xcc, err := startProcess(l.LogDir, "xcc-dns-coredns-"+r.Name, r.xccEnv, l.CoreDNSBin(), xccDNSArgs(r.d.xccConf)...)
 	if err != nil {
 		return err
 	}

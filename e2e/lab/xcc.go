@@ -132,7 +132,7 @@ func (d *WorkloadDNS) start(ctx context.Context) error {
 			"--etcd-peer-url", fmt.Sprintf("http://%s:%d", loopback, ports[1]),
 			"--http-address", d.ServeHTTP,
 			"--reverse-cidrs", ReverseCIDRs,
-			// As the chart: etcd outlives CoreDNS's lameduck.
+			// As the chart: etcd outlives CoreDNS's drain.
 			"--shutdown-delay", ServeShutdownDelay.String(),
 		}
 		p, err := startProcess(l.LogDir, "xcc-syncer-serve-"+w.Name, nil, l.Bin("xcc-syncer"), d.serveArgs...)
@@ -174,7 +174,7 @@ func (d *WorkloadDNS) start(ctx context.Context) error {
 			"XCC_GUARD=" + guard,
 		}
 		d.xccEnv, d.xccConf = env, xccConf
-		p, err := startProcess(l.LogDir, "xcc-dns-coredns-"+w.Name, env, l.CoreDNSBin(), "-conf", xccConf)
+		p, err := startProcess(l.LogDir, "xcc-dns-coredns-"+w.Name, env, l.CoreDNSBin(), xccDNSArgs(xccConf)...)
 		d.XCCDNS = p
 		return p, httpOK(fmt.Sprintf("http://%s:%d/ready", loopback, ports[2])), err
 	})

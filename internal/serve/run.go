@@ -56,7 +56,7 @@ type Options struct {
 	NameGrants string
 	// ShutdownDelay is how long serve goes on (etcd answering, /readyz
 	// saying "shutting down") after it is told to stop, so that a CoreDNS
-	// in lameduck beside it still reads records.
+	// draining beside it still reads records.
 	ShutdownDelay time.Duration
 	// ClusterDNSConfigMap (namespace/name) and ClusterDNSService
 	// (namespace/name), both set: keep the zone's forward block in that
