@@ -759,6 +759,14 @@ func TestWorkloadReplicas(t *testing.T) {
 	if drain <= 0 || delay <= drain {
 		t.Errorf("CoreDNS -drain %s, serve --shutdown-delay %s: want a drain, and serve stopping after it", drain, delay)
 	}
+	// The endpoint must stop serving (serve's readiness fails) well
+	// inside the drain, for kube-proxy to unpin flows before CoreDNS exits.
+	probe := get(container(t, podSpec, "xcc-syncer"), "readinessProbe")
+	period, _ := get(probe, "periodSeconds").(float64)
+	failures, _ := get(probe, "failureThreshold").(float64)
+	if notReady := time.Duration(period*failures) * time.Second; notReady == 0 || 2*notReady > drain {
+		t.Errorf("serve's readiness probe marks a stopping pod unready after up to %s; want at most half of the %s drain", notReady, drain)
+	}
 	corefile := mustJSON(t, get(find(objs, "ConfigMap", releaseName+"-corefile"), "data", "Corefile"))
 	if regexp.MustCompile(`\\n\s*lameduck\s`).MatchString(corefile) {
 		t.Error("the Corefile has a lameduck: its queries would fail, the etcd plugin closes before it")

@@ -17,8 +17,8 @@ import (
 // --shutdown-delay, as the workload chart sets them: serve outlives the
 // drain, so etcd answers while CoreDNS drains.
 const (
-	CoreDNSDrain       = 5 * time.Second
-	ServeShutdownDelay = 8 * time.Second
+	CoreDNSDrain       = 8 * time.Second
+	ServeShutdownDelay = 10 * time.Second
 )
 
 // xccDNSArgs are the arguments of our CoreDNS running the Corefile conf.

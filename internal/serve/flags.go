@@ -19,7 +19,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ReconcilePeriod, "reconcile-period", DefaultReconcilePeriod, "how often every record is read back from etcd and repaired")
 	fs.IntVar(&o.MaxRecords, "max-records", DefaultMaxRecords, "most records all EndpointSlices together may publish; a slice that would exceed it is refused (the oldest slices keep their place)")
 	fs.StringVar(&o.EtcdEndpoints, "etcd-endpoints", "", "comma-separated client URLs of an existing etcd; set, no etcd is embedded")
-	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 0, "how long to go on serving (etcd up, /readyz 503 \"shutting down\") after SIGTERM; the chart sets 8s, 3 s beyond CoreDNS's 5 s drain")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", 0, "how long to go on serving (etcd up, /readyz 503 \"shutting down\") after SIGTERM; the chart sets 10s, 2 s beyond CoreDNS's 8 s drain")
 	fs.StringVar(&o.ClusterDNSConfigMap, "cluster-dns-configmap", "", "namespace/name of the cluster DNS ConfigMap (kube-system/coredns) whose forward block for the zone to keep, forwarding to the ClusterIP of --cluster-dns-service; both set, or neither (see internal/corefile/README.md)")
 	fs.StringVar(&o.ClusterDNSService, "cluster-dns-service", "", "namespace/name of this Service: the block forwards to its ClusterIP while it exists and goes when it is deleted (with --cluster-dns-configmap)")
 	fs.DurationVar(&o.ClusterDNSPeriod, "cluster-dns-period", DefaultClusterDNSPeriod, "how often the forward block is checked")
