@@ -716,7 +716,7 @@ func TestControllerReleasesKeptSlices(t *testing.T) {
 // leaves out come from what the controller remembers.
 func TestRecordTransitionsBeyondTheStatusList(t *testing.T) {
 	events := record.NewFakeRecorder(100)
-	c := &Controller{cfg: Config{Recorder: events}, reasons: newLastReasons()}
+	c := &Controller{cfg: Config{Recorder: events}, memory: newMemories()}
 	cs := func(name, reason string) v1alpha1.ClusterStatus {
 		return v1alpha1.ClusterStatus{Name: name, Reason: reason, Ready: reason == desired.ReasonPublished}
 	}

@@ -36,6 +36,32 @@ type selfWritten struct {
 
 func newSelfMarkers() *selfMarkers { return &selfMarkers{written: map[string]selfWritten{}} }
 
+// fresh reports whether the marker key was written listing clusters with
+// client less than maxAge ago: nothing to write.
+func (s *selfMarkers) fresh(key, clusters string, client workload.Client, maxAge time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.written[key]
+	return ok && w.clusters == clusters && w.client == client && time.Since(w.at) < maxAge
+}
+
+func (s *selfMarkers) put(key string, w selfWritten) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.written[key] = w
+}
+
+// forgetNamespace drops the markers of namespace at every destination.
+func (s *selfMarkers) forgetNamespace(namespace string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.written {
+		if strings.HasSuffix(k, "\x00"+namespace) {
+			delete(s.written, k)
+		}
+	}
+}
+
 func selfKey(destination, namespace string) string { return destination + "\x00" + namespace }
 
 // destinationGroup is the targets of a namespace that share a destination.
@@ -107,10 +133,7 @@ func (c *Controller) putSelf(ctx context.Context, namespace string, g *destinati
 	want := contract.BuildSelf(contract.Self{Namespace: namespace, Clusters: g.clusters})
 	clusters := want.Annotations[contract.AnnotationSelfClusters]
 	key := selfKey(g.key, namespace)
-	c.self.mu.Lock()
-	w, ok := c.self.written[key]
-	c.self.mu.Unlock()
-	if ok && w.clusters == clusters && w.client == t.Cluster.Client() && time.Since(w.at) < c.cfg.Resync/2 {
+	if c.self.fresh(key, clusters, t.Cluster.Client(), c.cfg.Resync/2) {
 		return nil
 	}
 	api := t.Cluster.Client().DiscoveryV1().EndpointSlices(c.cfg.SliceNamespace)
@@ -145,9 +168,7 @@ func (c *Controller) putSelf(ctx context.Context, namespace string, g *destinati
 		c.cfg.Metrics.SlicesWritten.WithLabelValues("update").Inc()
 	}
 	klog.FromContext(ctx).V(2).Info("Self marker in place", "cluster", t.Name, "namespace", namespace, "clusters", clusters)
-	c.self.mu.Lock()
-	c.self.written[key] = selfWritten{clusters: clusters, client: t.Cluster.Client(), at: time.Now()}
-	c.self.mu.Unlock()
+	c.self.put(key, selfWritten{clusters: clusters, client: t.Cluster.Client(), at: time.Now()})
 	return nil
 }
 
@@ -193,12 +214,6 @@ func (c *Controller) removeSelf(ctx context.Context, namespace string, w *worklo
 		return fmt.Errorf("delete self marker %s: %w", name, err)
 	}
 	c.cfg.Metrics.SlicesWritten.WithLabelValues("delete").Inc()
-	c.self.mu.Lock()
-	for k := range c.self.written {
-		if strings.HasSuffix(k, "\x00"+namespace) {
-			delete(c.self.written, k)
-		}
-	}
-	c.self.mu.Unlock()
+	c.self.forgetNamespace(namespace)
 	return nil
 }

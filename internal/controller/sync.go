@@ -73,21 +73,22 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		}
 	}
 
+	mem := c.memory.of(key, gd.UID)
 	// Source: what the informers know of the namespace's Clusters.
-	src, err := c.gather(ctx, gd)
+	src, err := c.gather(ctx, gd, mem.lastHeadless())
 	if err != nil {
 		return err
 	}
 	// What a kept cluster last published, after a restart.
-	stateKnown := gd.Spec.ResolutionType != v1alpha1.ResolutionTypeHeadless || c.recoverHeadless(ctx, key, src)
+	stateKnown := gd.Spec.ResolutionType != v1alpha1.ResolutionTypeHeadless || c.recoverHeadless(ctx, mem, key, src)
 	// Desired: the slices to publish and a status entry per cluster.
 	want := desired.ComputeLimited(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.Limits, src.clusters)
 	claimed := desired.AddNames(&want, gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.NameGrants, src.clusters, c.nameOwners(gd))
 	c.recordNames(gd, claimed)
-	c.headless.set(key, want.Headless)
+	mem.setHeadless(want.Headless)
 	var stateErr error
 	if stateKnown {
-		stateErr = c.saveHeadless(ctx, key, want.Headless)
+		stateErr = c.saveHeadless(ctx, mem, key, want.Headless)
 	} else {
 		stateErr = fmt.Errorf("read the kept headless endpoints of %s: not yet", key)
 	}
@@ -112,7 +113,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		return err
 	}
 	if len(res.Errs) == 0 && len(res.Pending) == 0 {
-		c.observePropagation(key)
+		c.observePropagation(mem)
 	}
 	logger.V(2).Info("Synced", "selected", status.SelectedClusters, "ready", status.ReadyClusters,
 		"targets", len(src.targets), "written", res.Written, "duration", time.Since(start))
@@ -162,12 +163,8 @@ func (c *Controller) markAddressConflicts(key, namespace string, want desired.St
 
 // observePropagation observes, once the slices are written everywhere,
 // the time since the oldest gateway Service event not yet written out.
-func (c *Controller) observePropagation(key string) {
-	c.pendingMu.Lock()
-	t, ok := c.pending[key]
-	delete(c.pending, key)
-	c.pendingMu.Unlock()
-	if ok {
+func (c *Controller) observePropagation(mem *memory) {
+	if t, ok := mem.takeServiceEvent(); ok {
 		c.cfg.Metrics.ServiceToSlices.Observe(time.Since(t).Seconds())
 	}
 }
@@ -182,7 +179,8 @@ type gathered struct {
 
 // gather reads the informers: every Cluster of the namespace, who owns its
 // names, its kubeconfig, its gateway Service, and whether it has opted in.
-func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathered, error) {
+// last is what a headless export last published per cluster.
+func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS, last map[string]contract.HeadlessEndpoints) (gathered, error) {
 	logger := klog.FromContext(ctx)
 	g := gathered{uses: map[string]map[string]bool{}}
 	key := gd.Namespace + "/" + gd.Name
@@ -206,7 +204,6 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 	// conflict with the GatewayDNS of the clusters' gateways.
 	headless := gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless
 	names := namesEnabled(gd)
-	last := c.headless.get(key)
 
 	sort.Slice(clusterObjs, func(i, j int) bool {
 		return watch.Meta(clusterObjs[i]).GetName() < watch.Meta(clusterObjs[j]).GetName()
@@ -356,22 +353,7 @@ func (r removal) err(key string) error {
 // Cluster that is gone is no target any more.
 func (c *Controller) cleanup(ctx context.Context, namespace, name string) removal {
 	key := namespace + "/" + name
-	c.pendingMu.Lock()
-	delete(c.pending, key)
-	c.pendingMu.Unlock()
-	c.reasons.forget(key)
-	c.nameReasons.forget(key)
-	if c.names.set(key, nil) {
-		c.requeueNamesOf(namespace, name)
-	}
-	c.headless.set(key, nil)
-	if err := c.saveHeadless(ctx, key, nil); err != nil {
-		return removal{listErr: err}
-	}
-	_, affected := c.claims.Set(key, nil)
-	for _, other := range affected {
-		c.queue.Add(other)
-	}
+	c.releaseClaims(namespace, name)
 	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
 		return removal{listErr: fmt.Errorf("list clusters in %q: %w", namespace, err)}
@@ -418,11 +400,40 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) remova
 		c.workloads.Release(key, keep)
 		return rm
 	}
-	// Clean: what is still running (to Clusters being deleted) stops.
-	c.publisher.Forget(key)
-	c.headless.forget(key)
+	if err := c.forget(ctx, key); err != nil {
+		c.workloads.Release(key, keep)
+		return removal{listErr: err}
+	}
 	c.workloads.Release(key, nil)
 	return rm
+}
+
+// releaseClaims takes the names and addresses of the GatewayDNS
+// namespace/name out of the indexes the others read, and syncs those
+// whose conflicts that changes: they take over at once, not when its
+// slices are gone.
+func (c *Controller) releaseClaims(namespace, name string) {
+	key := namespace + "/" + name
+	if c.names.set(key, nil) {
+		c.requeueNamesOf(namespace, name)
+	}
+	_, affected := c.claims.Set(key, nil)
+	for _, other := range affected {
+		c.queue.Add(other)
+	}
+}
+
+// forget drops everything remembered of the GatewayDNS key, whose slices
+// are gone from every target that matters: the copy of its headless
+// endpoints in the controller's state, what the publisher wrote (writes
+// still running, to Clusters being deleted, stop) and its memory.
+func (c *Controller) forget(ctx context.Context, key string) error {
+	if err := c.saveHeadless(ctx, c.memory.of(key, ""), key, nil); err != nil {
+		return err
+	}
+	c.publisher.Forget(key)
+	c.memory.forget(key)
+	return nil
 }
 
 // othersIn reports whether a GatewayDNS of namespace other than name
