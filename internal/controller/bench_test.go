@@ -50,7 +50,7 @@ func BenchmarkSyncCompute(b *testing.B) {
 				if len(dl.Update) != 2 {
 					b.Fatalf("delta updates %d slices, want 2", len(dl.Update))
 				}
-				st = buildStatus(gd, d, nil)
+				st, _ = buildStatus(gd, d, writes{})
 			}
 			raw, err := json.Marshal(st)
 			if err != nil {

@@ -854,7 +854,11 @@ func TestControllerSameDestinationWritesWhenTheFirstFails(t *testing.T) {
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "shared": shared},
 		map[string]workload.Client{"reader": refusedWrites{shared}})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a")
-	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
+	// Written to cluster-a, refused by cluster-b: no cluster is Ready,
+	// as cluster-b lacks their records.
+	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
+		return len(s.Targets) == 1 && s.Targets[0].Name == "cluster-b" && s.SelectedClusters == 2 && s.ReadyClusters == 0
+	})
 	if got := e.slices("shared"); len(got) != 0 {
 		t.Fatalf("slices written with refused writes: %q", got)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
@@ -42,6 +43,10 @@ type memory struct {
 	// unknown (not saved since the start) while headlessSavedKnown is false.
 	headlessSaved      string
 	headlessSavedKnown bool
+	// since are the since-times status showed at the last sync (of each
+	// target behind and each cluster not Ready); nil before the first
+	// sync since the start, which takes them from the stored status.
+	since *sinces
 }
 
 // memories holds the memory of every GatewayDNS by key ("<ns>/<name>").
@@ -157,4 +162,21 @@ func (mem *memory) setSavedHeadless(data string) {
 	mem.mu.Lock()
 	defer mem.mu.Unlock()
 	mem.headlessSaved, mem.headlessSavedKnown = data, true
+}
+
+// lastSinces returns the since-times of the last sync; before the first
+// since the start, those the stored status st holds.
+func (mem *memory) lastSinces(st v1alpha1.GatewayDNSStatus) sinces {
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if mem.since == nil {
+		return sincesFromStatus(st)
+	}
+	return *mem.since
+}
+
+func (mem *memory) setSinces(s sinces) {
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	mem.since = &s
 }

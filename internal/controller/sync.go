@@ -101,12 +101,12 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	// policy Local; status says which gateways some cluster answers.
 	selves, selfErr := c.writeSelf(ctx, gd.Namespace, written(src.targets, res))
 	if selfErr != nil {
-		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "SelfMarkerFailed", "%v", selfErr)
+		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, string(ReasonSelfMarkerFailed), "%v", selfErr)
 	}
 	markAnswered(want, selves)
 	// Status, and an Event per cluster whose reason changed.
-	status := buildStatus(gd, want, res.Errs)
-	markWriting(gd, &status, res.Pending)
+	status, since := buildStatus(gd, want, writes{errs: res.Errs, pending: res.Pending, since: mem.lastSinces(gd.Status), now: statusNow()})
+	mem.setSinces(since)
 	c.recordTransitions(gd, want.Clusters)
 	c.recordNameTransitions(gd, want.Names)
 	if err := c.updateStatus(ctx, gd, status); err != nil {
@@ -196,7 +196,7 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS, last m
 	if selErr != nil {
 		// The API server validates the selector; if one slips through,
 		// select nothing and say so rather than selecting everything.
-		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "InvalidSelector", "spec.clusterSelector: %v", selErr)
+		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, string(ReasonInvalidSelector), "spec.clusterSelector: %v", selErr)
 		selector = labels.Nothing()
 	}
 	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
