@@ -261,6 +261,9 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS, last m
 		}
 		if why := acc.Cluster.CutOff(); why != "" {
 			in.AccessReason, in.AccessMessage = desired.ReasonClusterCutOff, why
+		} else if why := acc.Cluster.Unreachable(); why != "" {
+			// Its informers still hold what they last read.
+			in.AccessReason, in.AccessMessage = desired.ReasonClusterUnreachable, why
 		}
 		g.clusters = append(g.clusters, in)
 		if u.GetDeletionTimestamp() == nil {
