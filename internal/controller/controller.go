@@ -120,9 +120,6 @@ type Controller struct {
 	// names are the names each GatewayDNS claims, compared between the
 	// GatewayDNS of a namespace to find the older one (names.go).
 	names *nameClaims
-	// self remembers the self markers written, per destination and
-	// namespace: every GatewayDNS of the namespace shares them (self.go).
-	self *selfMarkers
 }
 
 // New builds the controller and registers its informers; Run starts them.
@@ -146,7 +143,6 @@ func New(cfg Config) *Controller {
 		memory:  newMemories(),
 		claims:  desired.NewAddressClaims(),
 		names:   newNameClaims(),
-		self:    newSelfMarkers(),
 	}
 	c.queue = watch.New(watch.Config{Name: controllerName, Sync: c.syncKey, Failed: c.syncFailed})
 	c.gdns = c.dynInf.ForResource(v1alpha1.GatewayDNSResource).Informer()

@@ -93,15 +93,18 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		stateErr = fmt.Errorf("read the kept headless endpoints of %s: not yet", key)
 	}
 	want.Clusters = c.markAddressConflicts(key, gd.Namespace, want)
-	// Plan and apply: every target brought to the desired slices.
-	res := c.publisher.Publish(ctx, key, want, src.targets)
-	c.recordWriteFailures(gd, src.targets, res.Errs)
+	// Plan and apply: every target brought to the desired slices and
+	// its self marker (which Clusters it is, for the locality policy Local).
+	targets := c.withSelf(gd.Namespace, src.targets)
+	res := c.publisher.Publish(ctx, key, want, targets)
+	c.recordWriteFailures(gd, targets, res.Errs)
 	c.workloads.Release(key, src.uses)
-	// Self markers: which Clusters each target is, for the locality
-	// policy Local; status says which gateways some cluster answers.
-	selves, selfErr := c.writeSelf(ctx, gd.Namespace, written(src.targets, res))
-	if selfErr != nil {
-		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, string(ReasonSelfMarkerFailed), "%v", selfErr)
+	// Status says which gateways some cluster answers, by the markers.
+	selves, selfErr := c.answering(targets, res)
+	for _, t := range targets {
+		if err := res.SelfErrs[t.Name]; err != nil {
+			c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, string(ReasonSelfMarkerFailed), "cluster %s: %v", t.Name, err)
+		}
 	}
 	markAnswered(want, selves)
 	// Status, and an Event per cluster whose reason changed.
@@ -121,22 +124,6 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		return fmt.Errorf("write EndpointSlices of %s: %d target cluster(s) failed", key, len(res.Errs))
 	}
 	return errors.Join(selfErr, stateErr)
-}
-
-// written returns the targets whose writes of this sync went through
-// (publish.Results.Done). A self marker is written in the sync itself, so
-// one to a target still being written, whose write failed (an API server
-// that does not answer), or that was skipped (its slice namespace listed
-// only since) would hold every sync up to the timeout of a call (10 s);
-// its marker is written by a sync whose write of it went through.
-func written(targets []publish.Target, res publish.Results) []publish.Target {
-	out := make([]publish.Target, 0, len(targets))
-	for _, t := range targets {
-		if slices.Contains(res.Done, t.Name) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // markAnswered sets each status entry's answered: whether the DNS of at
@@ -384,11 +371,7 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) remova
 		deleting[m.GetName()] = m.GetDeletionTimestamp() != nil
 	}
 	// The last GatewayDNS of the namespace takes its self markers along.
-	var after func(context.Context, publish.Target) error
-	if !c.othersIn(namespace, name) {
-		after = func(ctx context.Context, t publish.Target) error { return c.removeSelf(ctx, namespace, t.Cluster) }
-	}
-	res := c.publisher.Remove(ctx, key, targets, after)
+	res := c.publisher.Remove(ctx, key, targets, !c.othersIn(namespace, name))
 	rm := removal{failed: map[string]error{}}
 	for _, t := range targets {
 		switch {
