@@ -32,8 +32,6 @@ import (
 // A GatewayDNS that is gone (NotFound) or being deleted has its slices
 // removed from every cluster of its namespace instead.
 func (c *Controller) syncHandler(ctx context.Context, key string) error {
-	logger := klog.FromContext(ctx)
-	start := time.Now()
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		utilruntime.HandleError(fmt.Errorf("invalid key %q: %w", key, err))
@@ -44,7 +42,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		return fmt.Errorf("get GatewayDNS %s from cache: %w", key, err)
 	}
 	if !exists {
-		logger.V(2).Info("GatewayDNS gone; removing its EndpointSlices")
+		klog.FromContext(ctx).V(2).Info("GatewayDNS gone; removing its EndpointSlices")
 		return c.cleanup(ctx, namespace, name).err(key)
 	}
 	gd, err := toGatewayDNS(obj)
@@ -53,46 +51,46 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		return nil
 	}
 	if gd.DeletionTimestamp != nil {
-		if !hasFinalizer(gd) {
-			return nil
-		}
-		rm := c.cleanup(ctx, namespace, name)
-		logger.V(2).Info("GatewayDNS being deleted; removing its EndpointSlices", "pending", rm.pending, "failed", len(rm.failed))
-		if !rm.done() {
-			// A write that ends, or a target's next try, syncs again.
-			if err := c.reportRemoval(ctx, gd, rm); err != nil {
-				return err
-			}
-			return rm.err(key)
-		}
-		return c.removeFinalizer(ctx, gd)
+		return c.syncDeleting(ctx, gd)
 	}
 	if !hasFinalizer(gd) {
 		if err := c.addFinalizer(ctx, gd); err != nil {
 			return err
 		}
 	}
+	return c.sync(ctx, key, gd)
+}
 
+// syncDeleting removes the slices of gd, which is being deleted, and its
+// finalizer once they are gone; until then status says where they are.
+func (c *Controller) syncDeleting(ctx context.Context, gd *v1alpha1.GatewayDNS) error {
+	if !hasFinalizer(gd) {
+		return nil
+	}
+	key := gd.Namespace + "/" + gd.Name
+	rm := c.cleanup(ctx, gd.Namespace, gd.Name)
+	klog.FromContext(ctx).V(2).Info("GatewayDNS being deleted; removing its EndpointSlices", "pending", rm.pending, "failed", len(rm.failed))
+	if !rm.done() {
+		// A write that ends, or a target's next try, syncs again.
+		if err := c.reportRemoval(ctx, gd, rm); err != nil {
+			return err
+		}
+		return rm.err(key)
+	}
+	return c.removeFinalizer(ctx, gd)
+}
+
+// sync runs the pipeline for gd: source, desired, publish, status.
+func (c *Controller) sync(ctx context.Context, key string, gd *v1alpha1.GatewayDNS) error {
+	start := time.Now()
 	mem := c.memory.of(key, gd.UID)
 	// Source: what the informers know of the namespace's Clusters.
 	src, err := c.gather(ctx, gd, mem.lastHeadless())
 	if err != nil {
 		return err
 	}
-	// What a kept cluster last published, after a restart.
-	stateKnown := gd.Spec.ResolutionType != v1alpha1.ResolutionTypeHeadless || c.recoverHeadless(ctx, mem, key, src)
 	// Desired: the slices to publish and a status entry per cluster.
-	want := desired.ComputeLimited(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.Limits, src.clusters)
-	claimed := desired.AddNames(&want, gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.NameGrants, src.clusters, c.nameOwners(gd))
-	c.recordNames(gd, claimed)
-	mem.setHeadless(want.Headless)
-	var stateErr error
-	if stateKnown {
-		stateErr = c.saveHeadless(ctx, mem, key, want.Headless)
-	} else {
-		stateErr = fmt.Errorf("read the kept headless endpoints of %s: not yet", key)
-	}
-	want.Clusters = c.markAddressConflicts(key, gd.Namespace, want)
+	want, stateErr := c.compute(ctx, mem, key, gd, src)
 	// Plan and apply: every target brought to the desired slices and
 	// its self marker (which Clusters it is, for the locality policy Local).
 	targets := c.withSelf(gd.Namespace, src.targets)
@@ -118,12 +116,33 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	if len(res.Errs) == 0 && len(res.Pending) == 0 {
 		c.observePropagation(mem)
 	}
-	logger.V(2).Info("Synced", "selected", status.SelectedClusters, "ready", status.ReadyClusters,
+	klog.FromContext(ctx).V(2).Info("Synced", "selected", status.SelectedClusters, "ready", status.ReadyClusters,
 		"targets", len(src.targets), "written", res.Written, "duration", time.Since(start))
 	if len(res.Errs) > 0 {
 		return fmt.Errorf("write EndpointSlices of %s: %d target cluster(s) failed", key, len(res.Errs))
 	}
 	return errors.Join(selfErr, stateErr)
+}
+
+// compute is the desired step: the slices and status entries of gd
+// (names, address conflicts and all), with a headless export's kept
+// endpoints recovered after a restart and kept for the next sync and
+// the next controller. The error says the state could not be kept.
+func (c *Controller) compute(ctx context.Context, mem *memory, key string, gd *v1alpha1.GatewayDNS, src gathered) (desired.State, error) {
+	// What a kept cluster last published, after a restart.
+	stateKnown := gd.Spec.ResolutionType != v1alpha1.ResolutionTypeHeadless || c.recoverHeadless(ctx, mem, key, src)
+	want := desired.ComputeLimited(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.Limits, src.clusters)
+	claimed := desired.AddNames(&want, gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.NameGrants, src.clusters, c.nameOwners(gd))
+	c.recordNames(gd, claimed)
+	mem.setHeadless(want.Headless)
+	var stateErr error
+	if stateKnown {
+		stateErr = c.saveHeadless(ctx, mem, key, want.Headless)
+	} else {
+		stateErr = fmt.Errorf("read the kept headless endpoints of %s: not yet", key)
+	}
+	want.Clusters = c.markAddressConflicts(key, gd.Namespace, want)
+	return want, stateErr
 }
 
 // markAnswered sets each status entry's answered: whether the DNS of at
@@ -186,11 +205,9 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS, last m
 		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, string(ReasonInvalidSelector), "spec.clusterSelector: %v", selErr)
 		selector = labels.Nothing()
 	}
-	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
 	// A headless export owns no cluster's names, so it is never in
 	// conflict with the GatewayDNS of the clusters' gateways.
 	headless := gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless
-	names := namesEnabled(gd)
 
 	sort.Slice(clusterObjs, func(i, j int) bool {
 		return watch.Meta(clusterObjs[i]).GetName() < watch.Meta(clusterObjs[j]).GetName()
@@ -230,34 +247,43 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS, last m
 			g.clusters = append(g.clusters, in)
 			continue
 		}
-		refs := map[string]bool{}
-		g.uses[acc.Cluster.Key()] = refs
-		switch {
-		case !in.Selected || in.Deleting || in.OwnedBy != "" || refErr != nil:
-		case headless:
-			in.Service, in.ServiceSynced = c.workloads.Headless(acc.Cluster, svcNS, svcName, key)
-			in.Endpoints, in.EndpointsSynced = c.workloads.Endpoints(acc.Cluster, svcNS, svcName)
-			refs[gd.Spec.Service] = true
-		default:
-			in.Service, in.ServiceSynced = c.workloads.Service(acc.Cluster, svcNS, svcName, key)
-			in.ReadyEndpoints, in.EndpointsSynced = c.workloads.ReadyEndpoints(acc.Cluster, svcNS, svcName)
-			refs[gd.Spec.Service] = true
-		}
-		if names && in.Selected && !in.Deleting && in.OwnedBy == "" {
-			in.Names, in.NamesSynced = c.workloads.Names(acc.Cluster, key, refs)
-		}
-		if why := acc.Cluster.CutOff(); why != "" {
-			in.AccessReason, in.AccessMessage = desired.ReasonClusterCutOff, why
-		} else if why := acc.Cluster.Unreachable(); why != "" {
-			// Its informers still hold what they last read.
-			in.AccessReason, in.AccessMessage = desired.ReasonClusterUnreachable, why
-		}
+		g.uses[acc.Cluster.Key()] = c.readCluster(&in, acc.Cluster, gd, key)
 		g.clusters = append(g.clusters, in)
 		if u.GetDeletionTimestamp() == nil {
 			g.targets = append(g.targets, publish.Target{Name: in.Name, Cluster: acc.Cluster})
 		}
 	}
 	return g, nil
+}
+
+// readCluster fills in what the informers of the workload cluster w know
+// for in (its Service, endpoints and names, whether it is cut off or
+// unreachable), starting them on first use, and returns the Service refs
+// the GatewayDNS key watches there.
+func (c *Controller) readCluster(in *desired.Input, w *workload.Cluster, gd *v1alpha1.GatewayDNS, key string) map[string]bool {
+	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
+	refs := map[string]bool{}
+	switch {
+	case !in.Selected || in.Deleting || in.OwnedBy != "" || refErr != nil:
+	case gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless:
+		in.Service, in.ServiceSynced = c.workloads.Headless(w, svcNS, svcName, key)
+		in.Endpoints, in.EndpointsSynced = c.workloads.Endpoints(w, svcNS, svcName)
+		refs[gd.Spec.Service] = true
+	default:
+		in.Service, in.ServiceSynced = c.workloads.Service(w, svcNS, svcName, key)
+		in.ReadyEndpoints, in.EndpointsSynced = c.workloads.ReadyEndpoints(w, svcNS, svcName)
+		refs[gd.Spec.Service] = true
+	}
+	if namesEnabled(gd) && in.Selected && !in.Deleting && in.OwnedBy == "" {
+		in.Names, in.NamesSynced = c.workloads.Names(w, key, refs)
+	}
+	if why := w.CutOff(); why != "" {
+		in.AccessReason, in.AccessMessage = desired.ReasonClusterCutOff, why
+	} else if why := w.Unreachable(); why != "" {
+		// Its informers still hold what they last read.
+		in.AccessReason, in.AccessMessage = desired.ReasonClusterUnreachable, why
+	}
+	return refs
 }
 
 // owners maps each Cluster of the namespace to the GatewayDNS that may
