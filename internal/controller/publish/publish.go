@@ -348,100 +348,11 @@ func (w *Writer) Publish(ctx context.Context, ref string, d desired.State, targe
 // background, waits for them at most Config.Wait and returns what they
 // came to (Publish says how).
 func (w *Writer) start(ctx context.Context, ref string, p *record, snap snapshot, targets []Target) Results {
-	logger := klog.FromContext(ctx)
 	out := Results{Errs: map[string]error{}, SelfErrs: map[string]error{}}
-	sem := make(chan struct{}, targetWorkers)
+	g := w.groupBySlot(ctx, snap, targets)
 	w.mu.Lock()
-
-	uids := make([]types.UID, len(targets))
-	keep := map[string]bool{} // workload keys whose state is kept
-	var slots []string
-	bySlot := map[string][]int{} // slot -> indexes of its targets, in order
-	for i, t := range targets {
-		uid, has, synced := t.Cluster.SliceNamespace(w.cfg.SliceNamespace)
-		switch {
-		case !synced && snap.remove:
-			// Not listed yet, but it may hold slices written before:
-			// the removal lists them itself.
-		case !synced:
-			// Not listed yet: the Namespace informer enqueues us once it has.
-			logger.V(2).Info("Target cluster not listed yet; skipped", "cluster", t.Name)
-			keep[t.Cluster.Key()] = true
-			continue
-		case !has:
-			continue
-		}
-		keep[t.Cluster.Key()] = true
-		uids[i] = uid
-		slot := t.Cluster.Destination(uid)
-		if slot == "" {
-			slot = "target " + t.Cluster.Key()
-		}
-		if _, seen := bySlot[slot]; !seen {
-			slots = append(slots, slot)
-		}
-		bySlot[slot] = append(bySlot[slot], i)
-	}
-	// Targets gone, or without the slice namespace, are forgotten.
-	for key, to := range p.timedOut {
-		if !keep[key] {
-			to.timer.Stop()
-			delete(p.timedOut, key)
-		}
-	}
-	for key := range p.targets {
-		if !keep[key] {
-			delete(p.targets, key)
-		}
-	}
-
-	now := time.Now()
-	var started []*write
-	for _, slot := range slots {
-		group := bySlot[slot]
-		if wr := p.busy[slot]; wr != nil {
-			// Still writing an earlier generation; the sync after it
-			// ends writes this one.
-			wr.detached = true
-			for _, i := range group {
-				out.Pending = append(out.Pending, targets[i].Name)
-			}
-			continue
-		}
-		// A destination is written through its first target whose state
-		// is known (the others would list it again), else its first.
-		first := 0
-		for n, i := range group {
-			if p.known(targets[i], uids[i]) {
-				first = n
-				break
-			}
-		}
-		order := append([]int{group[first]}, append(append([]int(nil), group[:first]...), group[first+1:]...)...)
-		if to := p.timedOut[targets[order[0]].Cluster.Key()]; to != nil && now.Before(to.retryAt) {
-			for _, i := range order {
-				out.Errs[targets[i].Name] = fmt.Errorf("%w; next try at %s", to.err, to.retryAt.UTC().Format(time.RFC3339))
-			}
-			continue
-		}
-		wr := &write{slot: slot, done: make(chan struct{})}
-		for _, i := range order {
-			t := targets[i]
-			wr.targets = append(wr.targets, t)
-			wr.uids = append(wr.uids, uids[i])
-			wr.old = append(wr.old, p.targets[t.Cluster.Key()])
-			wr.known = append(wr.known, p.known(t, uids[i]))
-		}
-		wr.results = make([]targetResult, len(order))
-		wr.suspect = p.timedOut[wr.targets[0].Cluster.Key()] != nil
-		var wctx context.Context
-		wctx, wr.cancel = context.WithCancel(ctx)
-		p.busy[slot] = wr
-		p.writes.Add(1)
-		w.writes.Add(1)
-		started = append(started, wr)
-		go w.run(wctx, ref, p, wr, snap, sem)
-	}
+	p.forgetLocked(g.keep)
+	started := w.startLocked(ctx, ref, p, snap, targets, g, &out)
 	w.mu.Unlock()
 
 	// Wait for the writes, at most Config.Wait, and not for a target that
@@ -465,29 +376,147 @@ wait:
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, wr := range started {
-		select {
-		case <-wr.done:
-		default:
-			wr.detached = true
-			for _, t := range wr.targets {
-				out.Pending = append(out.Pending, t.Name)
-			}
-			continue
-		}
-		for i, r := range wr.results {
-			out.Written += r.written
-			if r.err != nil {
-				out.Errs[wr.targets[i].Name] = r.err
-				continue
-			}
-			out.Done = append(out.Done, wr.targets[i].Name)
-			if r.selfErr != nil {
-				out.SelfErrs[wr.targets[i].Name] = r.selfErr
-			}
-		}
+		collectLocked(wr, &out)
 	}
 	sort.Strings(out.Pending)
 	return out
+}
+
+// slots is the targets of a write grouped by slot: a destination, or a
+// target whose destination is not known.
+type slots struct {
+	uids   []types.UID     // by index of targets
+	keep   map[string]bool // workload keys whose state is kept
+	order  []string        // slots in the order of their first target
+	bySlot map[string][]int
+}
+
+// groupBySlot groups the targets to write by slot; a target whose slice
+// namespace is absent is written nothing and forgotten, one not listed
+// yet is skipped (a removal lists it itself).
+func (w *Writer) groupBySlot(ctx context.Context, snap snapshot, targets []Target) slots {
+	g := slots{uids: make([]types.UID, len(targets)), keep: map[string]bool{}, bySlot: map[string][]int{}}
+	for i, t := range targets {
+		uid, has, synced := t.Cluster.SliceNamespace(w.cfg.SliceNamespace)
+		switch {
+		case !synced && snap.remove:
+			// Not listed yet, but it may hold slices written before:
+			// the removal lists them itself.
+		case !synced:
+			// Not listed yet: the Namespace informer enqueues us once it has.
+			klog.FromContext(ctx).V(2).Info("Target cluster not listed yet; skipped", "cluster", t.Name)
+			g.keep[t.Cluster.Key()] = true
+			continue
+		case !has:
+			continue
+		}
+		g.keep[t.Cluster.Key()] = true
+		g.uids[i] = uid
+		slot := t.Cluster.Destination(uid)
+		if slot == "" {
+			slot = "target " + t.Cluster.Key()
+		}
+		if _, seen := g.bySlot[slot]; !seen {
+			g.order = append(g.order, slot)
+		}
+		g.bySlot[slot] = append(g.bySlot[slot], i)
+	}
+	return g
+}
+
+// forgetLocked forgets the targets gone, or without the slice namespace.
+func (p *record) forgetLocked(keep map[string]bool) {
+	for key, to := range p.timedOut {
+		if !keep[key] {
+			to.timer.Stop()
+			delete(p.timedOut, key)
+		}
+	}
+	for key := range p.targets {
+		if !keep[key] {
+			delete(p.targets, key)
+		}
+	}
+}
+
+// startLocked starts a write per slot of g, unless one is in flight there
+// (its targets are Pending) or its target timed out and waits for its
+// retry (they fail with that error); it returns the writes started.
+func (w *Writer) startLocked(ctx context.Context, ref string, p *record, snap snapshot, targets []Target, g slots, out *Results) []*write {
+	sem := make(chan struct{}, targetWorkers)
+	now := time.Now()
+	var started []*write
+	for _, slot := range g.order {
+		group := g.bySlot[slot]
+		if wr := p.busy[slot]; wr != nil {
+			// Still writing an earlier generation; the sync after it
+			// ends writes this one.
+			wr.detached = true
+			for _, i := range group {
+				out.Pending = append(out.Pending, targets[i].Name)
+			}
+			continue
+		}
+		// A destination is written through its first target whose state
+		// is known (the others would list it again), else its first.
+		first := 0
+		for n, i := range group {
+			if p.known(targets[i], g.uids[i]) {
+				first = n
+				break
+			}
+		}
+		order := append([]int{group[first]}, append(append([]int(nil), group[:first]...), group[first+1:]...)...)
+		if to := p.timedOut[targets[order[0]].Cluster.Key()]; to != nil && now.Before(to.retryAt) {
+			for _, i := range order {
+				out.Errs[targets[i].Name] = fmt.Errorf("%w; next try at %s", to.err, to.retryAt.UTC().Format(time.RFC3339))
+			}
+			continue
+		}
+		wr := &write{slot: slot, done: make(chan struct{})}
+		for _, i := range order {
+			t := targets[i]
+			wr.targets = append(wr.targets, t)
+			wr.uids = append(wr.uids, g.uids[i])
+			wr.old = append(wr.old, p.targets[t.Cluster.Key()])
+			wr.known = append(wr.known, p.known(t, g.uids[i]))
+		}
+		wr.results = make([]targetResult, len(order))
+		wr.suspect = p.timedOut[wr.targets[0].Cluster.Key()] != nil
+		var wctx context.Context
+		wctx, wr.cancel = context.WithCancel(ctx)
+		p.busy[slot] = wr
+		p.writes.Add(1)
+		w.writes.Add(1)
+		started = append(started, wr)
+		go w.run(wctx, ref, p, wr, snap, sem)
+	}
+	return started
+}
+
+// collectLocked adds what wr came to to out: its targets Pending while it
+// runs (it is detached: its end syncs again), else their results.
+func collectLocked(wr *write, out *Results) {
+	select {
+	case <-wr.done:
+	default:
+		wr.detached = true
+		for _, t := range wr.targets {
+			out.Pending = append(out.Pending, t.Name)
+		}
+		return
+	}
+	for i, r := range wr.results {
+		out.Written += r.written
+		if r.err != nil {
+			out.Errs[wr.targets[i].Name] = r.err
+			continue
+		}
+		out.Done = append(out.Done, wr.targets[i].Name)
+		if r.selfErr != nil {
+			out.SelfErrs[wr.targets[i].Name] = r.selfErr
+		}
+	}
 }
 
 // run writes wr's targets to snap and records the results.
