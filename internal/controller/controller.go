@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,24 +107,19 @@ type Controller struct {
 	// publisher writes the slices and remembers what it wrote to each target.
 	publisher publish.Publisher
 
-	// claims are the addresses each GatewayDNS's clusters publish, to find
-	// one address claimed by two clusters.
-	claims *desired.AddressClaims
-	// reasons are the status reasons of each GatewayDNS's last sync (events.go).
-	reasons *lastReasons
-	// self remembers the self markers written (self.go).
-	self *selfMarkers
+	// memory is what the controller remembers about each GatewayDNS
+	// between syncs (memory.go), forgotten in one go when it is gone.
+	memory *memories
 
-	pendingMu sync.Mutex
-	// pending holds, per GatewayDNS key, the time of the oldest gateway
-	// Service event not yet written out (for ServiceToSlices).
-	pending map[string]time.Time
-	// headless is what each headless export last published.
-	headless *headlessPublished
-	// names are the names each GatewayDNS claims, and nameReasons their
-	// status reasons at its last sync (names.go).
-	names       *nameClaims
-	nameReasons *lastReasons
+	// The indexes below span GatewayDNS, so they cannot live in one
+	// GatewayDNS's memory: each is read by the syncs of the others.
+	//
+	// claims are the addresses each GatewayDNS's clusters publish, to find
+	// one address claimed by two clusters of any namespaces.
+	claims *desired.AddressClaims
+	// names are the names each GatewayDNS claims, compared between the
+	// GatewayDNS of a namespace to find the older one (names.go).
+	names *nameClaims
 }
 
 // New builds the controller and registers its informers; Run starts them.
@@ -143,17 +137,12 @@ func New(cfg Config) *Controller {
 		cfg.Recorder = &record.FakeRecorder{}
 	}
 	c := &Controller{
-		cfg:      cfg,
-		dynInf:   dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, cfg.Resync),
-		kubeInf:  informers.NewSharedInformerFactory(cfg.Kube, 0),
-		pending:  map[string]time.Time{},
-		claims:   desired.NewAddressClaims(),
-		reasons:  newLastReasons(),
-		self:     newSelfMarkers(),
-		headless: newHeadlessPublished(),
-		names:    newNameClaims(),
-
-		nameReasons: newLastReasons(),
+		cfg:     cfg,
+		dynInf:  dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, cfg.Resync),
+		kubeInf: informers.NewSharedInformerFactory(cfg.Kube, 0),
+		memory:  newMemories(),
+		claims:  desired.NewAddressClaims(),
+		names:   newNameClaims(),
 	}
 	c.queue = watch.New(watch.Config{Name: controllerName, Sync: c.syncKey, Failed: c.syncFailed})
 	c.gdns = c.dynInf.ForResource(v1alpha1.GatewayDNSResource).Informer()
@@ -267,13 +256,9 @@ func (c *Controller) enqueueAllIn(namespace string) {
 // metric, and enqueues the GatewayDNS that watch it.
 func (c *Controller) serviceChanged(users []string) {
 	now := time.Now()
-	c.pendingMu.Lock()
 	for _, u := range users {
-		if _, ok := c.pending[u]; !ok {
-			c.pending[u] = now
-		}
+		c.memory.of(u, "").noteServiceEvent(now)
 	}
-	c.pendingMu.Unlock()
 	for _, u := range users {
 		c.queue.Add(u)
 	}

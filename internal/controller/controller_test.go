@@ -716,7 +716,7 @@ func TestControllerReleasesKeptSlices(t *testing.T) {
 // leaves out come from what the controller remembers.
 func TestRecordTransitionsBeyondTheStatusList(t *testing.T) {
 	events := record.NewFakeRecorder(100)
-	c := &Controller{cfg: Config{Recorder: events}, reasons: newLastReasons()}
+	c := &Controller{cfg: Config{Recorder: events}, memory: newMemories()}
 	cs := func(name, reason string) v1alpha1.ClusterStatus {
 		return v1alpha1.ClusterStatus{Name: name, Reason: reason, Ready: reason == desired.ReasonPublished}
 	}
@@ -854,7 +854,11 @@ func TestControllerSameDestinationWritesWhenTheFirstFails(t *testing.T) {
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "shared": shared},
 		map[string]workload.Client{"reader": refusedWrites{shared}})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a")
-	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
+	// Written to cluster-a, refused by cluster-b: no cluster is Ready,
+	// as cluster-b lacks their records.
+	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
+		return len(s.Targets) == 1 && s.Targets[0].Name == "cluster-b" && s.SelectedClusters == 2 && s.ReadyClusters == 0
+	})
 	if got := e.slices("shared"); len(got) != 0 {
 		t.Fatalf("slices written with refused writes: %q", got)
 	}

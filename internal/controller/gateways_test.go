@@ -146,3 +146,32 @@ func TestControllerGatewaysHealthAndSelf(t *testing.T) {
 	eventuallyOf(nil, "cluster-b")
 	eventuallyOf(nil, "cluster-c", " FQDN ")
 }
+
+// A self marker deleted or changed by hand is written again by the
+// target's next full list (after half the resync period), as any slice.
+func TestControllerSelfMarkerRepaired(t *testing.T) {
+	a, b := fakeWorkload(true, "10.0.0.1"), fakeWorkload(true, "10.0.0.2")
+	e := newTestEnvClients(t,
+		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
+		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b}, nil,
+		func(cfg *Config) { cfg.Resync = time.Second })
+	self := []contract.Kind{contract.KindSelf}
+	e.eventuallyOf([]string{"self dev-team cluster-a"}, self, "cluster-a")
+	e.eventuallyOf([]string{"self dev-team cluster-b"}, self, "cluster-b")
+
+	name := contract.SelfSliceName("dev-team")
+	if err := a.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Annotations[contract.AnnotationSelfClusters] = "cluster-x"
+	if _, err := b.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Update(e.ctx, m, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventuallyOf([]string{"self dev-team cluster-a"}, self, "cluster-a")
+	e.eventuallyOf([]string{"self dev-team cluster-b"}, self, "cluster-b")
+}

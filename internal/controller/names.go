@@ -21,7 +21,9 @@ func namesEnabled(gd *v1alpha1.GatewayDNS) bool {
 // nameClaims remembers, per GatewayDNS key, the names its clusters'
 // Services claim (valid and granted, published or not), so that of two
 // GatewayDNS of a namespace claiming one name the older publishes it and
-// the newer reports Conflict, whichever syncs first.
+// the newer reports Conflict, whichever syncs first. It is one index for
+// every GatewayDNS, not part of each one's memory: a sync reads the
+// claims of the others.
 type nameClaims struct {
 	mu   sync.Mutex
 	byGD map[string][]string
@@ -115,17 +117,18 @@ func (c *Controller) requeueNamesOf(namespace, name string) {
 // not published, Normal Published when it is. On the first sync since
 // start the reasons come from the stored status.
 func (c *Controller) recordNameTransitions(gd *v1alpha1.GatewayDNS, names []v1alpha1.NameStatus) {
-	key := gd.Namespace + "/" + gd.Name
-	before, known := c.nameReasons.get(key)
+	now := make(map[string]string, len(names))
+	for _, n := range names {
+		now[n.Name] = n.Reason
+	}
+	before, known := c.memory.of(gd.Namespace+"/"+gd.Name, gd.UID).lastNameReasons(now)
 	if !known {
 		before = map[string]string{}
 		for _, n := range gd.Status.Names {
 			before[n.Name] = n.Reason
 		}
 	}
-	now := make(map[string]string, len(names))
 	for _, n := range names {
-		now[n.Name] = n.Reason
 		if before[n.Name] == n.Reason {
 			continue
 		}
@@ -135,7 +138,6 @@ func (c *Controller) recordNameTransitions(gd *v1alpha1.GatewayDNS, names []v1al
 		}
 		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, n.Reason, "name %s (%v): %s", n.Name, n.Sources, n.Message)
 	}
-	c.nameReasons.set(key, now)
 }
 
 // listedNames bounds status.names to most entries: those not Published

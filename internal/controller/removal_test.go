@@ -79,12 +79,12 @@ func deleteWithCHeld(t *testing.T, e *testEnv, g *gate) {
 	}
 	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
 		c := findCondition(s, v1alpha1.ConditionReady)
-		return c != nil && c.Reason == CondReasonRemoving
+		return c != nil && c.Reason == string(ReasonRemoving)
 	})
 	if msg := readyReason(st); !strings.Contains(msg, "cluster-c") || strings.Contains(msg, "cluster-a") || strings.Contains(msg, "cluster-b") {
 		t.Errorf("Ready says %q; want cluster-c alone named", msg)
 	}
-	if !e.sawEvent("Normal", CondReasonRemoving, "cluster-c") {
+	if !e.sawEvent("Normal", string(ReasonRemoving), "cluster-c") {
 		t.Errorf("no Event naming cluster-c as still being cleaned")
 	}
 	if !hasFinalizer(e.gatewayDNS("gw")) {

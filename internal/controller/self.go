@@ -1,42 +1,14 @@
 package controller
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
-	"sync"
-	"time"
-
-	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/publish"
-	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 )
-
-// selfMarkers remembers the self markers (contract.BuildSelf) written, by
-// destination and namespace, so that a sync writes one only when the
-// Clusters it lists change, and reads it again after half the resync
-// period (which repairs a marker someone else changed or deleted).
-type selfMarkers struct {
-	mu      sync.Mutex
-	written map[string]selfWritten // selfKey(destination, namespace)
-}
-
-type selfWritten struct {
-	clusters string
-	client   workload.Client
-	at       time.Time
-}
-
-func newSelfMarkers() *selfMarkers { return &selfMarkers{written: map[string]selfWritten{}} }
-
-func selfKey(destination, namespace string) string { return destination + "\x00" + namespace }
 
 // destinationGroup is the targets of a namespace that share a destination.
 type destinationGroup struct {
@@ -75,130 +47,44 @@ func (c *Controller) destinations(targets []publish.Target) []*destinationGroup 
 	return out
 }
 
-// writeSelf makes every destination of targets hold the self marker of
-// namespace listing the Clusters there, and returns those lists (one per
-// destination, for contract.Answered). A marker of that name the
-// controller did not write (no managed-by label, or another record kind)
-// is never changed; that destination is then left without a list.
-func (c *Controller) writeSelf(ctx context.Context, namespace string, targets []publish.Target) ([][]string, error) {
-	var selves [][]string
-	var errs []string
+// withSelf gives each target of namespace the self marker it should hold
+// (contract.BuildSelf): the Clusters of the namespace that share its
+// destination, so serve can answer the asking cluster's own gateway first
+// (policy Local). The publisher writes it with the target's slices.
+func (c *Controller) withSelf(namespace string, targets []publish.Target) []publish.Target {
+	out := slices.Clone(targets)
+	at := make(map[string]int, len(out))
+	for i, t := range out {
+		at[t.Name] = i
+	}
 	for _, g := range c.destinations(targets) {
-		var err error
+		marker := contract.BuildSelf(contract.Self{Namespace: namespace, Clusters: g.clusters})
 		for _, t := range g.targets {
-			if err = c.putSelf(ctx, namespace, g, t); err == nil {
+			out[at[t.Name]].Self = marker
+		}
+	}
+	return out
+}
+
+// answering returns the Clusters of each destination whose marker is in
+// place after res (a target of it written, marker and all), for
+// contract.Answered; and the markers that could not be written.
+func (c *Controller) answering(targets []publish.Target, res publish.Results) ([][]string, error) {
+	var selves [][]string
+	for _, g := range c.destinations(targets) {
+		for _, t := range g.targets {
+			if slices.Contains(res.Done, t.Name) && res.SelfErrs[t.Name] == nil {
+				selves = append(selves, g.clusters)
 				break
 			}
 		}
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		selves = append(selves, g.clusters)
 	}
-	if len(errs) > 0 {
-		return selves, fmt.Errorf("self markers of %s: %s", namespace, strings.Join(errs, "; "))
+	if len(res.SelfErrs) == 0 {
+		return selves, nil
 	}
-	return selves, nil
-}
-
-// putSelf writes the marker of g through t unless it is known to be there.
-func (c *Controller) putSelf(ctx context.Context, namespace string, g *destinationGroup, t publish.Target) error {
-	want := contract.BuildSelf(contract.Self{Namespace: namespace, Clusters: g.clusters})
-	clusters := want.Annotations[contract.AnnotationSelfClusters]
-	key := selfKey(g.key, namespace)
-	c.self.mu.Lock()
-	w, ok := c.self.written[key]
-	c.self.mu.Unlock()
-	if ok && w.clusters == clusters && w.client == t.Cluster.Client() && time.Since(w.at) < c.cfg.Resync/2 {
-		return nil
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(res.SelfErrs)) {
+		errs = append(errs, fmt.Errorf("cluster %s: %w", name, res.SelfErrs[name]))
 	}
-	api := t.Cluster.Client().DiscoveryV1().EndpointSlices(c.cfg.SliceNamespace)
-	rctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
-	defer cancel()
-	existing, err := api.Get(rctx, want.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		want.Namespace = c.cfg.SliceNamespace
-		if _, err := api.Create(rctx, want, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("cluster %s: create %s: %w", t.Name, want.Name, err)
-		}
-		c.cfg.Metrics.SlicesWritten.WithLabelValues("create").Inc()
-	case err != nil:
-		return fmt.Errorf("cluster %s: get %s: %w", t.Name, want.Name, err)
-	case !ownSelf(existing):
-		return fmt.Errorf("cluster %s: EndpointSlice %s/%s exists and was not written by xcc-dns: left alone", t.Name, c.cfg.SliceNamespace, want.Name)
-	case !sameSelf(existing, want):
-		u := existing.DeepCopy()
-		if u.Labels == nil {
-			u.Labels = map[string]string{}
-		}
-		if u.Annotations == nil {
-			u.Annotations = map[string]string{}
-		}
-		maps.Copy(u.Labels, want.Labels)
-		maps.Copy(u.Annotations, want.Annotations)
-		u.Endpoints, u.Ports = nil, nil
-		if _, err := api.Update(rctx, u, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("cluster %s: update %s: %w", t.Name, want.Name, err)
-		}
-		c.cfg.Metrics.SlicesWritten.WithLabelValues("update").Inc()
-	}
-	klog.FromContext(ctx).V(2).Info("Self marker in place", "cluster", t.Name, "namespace", namespace, "clusters", clusters)
-	c.self.mu.Lock()
-	c.self.written[key] = selfWritten{clusters: clusters, client: t.Cluster.Client(), at: time.Now()}
-	c.self.mu.Unlock()
-	return nil
-}
-
-// ownSelf reports whether s is a self marker the controller wrote.
-func ownSelf(s *discoveryv1.EndpointSlice) bool {
-	return s.Labels[contract.LabelManagedBy] == contract.ManagedByValue && s.Labels[contract.LabelRecord] == string(contract.KindSelf)
-}
-
-func sameSelf(existing, want *discoveryv1.EndpointSlice) bool {
-	for k, v := range want.Labels {
-		if existing.Labels[k] != v {
-			return false
-		}
-	}
-	for k, v := range want.Annotations {
-		if existing.Annotations[k] != v {
-			return false
-		}
-	}
-	return len(existing.Endpoints) == 0 && len(existing.Ports) == 0
-}
-
-// removeSelf deletes the self marker of namespace from the cluster w, if
-// the controller wrote it: no GatewayDNS of the namespace targets the
-// cluster any more.
-func (c *Controller) removeSelf(ctx context.Context, namespace string, w *workload.Cluster) error {
-	name := contract.SelfSliceName(namespace)
-	api := w.Client().DiscoveryV1().EndpointSlices(c.cfg.SliceNamespace)
-	rctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
-	defer cancel()
-	existing, err := api.Get(rctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get self marker %s: %w", name, err)
-	}
-	if !ownSelf(existing) {
-		return nil
-	}
-	err = api.Delete(rctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &existing.UID, ResourceVersion: &existing.ResourceVersion}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete self marker %s: %w", name, err)
-	}
-	c.cfg.Metrics.SlicesWritten.WithLabelValues("delete").Inc()
-	c.self.mu.Lock()
-	for k := range c.self.written {
-		if strings.HasSuffix(k, "\x00"+namespace) {
-			delete(c.self.written, k)
-		}
-	}
-	c.self.mu.Unlock()
-	return nil
+	return selves, fmt.Errorf("self markers: %w", errors.Join(errs...))
 }

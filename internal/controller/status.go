@@ -3,8 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,16 +20,6 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 )
 
-// Condition reasons.
-const (
-	CondReasonPublished          = "Published"
-	CondReasonNoClustersSelected = "NoClustersSelected"
-	CondReasonNotAllPublished    = "NotAllClustersPublished"
-	CondReasonWriteFailed        = "WriteFailed"
-	CondReasonNamesOwnedByOlder  = "NamesOwnedByOlderGatewayDNS"
-	CondReasonNoConflict         = "NoConflict"
-)
-
 // maxConditionMessage keeps a condition message readable in kubectl describe.
 const maxConditionMessage = 1024
 
@@ -35,20 +28,43 @@ const maxConditionMessage = 1024
 // docs/benchmarks.md, section 4).
 const maxStatusClusters = 1000
 
+// writes is what the publish step came to, as status tells it: the
+// targets whose writes failed or are still running, and the since-times
+// of the last sync (the GatewayDNS's memory), so a since-time does not
+// move while a target or cluster stays as it was.
+type writes struct {
+	errs    map[string]error
+	pending []string
+	since   sinces
+	// now is the time of this sync, in seconds as status stores it.
+	now time.Time
+}
+
+// sinces are the since-times of a sync, by name: of each target that does
+// not hold the latest records, and of each cluster that is not Ready.
+type sinces struct {
+	targets, clusters map[string]time.Time
+}
+
 // buildStatus is the status a GatewayDNS should have after a sync: the
-// per-cluster entries of d, and Ready and Conflict conditions. writeErrs
-// holds, by target cluster, writes that failed. Condition transition times
-// change only when a condition's status does.
-func buildStatus(gd *v1alpha1.GatewayDNS, d desired.State, writeErrs map[string]error) v1alpha1.GatewayDNSStatus {
+// per-cluster entries of d, made not Ready while a target lacks their
+// records, the targets that lack them, and the Ready and Conflict
+// conditions; and the since-times for the next sync. Condition transition
+// times change only when a condition's status does.
+func buildStatus(gd *v1alpha1.GatewayDNS, d desired.State, w writes) (v1alpha1.GatewayDNSStatus, sinces) {
 	st := v1alpha1.GatewayDNSStatus{
 		ObservedGeneration: gd.Generation,
 		Conditions:         append([]metav1.Condition(nil), gd.Status.Conditions...),
 		SelectedClusters:   int32(len(d.Clusters)),
 	}
-	st.Clusters, st.OmittedClusters = listedClusters(d.Clusters, maxStatusClusters)
+	var next sinces
+	behind, failed := targetsBehind(w, &next)
+	clusters := stampSince(markUnwritten(d.Clusters, behind), d.Keep, w, &next)
+	st.Clusters, st.OmittedClusters = listedClusters(clusters, maxStatusClusters)
+	st.Targets, st.OmittedTargets = listedTargets(behind, maxStatusClusters)
 	st.Names, st.OmittedNames = listedNames(d.Names, v1alpha1.MaxNameStatuses)
 	var notReady []string
-	for _, c := range d.Clusters {
+	for _, c := range clusters {
 		if c.Healthy {
 			st.HealthyClusters++
 		}
@@ -59,45 +75,170 @@ func buildStatus(gd *v1alpha1.GatewayDNS, d desired.State, writeErrs map[string]
 			notReady = append(notReady, c.Name+": "+c.Reason)
 		}
 	}
-	ready := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: gd.Generation}
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: gd.Generation, Status: metav1.ConditionFalse}
+	var reason Reason
 	switch {
-	case len(writeErrs) > 0:
-		var msgs []string
-		for cluster, err := range writeErrs {
-			msgs = append(msgs, fmt.Sprintf("%s: %s", cluster, strings.ReplaceAll(err.Error(), "\n", "; ")))
-		}
-		sort.Strings(msgs)
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, CondReasonWriteFailed,
-			"EndpointSlices not written to: "+strings.Join(msgs, "; ")
+	case len(failed) > 0:
+		reason, ready.Message = ReasonWriteFailed, "EndpointSlices not written to: "+strings.Join(failed, "; ")
+	case len(behind) > 0:
+		reason, ready.Message = ReasonWriting, "EndpointSlices still being written to: "+strings.Join(w.pending, ", ")
 	case len(d.Clusters) == 0:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, CondReasonNoClustersSelected,
-			"clusterSelector matches no Cluster in namespace "+gd.Namespace
+		reason, ready.Message = ReasonNoClustersSelected, "clusterSelector matches no Cluster in namespace "+gd.Namespace
 	case st.ReadyClusters == 0 && len(d.ConflictOwners) > 0:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, CondReasonNamesOwnedByOlder,
-			"every selected cluster's names are published by an older GatewayDNS"
+		reason, ready.Message = ReasonNamesOwnedByOlder, "every selected cluster's names are published by an older GatewayDNS"
 	case len(notReady) > 0:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, CondReasonNotAllPublished,
-			strings.Join(notReady, ", ")
+		reason, ready.Message = ReasonNotAllPublished, strings.Join(notReady, ", ")
 	default:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, CondReasonPublished,
-			fmt.Sprintf("%d cluster(s) published", st.ReadyClusters)
+		ready.Status, reason, ready.Message = metav1.ConditionTrue, ReasonPublished, fmt.Sprintf("%d cluster(s) published", st.ReadyClusters)
 	}
-	ready.Message = truncate(ready.Message, maxConditionMessage)
+	ready.Reason, ready.Message = string(reason), truncate(ready.Message, maxConditionMessage)
 	meta.SetStatusCondition(&st.Conditions, ready)
+	meta.SetStatusCondition(&st.Conditions, conflictCondition(gd, d))
+	return st, next
+}
 
+// conflictCondition says which clusters' names an older GatewayDNS owns.
+func conflictCondition(gd *v1alpha1.GatewayDNS, d desired.State) metav1.Condition {
 	conflict := metav1.Condition{Type: v1alpha1.ConditionConflict, ObservedGeneration: gd.Generation,
-		Status: metav1.ConditionFalse, Reason: CondReasonNoConflict}
+		Status: metav1.ConditionFalse, Reason: string(ReasonNoConflict)}
 	if len(d.ConflictOwners) > 0 {
 		var msgs []string
 		for cluster, owner := range d.ConflictOwners {
 			msgs = append(msgs, fmt.Sprintf("%s (owned by %s)", cluster, owner))
 		}
 		sort.Strings(msgs)
-		conflict.Status, conflict.Reason = metav1.ConditionTrue, CondReasonNamesOwnedByOlder
+		conflict.Status, conflict.Reason = metav1.ConditionTrue, string(ReasonNamesOwnedByOlder)
 		conflict.Message = truncate("names not published for clusters an older GatewayDNS selects: "+strings.Join(msgs, ", "), maxConditionMessage)
 	}
-	meta.SetStatusCondition(&st.Conditions, conflict)
-	return st
+	return conflict
+}
+
+// targetsBehind lists, by name, the targets that do not hold the latest
+// records: WriteFailed with the error, or Writing. A target behind at the
+// last sync keeps its since-time, a new one gets now; next records them.
+// failed describes the failed ones for the Ready condition.
+func targetsBehind(w writes, next *sinces) (behind []v1alpha1.TargetStatus, failed []string) {
+	next.targets = make(map[string]time.Time, len(w.errs)+len(w.pending))
+	add := func(name string, reason Reason, msg string) v1alpha1.TargetStatus {
+		since, ok := w.since.targets[name]
+		if !ok {
+			since = w.now
+		}
+		next.targets[name] = since
+		ts := v1alpha1.TargetStatus{Name: name, Reason: string(reason), Message: truncate(msg, maxConditionMessage), Since: metav1.NewTime(since)}
+		behind = append(behind, ts)
+		return ts
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.errs)) {
+		ts := add(name, ReasonWriteFailed, strings.ReplaceAll(w.errs[name].Error(), "\n", "; "))
+		failed = append(failed, fmt.Sprintf("%s (since %s): %s", name, formatSince(ts.Since.Time), ts.Message))
+	}
+	for _, name := range w.pending {
+		if _, failedToo := w.errs[name]; !failedToo {
+			add(name, ReasonWriting, "a write is still in flight")
+		}
+	}
+	sort.Slice(behind, func(i, j int) bool { return behind[i].Name < behind[j].Name })
+	return behind, failed
+}
+
+// maxTargetsNamed bounds the targets a cluster's message names; status.targets
+// lists them all.
+const maxTargetsNamed = 3
+
+// markUnwritten returns clusters with each Ready one made not Ready while
+// behind lists a target: its records are not in every target. The reason
+// is WriteFailed when a target failed, else Writing; the message names the
+// targets. clusters is copied before it is changed.
+func markUnwritten(clusters []v1alpha1.ClusterStatus, behind []v1alpha1.TargetStatus) []v1alpha1.ClusterStatus {
+	if len(behind) == 0 {
+		return clusters
+	}
+	reason := ReasonWriting
+	var named []string
+	for i, t := range behind {
+		if t.Reason == string(ReasonWriteFailed) {
+			reason = ReasonWriteFailed
+		}
+		if i < maxTargetsNamed {
+			named = append(named, fmt.Sprintf("%s (%s since %s)", t.Name, t.Reason, formatSince(t.Since.Time)))
+		}
+	}
+	if more := len(behind) - len(named); more > 0 {
+		named = append(named, fmt.Sprintf("%d more in status.targets", more))
+	}
+	msg := "records not in every target yet: " + strings.Join(named, ", ")
+	out := slices.Clone(clusters)
+	for i := range out {
+		if !out[i].Ready {
+			continue
+		}
+		out[i].Ready, out[i].Reason = false, string(reason)
+		if out[i].Message != "" {
+			out[i].Message = msg + "; " + out[i].Message
+		} else {
+			out[i].Message = msg
+		}
+	}
+	return out
+}
+
+// stampSince gives each cluster that is not Ready the time it stopped
+// being Ready (kept from the last sync, else now), and says of each kept
+// cluster with records that they are still served; next records the
+// times. clusters is copied before it is changed.
+func stampSince(clusters []v1alpha1.ClusterStatus, keep map[string]bool, w writes, next *sinces) []v1alpha1.ClusterStatus {
+	next.clusters = map[string]time.Time{}
+	copied := false
+	for i := range clusters {
+		if clusters[i].Ready {
+			continue
+		}
+		if !copied {
+			clusters, copied = slices.Clone(clusters), true
+		}
+		c := &clusters[i]
+		since, ok := w.since.clusters[c.Name]
+		if !ok {
+			since = w.now
+		}
+		next.clusters[c.Name] = since
+		c.Since = &metav1.Time{Time: since}
+		if keep[c.Name] && (len(c.Addresses) > 0 || c.Pods > 0) {
+			c.Message += "; serving last known records since " + formatSince(since)
+		}
+	}
+	return clusters
+}
+
+// sincesFromStatus are the since-times a stored status holds: where the
+// first sync since the start takes them from.
+func sincesFromStatus(st v1alpha1.GatewayDNSStatus) sinces {
+	s := sinces{targets: map[string]time.Time{}, clusters: map[string]time.Time{}}
+	for _, t := range st.Targets {
+		s.targets[t.Name] = t.Since.UTC()
+	}
+	for _, c := range st.Clusters {
+		if !c.Ready && c.Since != nil {
+			s.clusters[c.Name] = c.Since.UTC()
+		}
+	}
+	return s
+}
+
+// statusNow is the time of a sync as status stores it: UTC seconds, so a
+// since-time read back from the stored status equals the one written.
+func statusNow() time.Time { return time.Now().UTC().Truncate(time.Second) }
+
+func formatSince(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// listedTargets returns at most most targets (sorted by name) and how
+// many were left out.
+func listedTargets(all []v1alpha1.TargetStatus, most int) ([]v1alpha1.TargetStatus, int32) {
+	if len(all) <= most {
+		return all, 0
+	}
+	return all[:most], int32(len(all) - most)
 }
 
 // listedClusters returns at most max entries of all (sorted by name), the

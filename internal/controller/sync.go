@@ -32,8 +32,6 @@ import (
 // A GatewayDNS that is gone (NotFound) or being deleted has its slices
 // removed from every cluster of its namespace instead.
 func (c *Controller) syncHandler(ctx context.Context, key string) error {
-	logger := klog.FromContext(ctx)
-	start := time.Now()
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		utilruntime.HandleError(fmt.Errorf("invalid key %q: %w", key, err))
@@ -44,7 +42,7 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		return fmt.Errorf("get GatewayDNS %s from cache: %w", key, err)
 	}
 	if !exists {
-		logger.V(2).Info("GatewayDNS gone; removing its EndpointSlices")
+		klog.FromContext(ctx).V(2).Info("GatewayDNS gone; removing its EndpointSlices")
 		return c.cleanup(ctx, namespace, name).err(key)
 	}
 	gd, err := toGatewayDNS(obj)
@@ -53,68 +51,72 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 		return nil
 	}
 	if gd.DeletionTimestamp != nil {
-		if !hasFinalizer(gd) {
-			return nil
-		}
-		rm := c.cleanup(ctx, namespace, name)
-		logger.V(2).Info("GatewayDNS being deleted; removing its EndpointSlices", "pending", rm.pending, "failed", len(rm.failed))
-		if !rm.done() {
-			// A write that ends, or a target's next try, syncs again.
-			if err := c.reportRemoval(ctx, gd, rm); err != nil {
-				return err
-			}
-			return rm.err(key)
-		}
-		return c.removeFinalizer(ctx, gd)
+		return c.syncDeleting(ctx, gd)
 	}
 	if !hasFinalizer(gd) {
 		if err := c.addFinalizer(ctx, gd); err != nil {
 			return err
 		}
 	}
+	return c.sync(ctx, key, gd)
+}
 
+// syncDeleting removes the slices of gd, which is being deleted, and its
+// finalizer once they are gone; until then status says where they are.
+func (c *Controller) syncDeleting(ctx context.Context, gd *v1alpha1.GatewayDNS) error {
+	if !hasFinalizer(gd) {
+		return nil
+	}
+	key := gd.Namespace + "/" + gd.Name
+	rm := c.cleanup(ctx, gd.Namespace, gd.Name)
+	klog.FromContext(ctx).V(2).Info("GatewayDNS being deleted; removing its EndpointSlices", "pending", rm.pending, "failed", len(rm.failed))
+	if !rm.done() {
+		// A write that ends, or a target's next try, syncs again.
+		if err := c.reportRemoval(ctx, gd, rm); err != nil {
+			return err
+		}
+		return rm.err(key)
+	}
+	return c.removeFinalizer(ctx, gd)
+}
+
+// sync runs the pipeline for gd: source, desired, publish, status.
+func (c *Controller) sync(ctx context.Context, key string, gd *v1alpha1.GatewayDNS) error {
+	start := time.Now()
+	mem := c.memory.of(key, gd.UID)
 	// Source: what the informers know of the namespace's Clusters.
-	src, err := c.gather(ctx, gd)
+	src, err := c.gather(ctx, gd, mem.lastHeadless())
 	if err != nil {
 		return err
 	}
-	// What a kept cluster last published, after a restart.
-	stateKnown := gd.Spec.ResolutionType != v1alpha1.ResolutionTypeHeadless || c.recoverHeadless(ctx, key, src)
 	// Desired: the slices to publish and a status entry per cluster.
-	want := desired.ComputeLimited(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.Limits, src.clusters)
-	claimed := desired.AddNames(&want, gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.NameGrants, src.clusters, c.nameOwners(gd))
-	c.recordNames(gd, claimed)
-	c.headless.set(key, want.Headless)
-	var stateErr error
-	if stateKnown {
-		stateErr = c.saveHeadless(ctx, key, want.Headless)
-	} else {
-		stateErr = fmt.Errorf("read the kept headless endpoints of %s: not yet", key)
-	}
-	want.Clusters = c.markAddressConflicts(key, gd.Namespace, want)
-	// Plan and apply: every target brought to the desired slices.
-	res := c.publisher.Publish(ctx, key, want, src.targets)
-	c.recordWriteFailures(gd, src.targets, res.Errs)
+	want, stateErr := c.compute(ctx, mem, key, gd, src)
+	// Plan and apply: every target brought to the desired slices and
+	// its self marker (which Clusters it is, for the locality policy Local).
+	targets := c.withSelf(gd.Namespace, src.targets)
+	res := c.publisher.Publish(ctx, key, want, targets)
+	c.recordWriteFailures(gd, targets, res.Errs)
 	c.workloads.Release(key, src.uses)
-	// Self markers: which Clusters each target is, for the locality
-	// policy Local; status says which gateways some cluster answers.
-	selves, selfErr := c.writeSelf(ctx, gd.Namespace, written(src.targets, res))
-	if selfErr != nil {
-		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "SelfMarkerFailed", "%v", selfErr)
+	// Status says which gateways some cluster answers, by the markers.
+	selves, selfErr := c.answering(targets, res)
+	for _, t := range targets {
+		if err := res.SelfErrs[t.Name]; err != nil {
+			c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, string(ReasonSelfMarkerFailed), "cluster %s: %v", t.Name, err)
+		}
 	}
 	markAnswered(want, selves)
 	// Status, and an Event per cluster whose reason changed.
-	status := buildStatus(gd, want, res.Errs)
-	markWriting(gd, &status, res.Pending)
+	status, since := buildStatus(gd, want, writes{errs: res.Errs, pending: res.Pending, since: mem.lastSinces(gd.Status), now: statusNow()})
+	mem.setSinces(since)
 	c.recordTransitions(gd, want.Clusters)
 	c.recordNameTransitions(gd, want.Names)
 	if err := c.updateStatus(ctx, gd, status); err != nil {
 		return err
 	}
 	if len(res.Errs) == 0 && len(res.Pending) == 0 {
-		c.observePropagation(key)
+		c.observePropagation(mem)
 	}
-	logger.V(2).Info("Synced", "selected", status.SelectedClusters, "ready", status.ReadyClusters,
+	klog.FromContext(ctx).V(2).Info("Synced", "selected", status.SelectedClusters, "ready", status.ReadyClusters,
 		"targets", len(src.targets), "written", res.Written, "duration", time.Since(start))
 	if len(res.Errs) > 0 {
 		return fmt.Errorf("write EndpointSlices of %s: %d target cluster(s) failed", key, len(res.Errs))
@@ -122,20 +124,25 @@ func (c *Controller) syncHandler(ctx context.Context, key string) error {
 	return errors.Join(selfErr, stateErr)
 }
 
-// written returns the targets whose writes of this sync went through
-// (publish.Results.Done). A self marker is written in the sync itself, so
-// one to a target still being written, whose write failed (an API server
-// that does not answer), or that was skipped (its slice namespace listed
-// only since) would hold every sync up to the timeout of a call (10 s);
-// its marker is written by a sync whose write of it went through.
-func written(targets []publish.Target, res publish.Results) []publish.Target {
-	out := make([]publish.Target, 0, len(targets))
-	for _, t := range targets {
-		if slices.Contains(res.Done, t.Name) {
-			out = append(out, t)
-		}
+// compute is the desired step: the slices and status entries of gd
+// (names, address conflicts and all), with a headless export's kept
+// endpoints recovered after a restart and kept for the next sync and
+// the next controller. The error says the state could not be kept.
+func (c *Controller) compute(ctx context.Context, mem *memory, key string, gd *v1alpha1.GatewayDNS, src gathered) (desired.State, error) {
+	// What a kept cluster last published, after a restart.
+	stateKnown := gd.Spec.ResolutionType != v1alpha1.ResolutionTypeHeadless || c.recoverHeadless(ctx, mem, key, src)
+	want := desired.ComputeLimited(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.Limits, src.clusters)
+	claimed := desired.AddNames(&want, gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.NameGrants, src.clusters, c.nameOwners(gd))
+	c.recordNames(gd, claimed)
+	mem.setHeadless(want.Headless)
+	var stateErr error
+	if stateKnown {
+		stateErr = c.saveHeadless(ctx, mem, key, want.Headless)
+	} else {
+		stateErr = fmt.Errorf("read the kept headless endpoints of %s: not yet", key)
 	}
-	return out
+	want.Clusters = c.markAddressConflicts(key, gd.Namespace, want)
+	return want, stateErr
 }
 
 // markAnswered sets each status entry's answered: whether the DNS of at
@@ -162,12 +169,8 @@ func (c *Controller) markAddressConflicts(key, namespace string, want desired.St
 
 // observePropagation observes, once the slices are written everywhere,
 // the time since the oldest gateway Service event not yet written out.
-func (c *Controller) observePropagation(key string) {
-	c.pendingMu.Lock()
-	t, ok := c.pending[key]
-	delete(c.pending, key)
-	c.pendingMu.Unlock()
-	if ok {
+func (c *Controller) observePropagation(mem *memory) {
+	if t, ok := mem.takeServiceEvent(); ok {
 		c.cfg.Metrics.ServiceToSlices.Observe(time.Since(t).Seconds())
 	}
 }
@@ -182,7 +185,8 @@ type gathered struct {
 
 // gather reads the informers: every Cluster of the namespace, who owns its
 // names, its kubeconfig, its gateway Service, and whether it has opted in.
-func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathered, error) {
+// last is what a headless export last published per cluster.
+func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS, last map[string]contract.HeadlessEndpoints) (gathered, error) {
 	logger := klog.FromContext(ctx)
 	g := gathered{uses: map[string]map[string]bool{}}
 	key := gd.Namespace + "/" + gd.Name
@@ -198,15 +202,12 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 	if selErr != nil {
 		// The API server validates the selector; if one slips through,
 		// select nothing and say so rather than selecting everything.
-		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "InvalidSelector", "spec.clusterSelector: %v", selErr)
+		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, string(ReasonInvalidSelector), "spec.clusterSelector: %v", selErr)
 		selector = labels.Nothing()
 	}
-	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
 	// A headless export owns no cluster's names, so it is never in
 	// conflict with the GatewayDNS of the clusters' gateways.
 	headless := gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless
-	names := namesEnabled(gd)
-	last := c.headless.get(key)
 
 	sort.Slice(clusterObjs, func(i, j int) bool {
 		return watch.Meta(clusterObjs[i]).GetName() < watch.Meta(clusterObjs[j]).GetName()
@@ -246,31 +247,43 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS) (gathe
 			g.clusters = append(g.clusters, in)
 			continue
 		}
-		refs := map[string]bool{}
-		g.uses[acc.Cluster.Key()] = refs
-		switch {
-		case !in.Selected || in.Deleting || in.OwnedBy != "" || refErr != nil:
-		case headless:
-			in.Service, in.ServiceSynced = c.workloads.Headless(acc.Cluster, svcNS, svcName, key)
-			in.Endpoints, in.EndpointsSynced = c.workloads.Endpoints(acc.Cluster, svcNS, svcName)
-			refs[gd.Spec.Service] = true
-		default:
-			in.Service, in.ServiceSynced = c.workloads.Service(acc.Cluster, svcNS, svcName, key)
-			in.ReadyEndpoints, in.EndpointsSynced = c.workloads.ReadyEndpoints(acc.Cluster, svcNS, svcName)
-			refs[gd.Spec.Service] = true
-		}
-		if names && in.Selected && !in.Deleting && in.OwnedBy == "" {
-			in.Names, in.NamesSynced = c.workloads.Names(acc.Cluster, key, refs)
-		}
-		if why := acc.Cluster.CutOff(); why != "" {
-			in.AccessReason, in.AccessMessage = desired.ReasonClusterCutOff, why
-		}
+		g.uses[acc.Cluster.Key()] = c.readCluster(&in, acc.Cluster, gd, key)
 		g.clusters = append(g.clusters, in)
 		if u.GetDeletionTimestamp() == nil {
 			g.targets = append(g.targets, publish.Target{Name: in.Name, Cluster: acc.Cluster})
 		}
 	}
 	return g, nil
+}
+
+// readCluster fills in what the informers of the workload cluster w know
+// for in (its Service, endpoints and names, whether it is cut off or
+// unreachable), starting them on first use, and returns the Service refs
+// the GatewayDNS key watches there.
+func (c *Controller) readCluster(in *desired.Input, w *workload.Cluster, gd *v1alpha1.GatewayDNS, key string) map[string]bool {
+	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
+	refs := map[string]bool{}
+	switch {
+	case !in.Selected || in.Deleting || in.OwnedBy != "" || refErr != nil:
+	case gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless:
+		in.Service, in.ServiceSynced = c.workloads.Headless(w, svcNS, svcName, key)
+		in.Endpoints, in.EndpointsSynced = c.workloads.Endpoints(w, svcNS, svcName)
+		refs[gd.Spec.Service] = true
+	default:
+		in.Service, in.ServiceSynced = c.workloads.Service(w, svcNS, svcName, key)
+		in.ReadyEndpoints, in.EndpointsSynced = c.workloads.ReadyEndpoints(w, svcNS, svcName)
+		refs[gd.Spec.Service] = true
+	}
+	if namesEnabled(gd) && in.Selected && !in.Deleting && in.OwnedBy == "" {
+		in.Names, in.NamesSynced = c.workloads.Names(w, key, refs)
+	}
+	if why := w.CutOff(); why != "" {
+		in.AccessReason, in.AccessMessage = desired.ReasonClusterCutOff, why
+	} else if why := w.Unreachable(); why != "" {
+		// Its informers still hold what they last read.
+		in.AccessReason, in.AccessMessage = desired.ReasonClusterUnreachable, why
+	}
+	return refs
 }
 
 // owners maps each Cluster of the namespace to the GatewayDNS that may
@@ -356,22 +369,7 @@ func (r removal) err(key string) error {
 // Cluster that is gone is no target any more.
 func (c *Controller) cleanup(ctx context.Context, namespace, name string) removal {
 	key := namespace + "/" + name
-	c.pendingMu.Lock()
-	delete(c.pending, key)
-	c.pendingMu.Unlock()
-	c.reasons.forget(key)
-	c.nameReasons.forget(key)
-	if c.names.set(key, nil) {
-		c.requeueNamesOf(namespace, name)
-	}
-	c.headless.set(key, nil)
-	if err := c.saveHeadless(ctx, key, nil); err != nil {
-		return removal{listErr: err}
-	}
-	_, affected := c.claims.Set(key, nil)
-	for _, other := range affected {
-		c.queue.Add(other)
-	}
+	c.releaseClaims(namespace, name)
 	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
 		return removal{listErr: fmt.Errorf("list clusters in %q: %w", namespace, err)}
@@ -399,11 +397,7 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) remova
 		deleting[m.GetName()] = m.GetDeletionTimestamp() != nil
 	}
 	// The last GatewayDNS of the namespace takes its self markers along.
-	var after func(context.Context, publish.Target) error
-	if !c.othersIn(namespace, name) {
-		after = func(ctx context.Context, t publish.Target) error { return c.removeSelf(ctx, namespace, t.Cluster) }
-	}
-	res := c.publisher.Remove(ctx, key, targets, after)
+	res := c.publisher.Remove(ctx, key, targets, !c.othersIn(namespace, name))
 	rm := removal{failed: map[string]error{}}
 	for _, t := range targets {
 		switch {
@@ -418,11 +412,40 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) remova
 		c.workloads.Release(key, keep)
 		return rm
 	}
-	// Clean: what is still running (to Clusters being deleted) stops.
-	c.publisher.Forget(key)
-	c.headless.forget(key)
+	if err := c.forget(ctx, key); err != nil {
+		c.workloads.Release(key, keep)
+		return removal{listErr: err}
+	}
 	c.workloads.Release(key, nil)
 	return rm
+}
+
+// releaseClaims takes the names and addresses of the GatewayDNS
+// namespace/name out of the indexes the others read, and syncs those
+// whose conflicts that changes: they take over at once, not when its
+// slices are gone.
+func (c *Controller) releaseClaims(namespace, name string) {
+	key := namespace + "/" + name
+	if c.names.set(key, nil) {
+		c.requeueNamesOf(namespace, name)
+	}
+	_, affected := c.claims.Set(key, nil)
+	for _, other := range affected {
+		c.queue.Add(other)
+	}
+}
+
+// forget drops everything remembered of the GatewayDNS key, whose slices
+// are gone from every target that matters: the copy of its headless
+// endpoints in the controller's state, what the publisher wrote (writes
+// still running, to Clusters being deleted, stop) and its memory.
+func (c *Controller) forget(ctx context.Context, key string) error {
+	if err := c.saveHeadless(ctx, c.memory.of(key, ""), key, nil); err != nil {
+		return err
+	}
+	c.publisher.Forget(key)
+	c.memory.forget(key)
+	return nil
 }
 
 // othersIn reports whether a GatewayDNS of namespace other than name

@@ -216,7 +216,7 @@ func TestControllerHeldTargetDoesNotDelayOthers(t *testing.T) {
 	}
 	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
 		c := findCondition(s, v1alpha1.ConditionReady)
-		return c != nil && c.Reason == CondReasonWriting
+		return c != nil && c.Reason == string(ReasonWriting)
 	})
 	t.Logf("while cluster-c is held: %s", readyReason(st))
 	if _, held, maxHeld := g.stats(); held != 1 || maxHeld != 1 {
@@ -231,7 +231,7 @@ func TestControllerHeldTargetDoesNotDelayOthers(t *testing.T) {
 	e.eventually(want, "cluster-a", "cluster-b", "cluster-c")
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
 		c := findCondition(s, v1alpha1.ConditionReady)
-		return c != nil && c.Reason == CondReasonPublished && s.ReadyClusters == 3
+		return c != nil && c.Reason == string(ReasonPublished) && s.ReadyClusters == 3
 	})
 
 	// Shutdown with a write held: Run returns, the write ended.
@@ -275,7 +275,7 @@ func TestControllerTimedOutTargetBacksOff(t *testing.T) {
 	}
 	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
 		c := findCondition(s, v1alpha1.ConditionReady)
-		return c != nil && c.Reason == CondReasonWriteFailed
+		return c != nil && c.Reason == string(ReasonWriteFailed)
 	})
 	t.Logf("cluster-c timing out: %s", readyReason(st))
 	if calls, _, _ := g.stats(); calls-before != 1 {

@@ -14,41 +14,6 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 )
 
-// CondReasonWriting is the Ready reason while a target is still being
-// written in the background (its API server is slow, or the write is
-// large): the names are not everywhere yet, but nothing failed.
-const CondReasonWriting = "Writing"
-
-// markWriting makes st's Ready condition say Writing when targets are
-// still being written and no write failed (WriteFailed says more). The
-// transition time is kept when Ready was False already.
-func markWriting(gd *v1alpha1.GatewayDNS, st *v1alpha1.GatewayDNSStatus, pending []string) {
-	if len(pending) == 0 {
-		return
-	}
-	var ready *metav1.Condition
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == v1alpha1.ConditionReady {
-			ready = &st.Conditions[i]
-		}
-	}
-	if ready == nil || ready.Reason == CondReasonWriteFailed {
-		return
-	}
-	since := metav1.Now()
-	if old := meta.FindStatusCondition(gd.Status.Conditions, v1alpha1.ConditionReady); old != nil && old.Status == metav1.ConditionFalse {
-		since = old.LastTransitionTime
-	}
-	ready.Status, ready.Reason, ready.LastTransitionTime = metav1.ConditionFalse, CondReasonWriting, since
-	ready.Message = truncate("EndpointSlices still being written to: "+strings.Join(pending, ", "), maxConditionMessage)
-}
-
-// CondReasonRemoving is the Ready reason of a GatewayDNS being deleted
-// while some target still holds its slices: being cleaned in the
-// background, or failed and tried again. The finalizer stays until each
-// is clean.
-const CondReasonRemoving = "Removing"
-
 // reportRemoval says in status which targets still hold the slices of a
 // GatewayDNS being deleted, and, when that changed, in Events: Normal
 // Removing for the targets still being cleaned, Warning RemoveFailed for
@@ -65,17 +30,17 @@ func (c *Controller) reportRemoval(ctx context.Context, gd *v1alpha1.GatewayDNS,
 		parts = append(parts, rm.listErr.Error())
 	}
 	msg := truncate("GatewayDNS being deleted; EndpointSlices "+strings.Join(parts, "; "), maxConditionMessage)
-	if old := meta.FindStatusCondition(gd.Status.Conditions, v1alpha1.ConditionReady); old != nil && old.Reason == CondReasonRemoving && old.Message == msg {
+	if old := meta.FindStatusCondition(gd.Status.Conditions, v1alpha1.ConditionReady); old != nil && old.Reason == string(ReasonRemoving) && old.Message == msg {
 		return nil
 	}
 	if len(rm.pending) > 0 {
-		c.cfg.Recorder.Eventf(gd, corev1.EventTypeNormal, CondReasonRemoving, "EndpointSlices still being removed from cluster(s) %s", strings.Join(rm.pending, ", "))
+		c.cfg.Recorder.Eventf(gd, corev1.EventTypeNormal, string(ReasonRemoving), "EndpointSlices still being removed from cluster(s) %s", strings.Join(rm.pending, ", "))
 	}
 	for _, name := range slices.Sorted(maps.Keys(rm.failed)) {
-		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, "RemoveFailed", "EndpointSlices in cluster %s: %v", name, rm.failed[name])
+		c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, string(ReasonRemoveFailed), "EndpointSlices in cluster %s: %v", name, rm.failed[name])
 	}
 	st := *gd.Status.DeepCopy()
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-		ObservedGeneration: gd.Generation, Reason: CondReasonRemoving, Message: msg})
+		ObservedGeneration: gd.Generation, Reason: string(ReasonRemoving), Message: msg})
 	return c.updateStatus(ctx, gd, st)
 }

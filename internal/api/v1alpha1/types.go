@@ -202,7 +202,8 @@ type GatewayDNSSpec struct {
 type ClusterStatus struct {
 	// Name of the Cluster.
 	Name string `json:"name"`
-	// Ready is true when the gateway name of this cluster is published.
+	// Ready is true when the gateway name of this cluster is published:
+	// written to every target.
 	Ready bool `json:"ready"`
 	// Addresses published for the gateway name (IPs and hostnames).
 	// +optional
@@ -234,6 +235,28 @@ type ClusterStatus struct {
 	// gateway for the multi-cluster name under the locality policy.
 	// +optional
 	Answered bool `json:"answered"`
+	// Since is when this cluster stopped being Ready; it does not move
+	// while the cluster stays not Ready, whatever its reason. Unset while
+	// Ready.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+}
+
+// TargetStatus reports a target cluster (one of the namespace with the
+// slice namespace) that does not hold the latest records of this
+// GatewayDNS.
+type TargetStatus struct {
+	// Name of the Cluster.
+	Name string `json:"name"`
+	// Reason is WriteFailed (its API server refused the write or did not
+	// answer; it is tried again) or Writing (a write is still in flight).
+	Reason string `json:"reason"`
+	// Message says what failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Since is when the target stopped holding the latest records; it
+	// does not move while it keeps failing.
+	Since metav1.Time `json:"since"`
 }
 
 // GatewayDNSStatus is what the controller observed and did.
@@ -249,7 +272,8 @@ type GatewayDNSStatus struct {
 	// SelectedClusters counts the Clusters the selector matches.
 	// +optional
 	SelectedClusters int32 `json:"selectedClusters"`
-	// ReadyClusters counts the selected Clusters whose gateway name is published.
+	// ReadyClusters counts the selected Clusters whose gateway name is
+	// published: written to every target.
 	// +optional
 	ReadyClusters int32 `json:"readyClusters"`
 	// HealthyClusters counts the selected Clusters whose gateway is
@@ -264,6 +288,15 @@ type GatewayDNSStatus struct {
 	// OmittedClusters counts the selected Clusters left out of Clusters.
 	// +optional
 	OmittedClusters int32 `json:"omittedClusters,omitempty"`
+	// Targets has one entry per target cluster that does not hold the
+	// latest records, sorted by name, at most 1000; none when every
+	// target holds them. While one is listed, no cluster is Ready: its
+	// records are not everywhere.
+	// +optional
+	Targets []TargetStatus `json:"targets,omitempty"`
+	// OmittedTargets counts the targets left out of Targets.
+	// +optional
+	OmittedTargets int32 `json:"omittedTargets,omitempty"`
 	// Names has one entry per name claimed with the fqdn annotation
 	// (spec.names), at most 200: those not Published first, then by name.
 	// +optional
@@ -284,6 +317,7 @@ type GatewayDNSStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyClusters`
 // +kubebuilder:printcolumn:name="Healthy",type=integer,JSONPath=`.status.healthyClusters`
 // +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.selectedClusters`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Locality",type=string,JSONPath=`.spec.locality.policy`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="name must be at most 63 characters: it is the kubernetes.io/service-name label of the EndpointSlices"

@@ -6,5 +6,7 @@
 // written to each target, so a target one generation behind gets the
 // delta without being listed, and it writes clusters with the same
 // destination once. It only ever changes or deletes slices that carry the
-// controller's managed-by label and the GatewayDNS's reference.
+// controller's managed-by label and the GatewayDNS's reference, and the
+// self marker of a target (self.go) only when it carries the label and
+// kind the controller gives it.
 package publish

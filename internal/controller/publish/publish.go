@@ -50,9 +50,9 @@ type Publisher interface {
 	Publish(ctx context.Context, ref string, d desired.State, targets []Target) Results
 	// Remove deletes every slice written for ref, and orphans of deleted
 	// GatewayDNS of its namespace, from every target, in the background
-	// as Publish writes; then, in the same write, it runs after (when not
-	// nil) on each target whose slices are gone.
-	Remove(ctx context.Context, ref string, targets []Target, after func(context.Context, Target) error) Results
+	// as Publish writes; then, in the same write and withSelf, the self
+	// marker of ref's namespace (ref is its last GatewayDNS).
+	Remove(ctx context.Context, ref string, targets []Target, withSelf bool) Results
 	// Forget drops what was remembered of ref, a GatewayDNS that is gone,
 	// once its writes in flight have stopped.
 	Forget(ref string)
@@ -67,6 +67,9 @@ type Target struct {
 	// Name is the Cluster's name, as status and Events name it.
 	Name    string
 	Cluster *workload.Cluster
+	// Self is the self marker the target should hold (contract.BuildSelf:
+	// the Clusters of its destination); nil: none is written.
+	Self *discoveryv1.EndpointSlice
 }
 
 // Results is what one Publish came to.
@@ -84,6 +87,10 @@ type Results struct {
 	// the slices). A target skipped (slice namespace absent or not listed
 	// yet), still being written or failed is not in it.
 	Done []string
+	// SelfErrs holds, by target name, the targets of Done whose self
+	// marker could not be written (an object of its name the controller
+	// did not write); their slices were.
+	SelfErrs map[string]error
 }
 
 // Config wires a Writer to the controller.
@@ -174,6 +181,8 @@ type targetState struct {
 	// kept are slices of kept source clusters the target still has
 	// (name -> source cluster); they are in no generation.
 	kept map[string]string
+	// self is what the self marker written there lists ("": unknown).
+	self string
 }
 
 // timedOut is a target whose API server did not answer in time.
@@ -192,9 +201,9 @@ type snapshot struct {
 	delta Delta
 	d     desired.State
 	// remove: the write removes every slice of the GatewayDNS (a full
-	// list, never a delta), then runs after, when not nil.
-	remove bool
-	after  func(context.Context, Target) error
+	// list, never a delta), then, withSelf, the namespace's self marker.
+	remove   bool
+	withSelf bool
 }
 
 // write brings the targets of one slot to a snapshot, in the background
@@ -270,7 +279,7 @@ func (w *Writer) Wait() { w.writes.Wait() }
 
 // Remove takes every slice written for ref out of the targets: each
 // target is listed and every slice of ref there deleted, with the orphans
-// of its namespace, then after (when not nil) runs on it. The writes run
+// of its namespace, then, withSelf, the namespace's self marker. The writes run
 // as Publish's do: in the background, one per destination at a time, with
 // the same wait, backoff and Config.Done, so a target that does not
 // answer delays no other. The first Remove of ref cancels the writes of
@@ -279,7 +288,7 @@ func (w *Writer) Wait() { w.writes.Wait() }
 // once a Remove reports it neither Pending nor failed; one whose slice
 // namespace is listed and absent holds nothing and is clean at once.
 // Forget ref once every target that matters is clean.
-func (w *Writer) Remove(ctx context.Context, ref string, targets []Target, after func(context.Context, Target) error) Results {
+func (w *Writer) Remove(ctx context.Context, ref string, targets []Target, withSelf bool) Results {
 	w.mu.Lock()
 	p := w.recordLocked(ref)
 	if !p.removing {
@@ -290,7 +299,7 @@ func (w *Writer) Remove(ctx context.Context, ref string, targets []Target, after
 			wr.cancel()
 		}
 	}
-	snap := snapshot{gen: p.gen, remove: true, after: after}
+	snap := snapshot{gen: p.gen, remove: true, withSelf: withSelf}
 	w.mu.Unlock()
 	return w.start(ctx, ref, p, snap, targets)
 }
@@ -339,100 +348,11 @@ func (w *Writer) Publish(ctx context.Context, ref string, d desired.State, targe
 // background, waits for them at most Config.Wait and returns what they
 // came to (Publish says how).
 func (w *Writer) start(ctx context.Context, ref string, p *record, snap snapshot, targets []Target) Results {
-	logger := klog.FromContext(ctx)
-	out := Results{Errs: map[string]error{}}
-	sem := make(chan struct{}, targetWorkers)
+	out := Results{Errs: map[string]error{}, SelfErrs: map[string]error{}}
+	g := w.groupBySlot(ctx, snap, targets)
 	w.mu.Lock()
-
-	uids := make([]types.UID, len(targets))
-	keep := map[string]bool{} // workload keys whose state is kept
-	var slots []string
-	bySlot := map[string][]int{} // slot -> indexes of its targets, in order
-	for i, t := range targets {
-		uid, has, synced := t.Cluster.SliceNamespace(w.cfg.SliceNamespace)
-		switch {
-		case !synced && snap.remove:
-			// Not listed yet, but it may hold slices written before:
-			// the removal lists them itself.
-		case !synced:
-			// Not listed yet: the Namespace informer enqueues us once it has.
-			logger.V(2).Info("Target cluster not listed yet; skipped", "cluster", t.Name)
-			keep[t.Cluster.Key()] = true
-			continue
-		case !has:
-			continue
-		}
-		keep[t.Cluster.Key()] = true
-		uids[i] = uid
-		slot := t.Cluster.Destination(uid)
-		if slot == "" {
-			slot = "target " + t.Cluster.Key()
-		}
-		if _, seen := bySlot[slot]; !seen {
-			slots = append(slots, slot)
-		}
-		bySlot[slot] = append(bySlot[slot], i)
-	}
-	// Targets gone, or without the slice namespace, are forgotten.
-	for key, to := range p.timedOut {
-		if !keep[key] {
-			to.timer.Stop()
-			delete(p.timedOut, key)
-		}
-	}
-	for key := range p.targets {
-		if !keep[key] {
-			delete(p.targets, key)
-		}
-	}
-
-	now := time.Now()
-	var started []*write
-	for _, slot := range slots {
-		group := bySlot[slot]
-		if wr := p.busy[slot]; wr != nil {
-			// Still writing an earlier generation; the sync after it
-			// ends writes this one.
-			wr.detached = true
-			for _, i := range group {
-				out.Pending = append(out.Pending, targets[i].Name)
-			}
-			continue
-		}
-		// A destination is written through its first target whose state
-		// is known (the others would list it again), else its first.
-		first := 0
-		for n, i := range group {
-			if p.known(targets[i], uids[i]) {
-				first = n
-				break
-			}
-		}
-		order := append([]int{group[first]}, append(append([]int(nil), group[:first]...), group[first+1:]...)...)
-		if to := p.timedOut[targets[order[0]].Cluster.Key()]; to != nil && now.Before(to.retryAt) {
-			for _, i := range order {
-				out.Errs[targets[i].Name] = fmt.Errorf("%w; next try at %s", to.err, to.retryAt.UTC().Format(time.RFC3339))
-			}
-			continue
-		}
-		wr := &write{slot: slot, done: make(chan struct{})}
-		for _, i := range order {
-			t := targets[i]
-			wr.targets = append(wr.targets, t)
-			wr.uids = append(wr.uids, uids[i])
-			wr.old = append(wr.old, p.targets[t.Cluster.Key()])
-			wr.known = append(wr.known, p.known(t, uids[i]))
-		}
-		wr.results = make([]targetResult, len(order))
-		wr.suspect = p.timedOut[wr.targets[0].Cluster.Key()] != nil
-		var wctx context.Context
-		wctx, wr.cancel = context.WithCancel(ctx)
-		p.busy[slot] = wr
-		p.writes.Add(1)
-		w.writes.Add(1)
-		started = append(started, wr)
-		go w.run(wctx, ref, p, wr, snap, sem)
-	}
+	p.forgetLocked(g.keep)
+	started := w.startLocked(ctx, ref, p, snap, targets, g, &out)
 	w.mu.Unlock()
 
 	// Wait for the writes, at most Config.Wait, and not for a target that
@@ -456,26 +376,147 @@ wait:
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, wr := range started {
-		select {
-		case <-wr.done:
-		default:
-			wr.detached = true
-			for _, t := range wr.targets {
-				out.Pending = append(out.Pending, t.Name)
-			}
-			continue
-		}
-		for i, r := range wr.results {
-			out.Written += r.written
-			if r.err != nil {
-				out.Errs[wr.targets[i].Name] = r.err
-				continue
-			}
-			out.Done = append(out.Done, wr.targets[i].Name)
-		}
+		collectLocked(wr, &out)
 	}
 	sort.Strings(out.Pending)
 	return out
+}
+
+// slots is the targets of a write grouped by slot: a destination, or a
+// target whose destination is not known.
+type slots struct {
+	uids   []types.UID     // by index of targets
+	keep   map[string]bool // workload keys whose state is kept
+	order  []string        // slots in the order of their first target
+	bySlot map[string][]int
+}
+
+// groupBySlot groups the targets to write by slot; a target whose slice
+// namespace is absent is written nothing and forgotten, one not listed
+// yet is skipped (a removal lists it itself).
+func (w *Writer) groupBySlot(ctx context.Context, snap snapshot, targets []Target) slots {
+	g := slots{uids: make([]types.UID, len(targets)), keep: map[string]bool{}, bySlot: map[string][]int{}}
+	for i, t := range targets {
+		uid, has, synced := t.Cluster.SliceNamespace(w.cfg.SliceNamespace)
+		switch {
+		case !synced && snap.remove:
+			// Not listed yet, but it may hold slices written before:
+			// the removal lists them itself.
+		case !synced:
+			// Not listed yet: the Namespace informer enqueues us once it has.
+			klog.FromContext(ctx).V(2).Info("Target cluster not listed yet; skipped", "cluster", t.Name)
+			g.keep[t.Cluster.Key()] = true
+			continue
+		case !has:
+			continue
+		}
+		g.keep[t.Cluster.Key()] = true
+		g.uids[i] = uid
+		slot := t.Cluster.Destination(uid)
+		if slot == "" {
+			slot = "target " + t.Cluster.Key()
+		}
+		if _, seen := g.bySlot[slot]; !seen {
+			g.order = append(g.order, slot)
+		}
+		g.bySlot[slot] = append(g.bySlot[slot], i)
+	}
+	return g
+}
+
+// forgetLocked forgets the targets gone, or without the slice namespace.
+func (p *record) forgetLocked(keep map[string]bool) {
+	for key, to := range p.timedOut {
+		if !keep[key] {
+			to.timer.Stop()
+			delete(p.timedOut, key)
+		}
+	}
+	for key := range p.targets {
+		if !keep[key] {
+			delete(p.targets, key)
+		}
+	}
+}
+
+// startLocked starts a write per slot of g, unless one is in flight there
+// (its targets are Pending) or its target timed out and waits for its
+// retry (they fail with that error); it returns the writes started.
+func (w *Writer) startLocked(ctx context.Context, ref string, p *record, snap snapshot, targets []Target, g slots, out *Results) []*write {
+	sem := make(chan struct{}, targetWorkers)
+	now := time.Now()
+	var started []*write
+	for _, slot := range g.order {
+		group := g.bySlot[slot]
+		if wr := p.busy[slot]; wr != nil {
+			// Still writing an earlier generation; the sync after it
+			// ends writes this one.
+			wr.detached = true
+			for _, i := range group {
+				out.Pending = append(out.Pending, targets[i].Name)
+			}
+			continue
+		}
+		// A destination is written through its first target whose state
+		// is known (the others would list it again), else its first.
+		first := 0
+		for n, i := range group {
+			if p.known(targets[i], g.uids[i]) {
+				first = n
+				break
+			}
+		}
+		order := append([]int{group[first]}, append(append([]int(nil), group[:first]...), group[first+1:]...)...)
+		if to := p.timedOut[targets[order[0]].Cluster.Key()]; to != nil && now.Before(to.retryAt) {
+			for _, i := range order {
+				out.Errs[targets[i].Name] = fmt.Errorf("%w; next try at %s", to.err, to.retryAt.UTC().Format(time.RFC3339))
+			}
+			continue
+		}
+		wr := &write{slot: slot, done: make(chan struct{})}
+		for _, i := range order {
+			t := targets[i]
+			wr.targets = append(wr.targets, t)
+			wr.uids = append(wr.uids, g.uids[i])
+			wr.old = append(wr.old, p.targets[t.Cluster.Key()])
+			wr.known = append(wr.known, p.known(t, g.uids[i]))
+		}
+		wr.results = make([]targetResult, len(order))
+		wr.suspect = p.timedOut[wr.targets[0].Cluster.Key()] != nil
+		var wctx context.Context
+		wctx, wr.cancel = context.WithCancel(ctx)
+		p.busy[slot] = wr
+		p.writes.Add(1)
+		w.writes.Add(1)
+		started = append(started, wr)
+		go w.run(wctx, ref, p, wr, snap, sem)
+	}
+	return started
+}
+
+// collectLocked adds what wr came to to out: its targets Pending while it
+// runs (it is detached: its end syncs again), else their results.
+func collectLocked(wr *write, out *Results) {
+	select {
+	case <-wr.done:
+	default:
+		wr.detached = true
+		for _, t := range wr.targets {
+			out.Pending = append(out.Pending, t.Name)
+		}
+		return
+	}
+	for i, r := range wr.results {
+		out.Written += r.written
+		if r.err != nil {
+			out.Errs[wr.targets[i].Name] = r.err
+			continue
+		}
+		out.Done = append(out.Done, wr.targets[i].Name)
+		if r.selfErr != nil {
+			out.SelfErrs[wr.targets[i].Name] = r.selfErr
+		}
+	}
 }
 
 // run writes wr's targets to snap and records the results.
@@ -522,9 +563,10 @@ func (w *Writer) writeSlot(ctx context.Context, ref string, wr *write, snap snap
 	for i := 1; i < len(wr.targets); i++ {
 		switch {
 		case first.err == nil && first.state != nil:
+			// The same slice namespace: the same slices and marker.
 			st := *first.state
 			st.client = wr.targets[i].Cluster.Client()
-			wr.results[i].state = &st
+			wr.results[i].state, wr.results[i].selfErr = &st, first.selfErr
 		case isTimeout(first.err):
 			// The same API server: it would not answer either.
 			wr.results[i].err = first.err
@@ -573,6 +615,8 @@ type targetResult struct {
 	state   *targetState // nil: forget the target
 	written int
 	err     error
+	// selfErr: the slices were written, not the self marker.
+	selfErr error
 }
 
 // known reports whether the controller knows what t has: it wrote t with
@@ -586,7 +630,7 @@ func (p *record) known(t Target, uid types.UID) bool {
 // whose state the record said was old (known: written with its present
 // client and namespace), to generation snap: nothing when it has it, the
 // delta when it has the one before and was listed recently, otherwise a
-// full list and write.
+// full list and write; then its self marker (self.go).
 func (w *Writer) writeTarget(ctx context.Context, snap snapshot, old targetState, known bool, t Target, uid types.UID, ref string) targetResult {
 	if snap.remove {
 		return w.removeTarget(ctx, snap, old, known, t, uid, ref)
@@ -595,8 +639,9 @@ func (w *Writer) writeTarget(ctx context.Context, snap snapshot, old targetState
 	var r targetResult
 	switch {
 	case fresh && old.written == snap.gen:
-		r.state = &old
-		return r
+		st := old
+		r.state = &st
+		return w.withSelf(ctx, t, r, nil, true)
 	case fresh && old.written+1 == snap.gen:
 		kept, n, err := w.writeDelta(ctx, t, ref, snap.delta, snap.cur, old.kept)
 		r.written, r.err = n, err
@@ -604,31 +649,51 @@ func (w *Writer) writeTarget(ctx context.Context, snap snapshot, old targetState
 			st := old
 			st.written, st.kept = snap.gen, kept
 			r.state = &st
-			return r
+			return w.withSelf(ctx, t, r, nil, true)
 		}
 		if !errors.Is(err, errUnknownSlices) {
 			return r
 		}
 		klog.FromContext(ctx).V(2).Info("Target has slices the controller did not know of; listing it", "cluster", t.Name)
 	}
-	kept, n, err := w.writeFull(ctx, t, ref, snap.d)
+	kept, marker, n, err := w.writeFull(ctx, t, ref, snap.d)
 	r.written, r.err = r.written+n, err
-	if err == nil {
-		r.state = &targetState{written: snap.gen, client: t.Cluster.Client(), nsUID: uid, listed: time.Now(), kept: kept}
+	if err != nil {
+		return r
+	}
+	r.state = &targetState{written: snap.gen, client: t.Cluster.Client(), nsUID: uid, listed: time.Now(), kept: kept}
+	return w.withSelf(ctx, t, r, marker, false)
+}
+
+// withSelf writes t's self marker after its slices (r, written): listed
+// is the marker as a full list found it, read says there was no list. A
+// marker that timed out fails the target, as a slice would; any other
+// failure is the marker's alone.
+func (w *Writer) withSelf(ctx context.Context, t Target, r targetResult, listed *discoveryv1.EndpointSlice, read bool) targetResult {
+	self, n, err := w.writeSelf(ctx, t, r.state.self, listed, read)
+	r.written += n
+	r.state.self = self
+	switch {
+	case isTimeout(err):
+		r.state, r.err = nil, err
+	case err != nil:
+		r.selfErr = err
 	}
 	return r
 }
 
 // removeTarget lists one target and deletes every slice of ref there
-// (and orphans of its namespace), then runs snap.after; nothing when it
-// was cleaned already with its present client and slice namespace.
+// (and orphans of its namespace), then, with snap.withSelf, the self
+// marker of ref's namespace; nothing when it was cleaned already with its
+// present client and slice namespace.
 func (w *Writer) removeTarget(ctx context.Context, snap snapshot, old targetState, known bool, t Target, uid types.UID, ref string) targetResult {
 	if known && old.written == snap.gen {
 		return targetResult{state: &old}
 	}
-	_, n, err := w.writeFull(ctx, t, ref, desired.State{})
-	if err == nil && snap.after != nil {
-		err = snap.after(ctx, t)
+	_, _, n, err := w.writeFull(ctx, t, ref, desired.State{})
+	if err == nil && snap.withSelf {
+		namespace, _, _ := strings.Cut(ref, "/")
+		err = w.removeSelf(ctx, t, namespace)
 	}
 	r := targetResult{written: n, err: err}
 	if err == nil {
@@ -657,20 +722,26 @@ func (w *Writer) slices(t Target) discoveryclient.EndpointSliceInterface {
 
 // writeFull lists the target's slices and writes the difference to d
 // (computePlan), removing orphans of deleted GatewayDNS of the namespace
-// too. It returns the slices of kept source clusters the target has.
-func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.State) (map[string]string, int, error) {
+// too. It returns the slices of kept source clusters the target has, and
+// the self marker of ref's namespace if it was listed.
+func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.State) (map[string]string, *discoveryv1.EndpointSlice, int, error) {
 	lctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
 	defer cancel()
 	list, err := w.slices(t).List(lctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
 		contract.LabelManagedBy: contract.ManagedByValue}).String()})
 	if err != nil {
-		return nil, 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.Name, w.cfg.SliceNamespace, err)
+		return nil, nil, 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.Name, w.cfg.SliceNamespace, err)
 	}
 	existing := make([]*discoveryv1.EndpointSlice, 0, len(list.Items))
 	kept := map[string]string{}
+	namespace, _, _ := strings.Cut(ref, "/")
+	var marker *discoveryv1.EndpointSlice
 	for i := range list.Items {
 		s := &list.Items[i]
 		existing = append(existing, s)
+		if s.Name == contract.SelfSliceName(namespace) {
+			marker = s
+		}
 		if key, k := keptUnder(s, d.Keep); ownedBy(s, ref) && k {
 			kept[s.Name] = key
 		}
@@ -715,7 +786,7 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 		}
 		n++
 	}
-	return kept, n, errors.Join(errs...)
+	return kept, marker, n, errors.Join(errs...)
 }
 
 // errUnknownSlices is returned by writeDelta when the target has a slice

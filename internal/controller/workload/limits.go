@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +48,10 @@ const (
 	// DefaultCutOffRetry is how long a cluster that was cut off stays so
 	// before its informers start again.
 	DefaultCutOffRetry = 5 * time.Minute
+	// DefaultUnreachableAfter is how long every read of a cluster fails,
+	// none going through, before it counts as unreachable: long enough
+	// for an informer's watch to be made again after a blip.
+	DefaultUnreachableAfter = 30 * time.Second
 )
 
 // ReadLimits bound the reads from one workload cluster; a zero field is
@@ -58,6 +63,8 @@ type ReadLimits struct {
 	ListTimeout          time.Duration
 	WatchTimeout         time.Duration
 	CutOffRetry          time.Duration
+	// UnreachableAfter is not a flag: the tests shorten it.
+	UnreachableAfter time.Duration
 }
 
 func (l ReadLimits) withDefaults() ReadLimits {
@@ -67,6 +74,7 @@ func (l ReadLimits) withDefaults() ReadLimits {
 	l.ListTimeout = cmp.Or(l.ListTimeout, DefaultListTimeout)
 	l.WatchTimeout = cmp.Or(l.WatchTimeout, DefaultWatchTimeout)
 	l.CutOffRetry = cmp.Or(l.CutOffRetry, DefaultCutOffRetry)
+	l.UnreachableAfter = cmp.Or(l.UnreachableAfter, DefaultUnreachableAfter)
 	return l
 }
 
@@ -146,6 +154,15 @@ type reads struct {
 	mu     sync.Mutex
 	cutMsg string
 	cutAt  time.Time
+	// failSince is when the reads of the cluster started failing, none
+	// going through since (zero: the last one went through), failErr the
+	// first error; failTimer says so once UnreachableAfter has passed.
+	failSince time.Time
+	failErr   error
+	failTimer *time.Timer
+	// onReachability is called when the cluster turns unreachable or
+	// answers again: nothing else would sync the GatewayDNS that use it.
+	onReachability func()
 }
 
 func newReads(limits ReadLimits, logger klog.Logger) *reads {
@@ -169,6 +186,68 @@ func (r *reads) cut() string {
 		return ""
 	}
 	return r.cutMsg
+}
+
+// failed records a read of the cluster that did not go through. One
+// ended by the controller (an informer stopped) says nothing of it, and
+// one the API server refused (forbidden, not found, ...) is an answer.
+func (r *reads) failed(err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code > 0 && status.Status().Code < http.StatusInternalServerError {
+		r.answered()
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.failSince.IsZero() {
+		return
+	}
+	since := r.now()
+	r.failSince, r.failErr = since, err
+	r.failTimer = time.AfterFunc(r.limits.UnreachableAfter, func() {
+		r.mu.Lock()
+		still := r.failSince.Equal(since)
+		r.mu.Unlock()
+		if still {
+			r.logger.Info("Workload cluster unreachable", "since", since, "err", err)
+			r.notify()
+		}
+	})
+}
+
+// answered records a read of the cluster that went through.
+func (r *reads) answered() {
+	r.mu.Lock()
+	was := !r.failSince.IsZero() && r.now().Sub(r.failSince) >= r.limits.UnreachableAfter
+	if r.failTimer != nil {
+		r.failTimer.Stop()
+	}
+	r.failSince, r.failErr, r.failTimer = time.Time{}, nil, nil
+	r.mu.Unlock()
+	if was {
+		r.logger.Info("Workload cluster answers again")
+		r.notify()
+	}
+}
+
+func (r *reads) notify() {
+	if r.onReachability != nil {
+		r.onReachability()
+	}
+}
+
+// unreachable returns why the cluster counts as unreachable (every read
+// has failed for UnreachableAfter at least), or "" when it does not.
+func (r *reads) unreachable() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failSince.IsZero() || r.now().Sub(r.failSince) < r.limits.UnreachableAfter {
+		return ""
+	}
+	return fmt.Sprintf("the API server has not answered since %s: %v", r.failSince.UTC().Format(time.RFC3339), r.failErr)
 }
 
 // counter counts the objects one informer holds, against the cluster's
@@ -272,8 +351,12 @@ func (c *counter) list(inner cache.ListWithContextFunc) cache.ListWithContextFun
 			c.cutOff(fmt.Sprintf("a list of %s: %v; it is cut off for %s", c.what, err, l.CutOffRetry))
 		}
 		if err != nil {
+			if !c.cut() {
+				c.r.failed(err)
+			}
 			return nil, err
 		}
+		c.r.answered()
 		n := int64(meta.LenList(obj))
 		c.mu.Lock()
 		c.listed += n
@@ -303,8 +386,10 @@ func (c *counter) watch(inner cache.WatchFuncWithContext) cache.WatchFuncWithCon
 		w, err := inner(ctx, o)
 		if err != nil {
 			cancel()
+			c.r.failed(err)
 			return nil, err
 		}
+		c.r.answered()
 		return &boundedWatch{Interface: w, cancel: cancel}, nil
 	}
 }

@@ -250,6 +250,7 @@ func (m *Set) Get(clusterNamespace, cluster string, secret *corev1.Secret, user 
 		services: map[string]*serviceWatch{}, users: map[string]bool{user: true},
 		reads: newReads(m.limits, klog.LoggerWithValues(klog.FromContext(m.ctx), "cluster", key))}
 	w.notifyNamespace = func() { m.onNamespace(clusterNamespace) }
+	w.reads.onReachability = w.notifyNamespace
 	m.watchNamespace(w)
 	m.clusters[key] = w
 	klog.FromContext(m.ctx).Info("Watching workload cluster", "cluster", key)
@@ -274,6 +275,13 @@ func (m *Set) watchNamespace(w *Cluster) {
 // CutOff returns why the reads from w are cut off (a limit of
 // ReadLimits was passed), or "" when they are not.
 func (w *Cluster) CutOff() string { return w.reads.cut() }
+
+// Unreachable returns why w counts as unreachable: every read of it (a
+// list or watch of any of its informers) has failed for
+// ReadLimits.UnreachableAfter, none going through; "" otherwise. Its
+// informers keep what they last read, so without this a cluster whose
+// API server went down would look as it was.
+func (w *Cluster) Unreachable() string { return w.reads.unreachable() }
 
 // kubeconfigServer returns the API server URL of a kubeconfig's current
 // context, or "" when it has none.
