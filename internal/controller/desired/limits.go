@@ -35,15 +35,6 @@ const (
 	FlagMaxHeadlessEndpointsPerGatewayDNS = "max-headless-endpoints-per-gatewaydns"
 )
 
-// Reasons of a cluster's status entry when a Limit cuts what it
-// publishes; ReasonTooManyEndpoints (desired.go) is the headless one.
-const (
-	// ReasonTooManyNames: the Services of the cluster claim more names
-	// than a limit allows (per cluster, or per GatewayDNS); the first
-	// ones by name are published, the rest are not.
-	ReasonTooManyNames = "TooManyNames"
-)
-
 // Limits bound what the inputs of one GatewayDNS, all written by tenants,
 // can make it publish. A zero field is its default. When a limit cuts, a
 // deterministic part is kept (sorted, and shared fairly between clusters),
