@@ -61,7 +61,8 @@ var indexers = cache.Indexers{
 		if !has {
 			return nil, nil
 		}
-		return []string{strings.TrimPrefix(skydnsrecord.CanonicalName(h), "*.")}, nil
+		name, _ := skydnsrecord.StoredName(h)
+		return []string{name}, nil
 	},
 	byRefNamespace: func(obj any) ([]string, error) {
 		s, ok := obj.(*discoveryv1.EndpointSlice)
@@ -310,7 +311,7 @@ func interleave[T any](groups [][]T) []T {
 
 // multiName returns the multi-cluster name slice publishes, if it is one.
 func (s *Syncer) multiName(slice *discoveryv1.EndpointSlice) (string, bool) {
-	p, ok, _ := contract.ParseGranted(slice, s.domain, s.grants)
+	p, ok, _ := s.parse(slice)
 	if !ok || !p.Kind.MultiCluster() {
 		return "", false
 	}
@@ -332,7 +333,7 @@ func (s *Syncer) multiRecords(ctx context.Context, name string) (skydnsrecord.Se
 			continue
 		}
 		// Each slice's problems are reported by its own sync.
-		p, ok, _ := contract.ParseGranted(slice, s.domain, s.grants)
+		p, ok, _ := s.parse(slice)
 		if !ok || !p.Kind.MultiCluster() || p.Name != name {
 			continue
 		}
