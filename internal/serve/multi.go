@@ -200,20 +200,20 @@ func srvRecords(records skydnsrecord.Set, name, owner string, ttl uint32, parsed
 	for _, srv := range srvNames {
 		targets := fairTargets(bySRV[srv])
 		budget := contract.SRVAnswerBudget(srv)
-		kept := 0
+		answered := 0
 		for _, t := range targets {
 			f := addresses[t.name]
 			size := contract.SRVTargetSize(name, t.name, f.ipv4, f.ipv6)
-			if kept == contract.MaxRecordsPerName || size > budget {
+			if answered == contract.MaxRecordsPerName || size > budget {
 				break
 			}
 			budget -= size
-			kept++
+			answered++
 			key := skydnsrecord.RecordKey(srv, owner, t.name+":"+strconv.Itoa(t.port))
 			records[key] = skydnsrecord.Record{Host: t.name, Port: t.port, TTL: ttl, Owner: owner}
 		}
-		if kept < len(targets) {
-			problems = append(problems, fmt.Errorf("name %s: %d SRV records, more than fit in one DNS message with their addresses or than %d; answering %d, taken from the sources in turn", srv, len(targets), contract.MaxRecordsPerName, kept))
+		if answered < len(targets) {
+			problems = append(problems, fmt.Errorf("name %s: %d SRV records, more than fit in one DNS message with their addresses or than %d; answering %d, taken from the sources in turn", srv, len(targets), contract.MaxRecordsPerName, answered))
 		}
 	}
 	return problems
