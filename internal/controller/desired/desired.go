@@ -126,9 +126,10 @@ type computation struct {
 	limits  Limits
 	// clusters are every Input, sorted by name.
 	clusters []Input
-	// entries has one per selected cluster, in the order of clusters.
-	entries []*entry
-	out     *State
+	// entries has one per selected cluster, in the order of clusters;
+	// admitted those of them the kinds publish (admit).
+	entries, admitted []*entry
+	out               *State
 
 	headless bool
 	// svc is spec.service as "<ns>/<name>", unless refErr says why not.
@@ -169,11 +170,8 @@ func newComputation(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, l
 // entry is the status entry of one selected cluster while the kinds fill
 // it in, and what one kind leaves in it for a later one.
 type entry struct {
-	in Input
+	in *Input
 	st v1alpha1.ClusterStatus
-	// refused is true when no name of the cluster is published: the kinds
-	// skip it (admit).
-	refused bool
 	// notes are added to the message of the status entry, in order.
 	notes []string
 	// gateway are the addresses the cluster's gateway name publishes, live
@@ -193,17 +191,6 @@ func (e *entry) message() string {
 	return strings.TrimPrefix(e.st.Message+"; "+strings.Join(e.notes, "; "), "; ")
 }
 
-// admitted returns the entries whose names may be published.
-func (c *computation) admitted() []*entry {
-	var out []*entry
-	for _, e := range c.entries {
-		if !e.refused {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // source is the Source of a slice of the cluster's own names.
 func (c *computation) source(cluster string, kind contract.Kind, hostname string) contract.Source {
 	return contract.Source{Namespace: c.gd.Namespace, GatewayDNS: c.gd.Name, Cluster: cluster, Kind: kind, Hostname: hostname, TTL: c.ttl}
@@ -212,14 +199,15 @@ func (c *computation) source(cluster string, kind contract.Kind, hostname string
 // admit makes an entry for each selected cluster and refuses, with its
 // reason, one none of whose names may be published: the namespace or
 // cluster name is no label, an older GatewayDNS owns them, or the Cluster
-// is being deleted.
+// is being deleted. The others are admitted: the kinds publish them.
 func (c *computation) admit() {
 	nsErr := contract.ValidateLabel(c.gd.Namespace)
-	for _, in := range c.clusters {
+	for i := range c.clusters {
+		in := &c.clusters[i]
 		if !in.Selected {
 			continue
 		}
-		e := &entry{in: in, st: v1alpha1.ClusterStatus{Name: in.Name}, refused: true}
+		e := &entry{in: in, st: v1alpha1.ClusterStatus{Name: in.Name}}
 		c.entries = append(c.entries, e)
 		switch {
 		case nsErr != nil:
@@ -236,7 +224,7 @@ func (c *computation) admit() {
 			e.st.Reason, e.st.HealthReason = ReasonClusterDeleting, v1alpha1.HealthReasonClusterDeleting
 			e.st.Message = "the Cluster is being deleted; its names are removed"
 		default:
-			e.refused = false
+			c.admitted = append(c.admitted, e)
 		}
 	}
 }
@@ -289,6 +277,9 @@ func (c *computation) noteLocality() {
 // and sorts its slices.
 func (c *computation) finish() {
 	c.out.Clusters = c.out.Clusters[:0]
+	if c.out.Clusters == nil && len(c.entries) > 0 {
+		c.out.Clusters = make([]v1alpha1.ClusterStatus, 0, len(c.entries))
+	}
 	for _, e := range c.entries {
 		st := e.st
 		st.Message = e.message()

@@ -18,7 +18,7 @@ func addAPI(c *computation) {
 	if c.headless {
 		return
 	}
-	for _, e := range c.admitted() {
+	for _, e := range c.admitted {
 		if e.in.APIHost == "" {
 			continue
 		}
@@ -39,7 +39,7 @@ func addGateway(c *computation) {
 	if c.headless {
 		return
 	}
-	for _, e := range c.admitted() {
+	for _, e := range c.admitted {
 		if !c.readService(e, c.keptGateway) {
 			continue
 		}
@@ -128,7 +128,7 @@ func addGateways(c *computation) {
 	if c.headless {
 		return
 	}
-	for _, e := range c.admitted() {
+	for _, e := range c.admitted {
 		if e.gatewayLive {
 			h := e.in.health(c.svc, c.last[e.in.Name])
 			e.st.Healthy, e.st.HealthReason = h.healthy, h.reason

@@ -23,7 +23,7 @@ func addHeadless(c *computation) {
 	publish := func(e *entry, eps contract.HeadlessEndpoints, h health) {
 		pending = append(pending, pendingHeadless{entry: e, eps: eps, h: h})
 	}
-	for _, e := range c.admitted() {
+	for _, e := range c.admitted {
 		kept := func(e *entry) { c.keptHeadless(e, publish) }
 		if c.readService(e, kept) {
 			c.readHeadless(e, publish)

@@ -55,7 +55,7 @@ func AddNames(out *State, gd *v1alpha1.GatewayDNS, domain string, allowed cidr.L
 	c := newComputation(gd, domain, allowed, out.Limits.withDefaults(), clusters)
 	c.out = out
 	for _, st := range out.Clusters {
-		c.entries = append(c.entries, &entry{in: Input{Name: st.Name}, st: st})
+		c.entries = append(c.entries, &entry{in: &Input{Name: st.Name}, st: st})
 	}
 	c.names = &nameInputs{grants: grants, owners: owners}
 	addNames(c)
