@@ -284,6 +284,9 @@ func TestCorefileAnswers(t *testing.T) {
 	}
 }
 
+// testCorefileAnswers asks every question of its table, over UDP and then
+// TCP (from the cache), and checks rcode, answer and SOA. It is long for
+// its table: one row per question, which reads as the Corefile's answers.
 func testCorefileAnswers(t *testing.T, zone string, directives []string) {
 	w := startZone(t, world{zone: zone, directives: directives, reverse: reverseCIDRs}, testSlices())
 	const (

@@ -139,7 +139,13 @@ func ReservedSubtree(name, zone string) (top string, reserved bool) {
 	}
 	labels := strings.Split(strings.TrimSuffix(name, "."+zone), ".")
 	top = labels[len(labels)-1]
-	return top, slices.Contains(StructuredSubtrees, top) || slices.Contains(ReservedLabels, top)
+	return top, reservedTop(top)
+}
+
+// reservedTop reports whether top, the label right below the zone, roots
+// a subtree no grant may cover.
+func reservedTop(top string) bool {
+	return slices.Contains(StructuredSubtrees, top) || slices.Contains(ReservedLabels, top)
 }
 
 // owner returns the grant whose suffix is name's parent: name is exactly
@@ -193,32 +199,37 @@ func NameHostname(value, namespace, domain string, grants Grants) (string, error
 // with the fqdn annotation (KindName): <label>.<namespace>.names.<domain>
 // or exactly one label below a suffix the operator granted namespace.
 func ParseNameHostname(hostname, namespace, domain string, grants Grants) (Hostname, error) {
-	name, wildcard, err := skydnsrecord.ParseHostname(hostname, domain)
+	h, err := parseHostname(hostname, domain)
 	if err != nil {
 		return Hostname{}, err
 	}
-	if wildcard {
-		return Hostname{}, fmt.Errorf("%w: %q: a wildcard cannot be claimed", skydnsrecord.ErrInvalidName, hostname)
+	return h.claimedName(namespace, domain, grants)
+}
+
+// claimedName reads h as a name namespace may claim (ParseNameHostname).
+func (h parsedHostname) claimedName(namespace, domain string, grants Grants) (Hostname, error) {
+	if h.wildcard {
+		return Hostname{}, fmt.Errorf("%w: %q: a wildcard cannot be claimed", skydnsrecord.ErrInvalidName, h.hostname)
 	}
-	label, _, _ := strings.Cut(name, ".")
+	label := h.labels[0]
 	if err := ValidateLabel(label); err != nil {
-		return Hostname{}, fmt.Errorf("hostname %q: %w", hostname, err)
+		return Hostname{}, fmt.Errorf("hostname %q: %w", h.hostname, err)
 	}
-	if top, reserved := ReservedSubtree(name, domain); reserved && top != namesLabel {
-		return Hostname{}, fmt.Errorf("hostname %q: %w: it lies in the reserved subtree %s.%s", hostname, ErrNameRefused, top, skydnsrecord.CanonicalName(domain))
+	if top := h.labels[len(h.labels)-1]; reservedTop(top) && top != namesLabel {
+		return Hostname{}, fmt.Errorf("hostname %q: %w: it lies in the reserved subtree %s.%s", h.hostname, ErrNameRefused, top, skydnsrecord.CanonicalName(domain))
 	}
-	if gr, ok := grants.owner(name); ok {
+	if gr, ok := grants.owner(h.name); ok {
 		if gr.Namespace != namespace {
-			return Hostname{}, fmt.Errorf("hostname %q: %w %q: %s is granted to namespace %q", hostname, ErrNameRefused, namespace, gr.Suffix, gr.Namespace)
+			return Hostname{}, fmt.Errorf("hostname %q: %w %q: %s is granted to namespace %q", h.hostname, ErrNameRefused, namespace, gr.Suffix, gr.Namespace)
 		}
-		return Hostname{Name: name, Kind: KindName, Namespace: namespace}, nil
+		return Hostname{Name: h.name, Kind: KindName, Namespace: namespace}, nil
 	}
-	if err := ValidateLabel(namespace); err == nil && name == DefaultNameHostname(label, namespace, domain) {
-		return Hostname{Name: name, Kind: KindName, Namespace: namespace}, nil
+	if err := ValidateLabel(namespace); err == nil && h.name == DefaultNameHostname(label, namespace, domain) {
+		return Hostname{Name: h.name, Kind: KindName, Namespace: namespace}, nil
 	}
 	allowed := []string{"<label>." + namespace + "." + namesLabel + "." + skydnsrecord.CanonicalName(domain)}
 	for _, s := range grants.Of(namespace) {
 		allowed = append(allowed, "<label>."+s)
 	}
-	return Hostname{}, fmt.Errorf("hostname %q: %w %q: want %s", hostname, ErrNameRefused, namespace, strings.Join(allowed, " or "))
+	return Hostname{}, fmt.Errorf("hostname %q: %w %q: want %s", h.hostname, ErrNameRefused, namespace, strings.Join(allowed, " or "))
 }

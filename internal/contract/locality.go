@@ -226,13 +226,14 @@ func Select(loc Locality, sources []SourceHosts, self []string) Answer {
 		picked = healthy
 	}
 	seen := map[string]bool{}
-	var target string
+	// cname is the CNAME target of the first picked hostname source.
+	var cname string
 	for _, s := range picked {
 		a.Selected = append(a.Selected, s.Cluster)
 		for _, h := range s.Ready {
 			if _, err := netip.ParseAddr(h); err != nil {
-				if target == "" {
-					target = h
+				if cname == "" {
+					cname = h
 				}
 				continue
 			}
@@ -242,8 +243,8 @@ func Select(loc Locality, sources []SourceHosts, self []string) Answer {
 			}
 		}
 	}
-	if len(a.Hosts) == 0 && target != "" {
-		a.Hosts = []string{target}
+	if len(a.Hosts) == 0 && cname != "" {
+		a.Hosts = []string{cname}
 	}
 	return a
 }

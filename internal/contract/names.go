@@ -114,53 +114,79 @@ func ParseHostname(hostname, namespace, gatewayDNS, domain string) (Hostname, er
 // a name exactly one label below a suffix the operator granted namespace
 // (ParseGrants); a name below another namespace's grant is refused.
 func ParseHostnameGranted(hostname, namespace, gatewayDNS, domain string, grants Grants) (Hostname, error) {
-	name, wildcard, err := skydnsrecord.ParseHostname(hostname, domain)
+	h, err := parseHostname(hostname, domain)
 	if err != nil {
 		return Hostname{}, err
 	}
-	if _, ok := grants.owner(name); ok && !wildcard {
-		return ParseNameHostname(hostname, namespace, domain, grants)
+	if _, ok := grants.owner(h.name); ok && !h.wildcard {
+		return h.claimedName(namespace, domain, grants)
+	}
+	return h.owned(namespace, gatewayDNS, domain)
+}
+
+// parsedHostname is a hostname annotation read once: the name its records
+// are stored at and whether it is a wildcard (skydnsrecord.ParseHostname),
+// and its labels below the zone, the last being the subtree. Every rule
+// of the contract reads these, never the annotation again.
+type parsedHostname struct {
+	hostname string
+	name     string
+	wildcard bool
+	labels   []string
+}
+
+// parseHostname reads hostname, strictly below the zone domain.
+func parseHostname(hostname, domain string) (parsedHostname, error) {
+	name, wildcard, err := skydnsrecord.ParseHostname(hostname, domain)
+	if err != nil {
+		return parsedHostname{}, err
 	}
 	zone := skydnsrecord.CanonicalName(domain)
+	return parsedHostname{hostname: hostname, name: name, wildcard: wildcard,
+		labels: strings.Split(strings.TrimSuffix(name, "."+zone), ".")}, nil
+}
+
+// owned reads h as a name of one of the structured subtrees, which
+// namespace (and, for KindGateways and KindHeadless, gatewayDNS) owns.
+func (h parsedHostname) owned(namespace, gatewayDNS, domain string) (Hostname, error) {
 	want := func() error {
 		return fmt.Errorf("hostname %q: %w %q: want *.gateway.<cluster>.%[3]s.%[4]s.%[5]s, api.<cluster>.%[3]s.%[4]s.%[5]s, *.%[6]s.%[3]s.%[7]s.%[5]s, <name>.%[3]s.%[8]s.%[5]s or %[6]s.%[3]s.%[9]s.%[5]s",
-			hostname, ErrOutsideSubtree, namespace, clustersLabel, zone, gatewayDNS, gatewaysLabel, namesLabel, servicesLabel)
+			h.hostname, ErrOutsideSubtree, namespace, clustersLabel, skydnsrecord.CanonicalName(domain), gatewayDNS, gatewaysLabel, namesLabel, servicesLabel)
 	}
-	// The labels below the zone, the last being the subtree.
-	labels := strings.Split(strings.TrimSuffix(name, "."+zone), ".")
+	labels, name, wildcard := h.labels, h.name, h.wildcard
 	if len(labels) != 4 && len(labels) != 3 {
 		return Hostname{}, want()
 	}
-	var h Hostname
+	var out Hostname
 	switch subtree := labels[len(labels)-1]; {
 	case subtree == clustersLabel && len(labels) == 4:
-		h = Hostname{Name: name, Kind: Kind(labels[0]), Cluster: labels[1], Namespace: labels[2]}
+		out = Hostname{Name: name, Kind: Kind(labels[0]), Cluster: labels[1], Namespace: labels[2]}
 		switch {
-		case h.Kind == KindGateway && wildcard, h.Kind == KindAPI && !wildcard:
+		case out.Kind == KindGateway && wildcard, out.Kind == KindAPI && !wildcard:
 		default:
 			return Hostname{}, want()
 		}
 	case subtree == gatewaysLabel && len(labels) == 3 && wildcard:
-		h = Hostname{Name: name, Kind: KindGateways, GatewayDNS: labels[0], Namespace: labels[1]}
+		out = Hostname{Name: name, Kind: KindGateways, GatewayDNS: labels[0], Namespace: labels[1]}
 	case subtree == namesLabel && len(labels) == 3 && !wildcard:
-		h = Hostname{Name: name, Kind: KindName, Namespace: labels[1]}
+		out = Hostname{Name: name, Kind: KindName, Namespace: labels[1]}
 	case subtree == servicesLabel && len(labels) == 3 && !wildcard:
-		h = Hostname{Name: name, Kind: KindHeadless, GatewayDNS: labels[0], Namespace: labels[1]}
+		out = Hostname{Name: name, Kind: KindHeadless, GatewayDNS: labels[0], Namespace: labels[1]}
 	default:
 		return Hostname{}, want()
 	}
-	if h.Namespace != namespace {
-		return Hostname{}, fmt.Errorf("hostname %q: %w %q: it belongs to namespace %q", hostname, ErrOutsideSubtree, namespace, h.Namespace)
+	if out.Namespace != namespace {
+		return Hostname{}, fmt.Errorf("hostname %q: %w %q: it belongs to namespace %q", h.hostname, ErrOutsideSubtree, namespace, out.Namespace)
 	}
-	if (h.Kind == KindGateways || h.Kind == KindHeadless) && h.GatewayDNS != gatewayDNS {
-		return Hostname{}, fmt.Errorf("hostname %q: %w %s/%s: it belongs to GatewayDNS %s/%s", hostname, ErrOutsideSubtree, namespace, gatewayDNS, namespace, h.GatewayDNS)
+	if (out.Kind == KindGateways || out.Kind == KindHeadless) && out.GatewayDNS != gatewayDNS {
+		return Hostname{}, fmt.Errorf("hostname %q: %w %s/%s: it belongs to GatewayDNS %s/%s", h.hostname, ErrOutsideSubtree, namespace, gatewayDNS, namespace, out.GatewayDNS)
 	}
 	for _, l := range labels[:len(labels)-1] {
 		if err := ValidateLabel(l); err != nil {
-			return Hostname{}, fmt.Errorf("hostname %q: %w", hostname, err)
+			return Hostname{}, fmt.Errorf("hostname %q: %w", h.hostname, err)
 		}
 	}
-	return h, nil
+	return out, nil
 }
 
 // ParseRef splits a "namespace/name" reference (the gateway-dns-ref

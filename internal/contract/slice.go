@@ -21,14 +21,17 @@ const (
 	MaxTTL = v1alpha1.MaxTTL
 )
 
-// Source names what a set of slices is published for.
+// Source names what a set of slices is published for: the GatewayDNS,
+// its source cluster, the kind and the name.
 type Source struct {
 	// GatewayDNS is the namespace and name of the GatewayDNS.
 	Namespace, GatewayDNS string
 	// Cluster is the source cluster.
 	Cluster string
 	Kind    Kind
-	// Hostname is the published name (GatewayHostname or APIHostname).
+	// Hostname is the value of the hostname annotation: the published
+	// name, "*." before it for a wildcard (GatewayHostname, APIHostname,
+	// GatewaysHostname, NameHostname, HeadlessHostname).
 	Hostname string
 	// TTL is the record TTL in seconds; 0 leaves serve's default.
 	TTL int32

@@ -66,6 +66,8 @@ xcc.test:53 192.0.2.0/24:53 2001:db8::/32:53 {
 # xcc-dns end
 `
 
+// TestPatch patches Corefiles as kubeadm and others ship them and checks
+// the result. It is long for its table, one row per Corefile, and one loop.
 func TestPatch(t *testing.T) {
 	if strings.Contains(walkthroughCorefile, "max_concurrent") || strings.Contains(walkthroughCorefile, "disable") {
 		t.Fatalf("walkthroughCorefile still has kubeadm's options:\n%s", walkthroughCorefile)

@@ -167,6 +167,8 @@ func execCredential(token string) string {
 	return `{"apiVersion":"` + execAPI + `","kind":"ExecCredential","status":{"token":"` + token + `"}}`
 }
 
+// TestRESTConfig checks what a kubeconfig may carry and what it is refused.
+// It is long for its table, one row per case, and one loop over it.
 func TestRESTConfig(t *testing.T) {
 	withSecretToken := func(f *fixture, kc *clientcmdapi.Config) { kc.AuthInfos[user].Token = secret }
 	cases := []struct {

@@ -7,8 +7,8 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
-// AddFlags registers the flags of `xcc-syncer serve` on fs, with o's
-// fields as their targets.
+// AddFlags registers the flags of `xcc-syncer serve` on fs, each setting
+// its field of o.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of this workload cluster; empty: in-cluster config")
 	fs.StringVar(&o.Namespace, "namespace", DefaultNamespace, "namespace whose EndpointSlices describe the records")

@@ -147,7 +147,8 @@ func TestHeadlessClaimsNoPTR(t *testing.T) {
 // contract.MaxRecordsPerName addresses and its SRV name what fits in one
 // DNS message with the targets' addresses; a cut keeps every picked
 // source (policy All: half each), the asking cluster's own only under
-// Local, and does not depend on the order the slices are read in.
+// Local, and does not depend on the order the slices are read in. It is
+// long for its table and for packing the SRV answer as the DNS server does.
 func TestHeadlessRecordsPerName(t *testing.T) {
 	srvName := "_pg._tcp." + headlessX
 	for _, tc := range []struct {

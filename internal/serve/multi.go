@@ -61,7 +61,8 @@ var indexers = cache.Indexers{
 		if !has {
 			return nil, nil
 		}
-		return []string{strings.TrimPrefix(skydnsrecord.CanonicalName(h), "*.")}, nil
+		name, _ := skydnsrecord.StoredName(h)
+		return []string{name}, nil
 	},
 	byRefNamespace: func(obj any) ([]string, error) {
 		s, ok := obj.(*discoveryv1.EndpointSlice)
@@ -199,20 +200,20 @@ func srvRecords(records skydnsrecord.Set, name, owner string, ttl uint32, parsed
 	for _, srv := range srvNames {
 		targets := fairTargets(bySRV[srv])
 		budget := contract.SRVAnswerBudget(srv)
-		kept := 0
+		answered := 0
 		for _, t := range targets {
 			f := addresses[t.name]
 			size := contract.SRVTargetSize(name, t.name, f.ipv4, f.ipv6)
-			if kept == contract.MaxRecordsPerName || size > budget {
+			if answered == contract.MaxRecordsPerName || size > budget {
 				break
 			}
 			budget -= size
-			kept++
+			answered++
 			key := skydnsrecord.RecordKey(srv, owner, t.name+":"+strconv.Itoa(t.port))
 			records[key] = skydnsrecord.Record{Host: t.name, Port: t.port, TTL: ttl, Owner: owner}
 		}
-		if kept < len(targets) {
-			problems = append(problems, fmt.Errorf("name %s: %d SRV records, more than fit in one DNS message with their addresses or than %d; answering %d, taken from the sources in turn", srv, len(targets), contract.MaxRecordsPerName, kept))
+		if answered < len(targets) {
+			problems = append(problems, fmt.Errorf("name %s: %d SRV records, more than fit in one DNS message with their addresses or than %d; answering %d, taken from the sources in turn", srv, len(targets), contract.MaxRecordsPerName, answered))
 		}
 	}
 	return problems
@@ -310,7 +311,7 @@ func interleave[T any](groups [][]T) []T {
 
 // multiName returns the multi-cluster name slice publishes, if it is one.
 func (s *Syncer) multiName(slice *discoveryv1.EndpointSlice) (string, bool) {
-	p, ok, _ := contract.ParseGranted(slice, s.domain, s.grants)
+	p, ok, _ := s.parse(slice)
 	if !ok || !p.Kind.MultiCluster() {
 		return "", false
 	}
@@ -332,7 +333,7 @@ func (s *Syncer) multiRecords(ctx context.Context, name string) (skydnsrecord.Se
 			continue
 		}
 		// Each slice's problems are reported by its own sync.
-		p, ok, _ := contract.ParseGranted(slice, s.domain, s.grants)
+		p, ok, _ := s.parse(slice)
 		if !ok || !p.Kind.MultiCluster() || p.Name != name {
 			continue
 		}

@@ -45,14 +45,15 @@ func nameRecord(dir string, leaves skydnsrecord.Set) (string, skydnsrecord.Recor
 // better orders candidate name records: a CNAME target first, then by host,
 // so the choice does not depend on map order.
 func better(a, b skydnsrecord.Record) bool {
-	aTarget, bTarget := isTarget(a.Host), isTarget(b.Host)
-	if aTarget != bTarget {
-		return aTarget
+	aCNAME, bCNAME := isCNAME(a.Host), isCNAME(b.Host)
+	if aCNAME != bCNAME {
+		return aCNAME
 	}
 	return a.Host < b.Host
 }
 
-func isTarget(host string) bool {
+// isCNAME reports whether a record's host is a CNAME target, not an address.
+func isCNAME(host string) bool {
 	_, err := netip.ParseAddr(host)
 	return err != nil
 }

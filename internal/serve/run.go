@@ -69,9 +69,11 @@ type Options struct {
 	HTTPReady func(net.Addr)
 }
 
-// Run runs the serve role until ctx ends.
+// Run runs the serve role until ctx ends: etcd (embedded, or the one
+// given), the syncer that fills it from the EndpointSlices, the HTTP
+// server that says when the records can be served, and the keepers
+// beside them.
 func Run(ctx context.Context, o Options) error {
-	logger := klog.FromContext(ctx)
 	grants, err := contract.ParseGrants(o.NameGrants, o.Domain)
 	if err != nil {
 		return fmt.Errorf("--name-grants: %w", err)
@@ -83,25 +85,11 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-
-	external := etcdserver.SplitEndpoints(o.EtcdEndpoints)
-	endpoints := external
-	var etcdErr <-chan error
-	if len(external) == 0 {
-		logger.Info("Starting embedded etcd", "dataDir", o.Etcd.DataDir, "clientURL", o.Etcd.ClientURL)
-		srv, err := etcdserver.Start(ctx, o.Etcd)
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		endpoints, etcdErr = srv.Endpoints(), srv.Err()
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: etcdDialTimeout, Context: ctx})
+	db, err := openEtcd(ctx, o)
 	if err != nil {
-		return fmt.Errorf("etcd client for %v: %w", endpoints, err)
+		return err
 	}
-	defer cli.Close()
-	logger.Info("Using etcd", "endpoints", endpoints, "reverseCIDRs", o.ReverseCIDRs.String())
+	defer db.close()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -109,7 +97,7 @@ func Run(ctx context.Context, o Options) error {
 		Client:          kube,
 		Namespace:       o.Namespace,
 		Domain:          o.Domain,
-		Store:           store.New(cli, o.Domain).WithNames(reverseZones(o.ReverseCIDRs)...),
+		Store:           store.New(db.cli, o.Domain).WithNames(reverseZones(o.ReverseCIDRs)...),
 		Metrics:         NewMetrics(reg),
 		ReconcilePeriod: o.ReconcilePeriod,
 		MaxRecords:      o.MaxRecords,
@@ -120,17 +108,85 @@ func Run(ctx context.Context, o Options) error {
 	// Records on disk from an earlier run are worth answering before this
 	// cluster's API server is reachable again: a replica restarted during
 	// an API server outage serves what it had instead of nothing.
-	onDisk, err := recordsOnDisk(ctx, cli, o.Domain)
+	onDisk, err := recordsOnDisk(ctx, db.cli, o.Domain)
 	if err != nil {
 		return err
 	}
 	if onDisk > 0 {
-		logger.Info("Serving the records on disk until the EndpointSlices are synced", "keys", onDisk)
+		klog.FromContext(ctx).Info("Serving the records on disk until the EndpointSlices are synced", "keys", onDisk)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ready := func(r *http.Request) (string, error) {
+	httpSrv, err := httpserver.Start(ctx, httpserver.Config{Address: o.HTTPAddress, Gatherer: reg,
+		Ready: readiness(db.cli, syncer, onDisk, stopping), Bound: o.HTTPReady})
+	if err != nil {
+		return err
+	}
+	defer httpSrv.Close()
+	if err := startKeepers(ctx, kube, o, db, stopping); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	done := make(chan error, 1)
+	go func() { done <- syncer.Run(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case err := <-db.embeddedErr:
+		return fmt.Errorf("embedded etcd: %w", err)
+	}
+}
+
+// etcdConn is the etcd serve writes its records to: one it embeds, or
+// an existing one (--etcd-endpoints).
+type etcdConn struct {
+	cli       *clientv3.Client
+	endpoints []string
+	// embedded is the embedded server, nil for an existing etcd;
+	// embeddedErr carries its failure (nil channel: never).
+	embedded    *etcdserver.Server
+	embeddedErr <-chan error
+}
+
+// openEtcd starts the embedded etcd unless o names an existing one, and
+// connects a client to it.
+func openEtcd(ctx context.Context, o Options) (*etcdConn, error) {
+	logger := klog.FromContext(ctx)
+	db := &etcdConn{endpoints: etcdserver.SplitEndpoints(o.EtcdEndpoints)}
+	if len(db.endpoints) == 0 {
+		logger.Info("Starting embedded etcd", "dataDir", o.Etcd.DataDir, "clientURL", o.Etcd.ClientURL)
+		srv, err := etcdserver.Start(ctx, o.Etcd)
+		if err != nil {
+			return nil, err
+		}
+		db.embedded, db.endpoints, db.embeddedErr = srv, srv.Endpoints(), srv.Err()
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: db.endpoints, DialTimeout: etcdDialTimeout, Context: ctx})
+	if err != nil {
+		db.close()
+		return nil, fmt.Errorf("etcd client for %v: %w", db.endpoints, err)
+	}
+	db.cli = cli
+	logger.Info("Using etcd", "endpoints", db.endpoints, "reverseCIDRs", o.ReverseCIDRs.String())
+	return db, nil
+}
+
+// close closes the client, then stops the embedded server, if any.
+func (db *etcdConn) close() {
+	if db.cli != nil {
+		_ = db.cli.Close()
+	}
+	if db.embedded != nil {
+		db.embedded.Close()
+	}
+}
+
+// readiness is /readyz: etcd answers, and the first reconcile is done or
+// there are records on disk to serve meanwhile; never while stopping.
+func readiness(cli *clientv3.Client, syncer *Syncer, onDisk int64, stopping <-chan struct{}) func(*http.Request) (string, error) {
+	return func(r *http.Request) (string, error) {
 		select {
 		case <-stopping:
 			return "", errors.New("shutting down")
@@ -149,14 +205,14 @@ func Run(ctx context.Context, o Options) error {
 		}
 		return "", errors.New("first reconcile not done and no records on disk")
 	}
-	httpSrv, err := httpserver.Start(ctx, httpserver.Config{Address: o.HTTPAddress, Gatherer: reg, Ready: ready, Bound: o.HTTPReady})
-	if err != nil {
-		return err
-	}
-	defer httpSrv.Close()
+}
 
-	if len(external) == 0 {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { keepSpace(ctx, cli, endpoints[0], o.Etcd.QuotaBytes) }, spaceCheckPeriod)
+// startKeepers starts what runs beside the syncer until ctx ends: the
+// embedded etcd's space keeper, and the keeper of the zone's block in the
+// cluster DNS's Corefile when o asks for it.
+func startKeepers(ctx context.Context, kube kubernetes.Interface, o Options, db *etcdConn, stopping <-chan struct{}) error {
+	if db.embedded != nil {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) { keepSpace(ctx, db.cli, db.endpoints[0], o.Etcd.QuotaBytes) }, spaceCheckPeriod)
 	}
 	if o.ClusterDNSConfigMap != "" && o.ClusterDNSService != "" {
 		k, err := newClusterDNSKeeper(kube, o)
@@ -165,16 +221,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		go k.run(ctx, stopping)
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	done := make(chan error, 1)
-	go func() { done <- syncer.Run(ctx) }()
-	select {
-	case err := <-done:
-		return err
-	case err := <-etcdErr:
-		return fmt.Errorf("embedded etcd: %w", err)
-	}
+	return nil
 }
 
 // delayStop returns a context that ends delay after ctx does, and a

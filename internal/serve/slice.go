@@ -31,18 +31,58 @@ func sliceRecords(slice *discoveryv1.EndpointSlice, domain string, grants contra
 	if !ok {
 		return nil, "", problems
 	}
-	owner := Owner(slice.Namespace, slice.Name)
+	records, multiName := parsedRecords(p, Owner(slice.Namespace, slice.Name))
+	return records, multiName, problems
+}
+
+// parsedRecords is sliceRecords of a slice already read (contract.Parsed).
+func parsedRecords(p contract.Parsed, owner string) (skydnsrecord.Set, string) {
 	if p.Kind == contract.KindHeadless {
-		return headlessSliceRecords(p, owner), p.Name, problems
+		return headlessSliceRecords(p, owner), p.Name
 	}
 	if p.Kind.MultiCluster() {
-		return nil, p.Name, problems
+		return nil, p.Name
 	}
 	records := make(skydnsrecord.Set, len(p.Hosts))
 	for _, host := range p.Hosts {
 		records[skydnsrecord.RecordKey(p.Name, owner, host)] = skydnsrecord.Record{Host: host, TTL: p.TTL, Owner: owner}
 	}
-	return records, "", problems
+	return records, ""
+}
+
+// readSlice is what contract.ParseGranted read of one object of the
+// informer's cache. An object there never changes (an update is a new
+// object), so while the cache holds the same one, its reading stands.
+type readSlice struct {
+	obj      *discoveryv1.EndpointSlice
+	parsed   contract.Parsed
+	ok       bool
+	problems []error
+}
+
+// parse reads slice once per object: the slice's own sync, the sync of
+// the multi-cluster name it is a source of and the reconcile all take
+// that one reading. Callers do not change what it returns.
+func (s *Syncer) parse(slice *discoveryv1.EndpointSlice) (contract.Parsed, bool, []error) {
+	key := sliceKey(slice)
+	s.readMu.Lock()
+	r, hit := s.read[key]
+	s.readMu.Unlock()
+	if hit && r.obj == slice {
+		return r.parsed, r.ok, r.problems
+	}
+	p, ok, problems := contract.ParseGranted(slice, s.domain, s.grants)
+	s.readMu.Lock()
+	s.read[key] = readSlice{obj: slice, parsed: p, ok: ok, problems: problems}
+	s.readMu.Unlock()
+	return p, ok, problems
+}
+
+// forget drops the reading of the slice at key, which is gone.
+func (s *Syncer) forget(key string) {
+	s.readMu.Lock()
+	delete(s.read, key)
+	s.readMu.Unlock()
 }
 
 // headlessSliceRecords are the records of the names of one cluster that a

@@ -85,6 +85,10 @@ type Syncer struct {
 	seenMu sync.Mutex
 	seen   map[string]seenSlice
 
+	// read is, by slice key, the slice as last parsed (parse).
+	readMu sync.Mutex
+	read   map[string]readSlice
+
 	ready atomic.Bool
 }
 
@@ -137,6 +141,7 @@ func New(cfg Config) (*Syncer, informers.SharedInformerFactory) {
 		namespace:       cfg.Namespace,
 		indexer:         inf.Informer().GetIndexer(),
 		seen:            map[string]seenSlice{},
+		read:            map[string]readSlice{},
 		store:           cfg.Store,
 		lister:          inf.Lister(),
 		synced:          inf.Informer().HasSynced,
@@ -227,6 +232,7 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 	slice, err := s.lister.EndpointSlices(namespace).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
+		s.forget(key)
 		s.noteSlice(key, nil, "")
 	case err != nil:
 		return fmt.Errorf("get EndpointSlice %s: %w", key, err)
@@ -325,10 +331,15 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 // sliceRecords computes a slice's records and reports, without failing the
 // sync, every part of it that was refused.
 func (s *Syncer) sliceRecords(ctx context.Context, slice *discoveryv1.EndpointSlice) (skydnsrecord.Set, string) {
-	records, multiName, problems := sliceRecords(slice, s.domain, s.grants)
-	for _, p := range problems {
+	p, ok, problems := s.parse(slice)
+	var records skydnsrecord.Set
+	var multiName string
+	if ok {
+		records, multiName = parsedRecords(p, Owner(slice.Namespace, slice.Name))
+	}
+	for _, problem := range problems {
 		s.metrics.RefusedInputs.Inc()
-		klog.FromContext(ctx).Error(p, "Refused part of an EndpointSlice", "slice", klog.KObj(slice))
+		klog.FromContext(ctx).Error(problem, "Refused part of an EndpointSlice", "slice", klog.KObj(slice))
 	}
 	return records, multiName
 }

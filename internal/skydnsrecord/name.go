@@ -84,11 +84,8 @@ func IsSubdomain(name, domain string) bool {
 // The name must lie strictly below domain: nothing published may take over
 // the zone apex or leave the zone.
 func ParseHostname(hostname, domain string) (name string, wildcard bool, err error) {
-	h := CanonicalName(hostname)
+	h, wildcard := StoredName(hostname)
 	domain = CanonicalName(domain)
-	if rest, ok := strings.CutPrefix(h, wildcardLabel+"."); ok {
-		h, wildcard = rest, true
-	}
 	if err := ValidateName(h); err != nil {
 		return "", false, fmt.Errorf("hostname %q: %w", hostname, err)
 	}
@@ -96,6 +93,17 @@ func ParseHostname(hostname, domain string) (name string, wildcard bool, err err
 		return "", false, fmt.Errorf("hostname %q: %w: not below the zone %q", hostname, ErrInvalidName, domain)
 	}
 	return h, wildcard, nil
+}
+
+// StoredName is the name the records of a published hostname are stored
+// at, canonical and without its leading wildcard label, and whether it
+// had one. It checks nothing else: ParseHostname does.
+func StoredName(hostname string) (name string, wildcard bool) {
+	h := CanonicalName(hostname)
+	if rest, ok := strings.CutPrefix(h, wildcardLabel+"."); ok {
+		return rest, true
+	}
+	return h, false
 }
 
 // Key returns the etcd key directory of name: Prefix and the labels in

@@ -32,7 +32,7 @@ type AddressClaims struct {
 	byGD map[string]Claims // GatewayDNS key -> its clusters' claims
 }
 
-// NewAddressClaims returns an empty record of claims.
+// NewAddressClaims returns claims of no GatewayDNS yet.
 func NewAddressClaims() *AddressClaims { return &AddressClaims{byGD: map[string]Claims{}} }
 
 // ClusterClaims returns what the status entries of a GatewayDNS of
@@ -62,14 +62,14 @@ func ClusterClaims(namespace string, d State, old Claims) Claims {
 	return out
 }
 
-// Get returns the claims last recorded for gd.
+// Get returns the claims last set for gd.
 func (a *AddressClaims) Get(gd string) Claims {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.byGD[gd]
 }
 
-// Set records the claims of gd (nil: it is gone) and returns, by cluster
+// Set remembers the claims of gd (nil: it is gone) and returns, by cluster
 // of gd, the other clusters of gd's namespace claiming each of its
 // addresses, and the other GatewayDNS of that namespace whose conflicts the
 // change may have changed: those claiming an address gd gained or lost.

@@ -15,47 +15,6 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
-// Reasons in status.clusters[].reason. README.md says what an operator does about each.
-const (
-	ReasonPublished                 = "Published"
-	ReasonInvalidClusterName        = "InvalidClusterName"
-	ReasonConflict                  = "Conflict"
-	ReasonInvalidServiceRef         = "InvalidServiceRef"
-	ReasonUnsupportedResolutionType = "UnsupportedResolutionType"
-	ReasonKubeconfigMissing         = "KubeconfigMissing"
-	ReasonKubeconfigInvalid         = "KubeconfigInvalid"
-	ReasonKubeconfigRefused         = "KubeconfigRefused"
-	ReasonClusterUnreachable        = "ClusterUnreachable"
-	ReasonServiceNotFound           = "ServiceNotFound"
-	ReasonServiceNotLoadBalancer    = "ServiceNotLoadBalancer"
-	ReasonNoLoadBalancerIngress     = "NoLoadBalancerIngress"
-	ReasonNoValidAddresses          = "NoValidAddresses"
-	ReasonAddressNotAllowed         = "AddressNotAllowed"
-	ReasonTooManyAddresses          = "TooManyAddresses"
-	ReasonInvalidNamespaceName      = "InvalidNamespaceName"
-	// ReasonAddressConflict: another cluster publishes one of this
-	// cluster's addresses too. Its names are still published, but serve
-	// publishes no PTR for a shared address (either cluster could be the
-	// one lying about it). Conflict instead means an older GatewayDNS owns
-	// the cluster's names.
-	ReasonAddressConflict = "AddressConflict"
-	// ReasonClusterDeleting: the Cluster has a deletionTimestamp; its
-	// names are removed at once rather than when it is gone.
-	ReasonClusterDeleting = "ClusterDeleting"
-	// ReasonServiceNotHeadless: resolutionType headless names a Service
-	// whose clusterIP is not None; nothing of it is published.
-	ReasonServiceNotHeadless = "ServiceNotHeadless"
-	// ReasonTooManyEndpoints: a headless Service has more ready endpoints
-	// of one port set and address family than a slice may carry
-	// (contract.MaxAddressesPerSlice); the last published ones stay.
-	ReasonTooManyEndpoints = "TooManyEndpoints"
-	// ReasonClusterCutOff: what the workload cluster's API server
-	// returned passed a limit on reads (too many objects, too large a
-	// response): its informers are stopped for a while and its last
-	// published names kept, as for an unreachable cluster.
-	ReasonClusterCutOff = "ClusterCutOff"
-)
-
 // Input is what the informers know about one Cluster in the namespace
 // of a GatewayDNS. Compute is a pure function of a list of these, so
 // every case of bad input is a table test without any client.
@@ -141,288 +100,192 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 // --allowed-cidrs; empty allows any) are refused. One cluster's bad input
 // only ever affects that cluster's entry, but for its fair share of a
 // per-GatewayDNS limit (limits; zero fields are the defaults).
+//
+// It admits each selected cluster (admit), then adds every kind of name
+// in turn (kinds). The names the Services claim need the operator's
+// grants and the names older GatewayDNS own: AddNames adds that kind.
 func ComputeLimited(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, limits Limits, clusters []Input) State {
-	limits = limits.withDefaults()
-	out := State{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{}, Limits: limits}
-	isHeadless := gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless
-	sorted := slices.Clone(clusters)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
-	nsErr := contract.ValidateLabel(gd.Namespace)
-	var ttl int32
+	c := newComputation(gd, domain, allowed, limits.withDefaults(), clusters)
+	c.out = &State{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{},
+		Limits: c.limits, Locality: c.locality}
+	c.admit()
+	for _, k := range kinds {
+		k.add(c)
+	}
+	c.noteLocality()
+	c.finish()
+	return *c.out
+}
+
+// computation is one run of the kinds over the clusters of a GatewayDNS:
+// the GatewayDNS's spec read once, and the State being built.
+type computation struct {
+	gd      *v1alpha1.GatewayDNS
+	domain  string
+	allowed cidr.List
+	limits  Limits
+	// clusters are every Input, sorted by name.
+	clusters []Input
+	// entries has one per selected cluster, in the order of clusters;
+	// admitted those of them the kinds publish (admit).
+	entries, admitted []*entry
+	out               *State
+
+	headless bool
+	// svc is spec.service as "<ns>/<name>", unless refErr says why not.
+	svc    string
+	refErr error
+	// ttl is spec.ttl, gatewaysTTL spec.gatewaysTTL; 0 when unset.
+	ttl, gatewaysTTL int32
+	// locality is the policy of the multi-cluster names, unless
+	// localityErr says why there is none.
+	locality    contract.Locality
+	localityErr error
+	// last is the status entry each cluster had, by name.
+	last map[string]v1alpha1.ClusterStatus
+	// names are the inputs of the names kind; nil unless AddNames runs it.
+	names *nameInputs
+}
+
+func newComputation(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, limits Limits, clusters []Input) *computation {
+	c := &computation{gd: gd, domain: domain, allowed: allowed, limits: limits,
+		headless: gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless, last: map[string]v1alpha1.ClusterStatus{}}
+	c.clusters = slices.Clone(clusters)
+	sort.Slice(c.clusters, func(i, j int) bool { return c.clusters[i].Name < c.clusters[j].Name })
+	ns, name, err := contract.ParseRef(gd.Spec.Service)
+	c.svc, c.refErr = ns+"/"+name, err
 	if gd.Spec.TTL != nil {
-		ttl = *gd.Spec.TTL
+		c.ttl = *gd.Spec.TTL
 	}
-	source := func(cluster string, kind contract.Kind, hostname string) contract.Source {
-		return contract.Source{Namespace: gd.Namespace, GatewayDNS: gd.Name, Cluster: cluster, Kind: kind, Hostname: hostname, TTL: ttl}
-	}
-	// The multi-cluster name *.<gd>.<ns>.gateways.<domain>: the same
-	// addresses as each cluster's gateway name, with health and locality.
-	loc, locErr := contract.LocalityFromAPI(gd.Spec.Locality)
-	out.Locality = loc
-	var gwTTL int32
 	if gd.Spec.GatewaysTTL != nil {
-		gwTTL = *gd.Spec.GatewaysTTL
+		c.gatewaysTTL = *gd.Spec.GatewaysTTL
 	}
-	last := map[string]v1alpha1.ClusterStatus{}
+	c.locality, c.localityErr = contract.LocalityFromAPI(gd.Spec.Locality)
 	for _, st := range gd.Status.Clusters {
-		last[st.Name] = st
+		c.last[st.Name] = st
 	}
-	gateways := func(cluster string, addrs contract.Addresses, h health) {
-		if locErr != nil {
-			return
-		}
-		src := contract.Source{Namespace: gd.Namespace, GatewayDNS: gd.Name, Cluster: cluster, Kind: contract.KindGateways,
-			Hostname: contract.GatewaysHostname(gd.Name, gd.Namespace, domain), TTL: gwTTL, Locality: loc, Unhealthy: !h.healthy}
-		out.Slices = append(out.Slices, contract.Build(src, addrs)...)
-		sh := contract.SourceHosts{Cluster: cluster}
-		if h.healthy {
-			sh.Ready = addrs.All()
-		} else {
-			sh.Unready = addrs.All()
-		}
-		out.Sources = append(out.Sources, sh)
-	}
-	// The headless names <gd>.<ns>.services.<domain> and below: the ready
-	// pods of each cluster, with health and locality as above, published
-	// once every cluster's are known (the limit per GatewayDNS is shared
-	// between them: publishHeadless).
-	var pending []pendingHeadless
-	headless := func(cluster string, eps contract.HeadlessEndpoints, h health) {
-		// Its status entry is appended after this call.
-		pending = append(pending, pendingHeadless{cluster: cluster, eps: eps, h: h, status: len(out.Clusters)})
-	}
-	publishHeadless := func(cluster string, eps contract.HeadlessEndpoints, h health) {
-		out.Headless[cluster] = eps
-		if locErr != nil || eps.Len() == 0 {
-			return
-		}
-		src := contract.Source{Namespace: gd.Namespace, GatewayDNS: gd.Name, Cluster: cluster, Kind: contract.KindHeadless,
-			Hostname: contract.HeadlessHostname(gd.Name, gd.Namespace, domain), TTL: ttl, Locality: loc, Unhealthy: !h.healthy}
-		out.Slices = append(out.Slices, contract.BuildHeadless(src, eps)...)
-		sh := contract.SourceHosts{Cluster: cluster}
-		for _, g := range eps.Groups {
-			for _, e := range slices.Concat(g.IPv4, g.IPv6) {
-				if h.healthy {
-					sh.Ready = append(sh.Ready, e.Address)
-				} else {
-					sh.Unready = append(sh.Unready, e.Address)
-				}
-			}
-		}
-		out.Sources = append(out.Sources, sh)
-	}
+	return c
+}
 
-	for _, c := range sorted {
-		if !c.Selected {
-			continue
-		}
-		st := v1alpha1.ClusterStatus{Name: c.Name}
-		if nsErr != nil {
-			st.Reason = ReasonInvalidNamespaceName
-			st.Message = fmt.Sprintf("namespace %q cannot be a label of a published name: %v; no names published", gd.Namespace, nsErr)
-			out.Clusters = append(out.Clusters, st)
-			continue
-		}
-		if err := contract.ValidateLabel(c.Name); err != nil {
-			st.Reason = ReasonInvalidClusterName
-			st.Message = fmt.Sprintf("cluster name %q cannot be a label of a published name (lowercase letters, digits, '-', at most 63, not %q): refused, no names published", c.Name, "any")
-			out.Clusters = append(out.Clusters, st)
-			continue
-		}
-		if c.OwnedBy != "" {
-			st.Reason = ReasonConflict
-			st.Message = fmt.Sprintf("the names of this cluster are published by the older GatewayDNS %s", c.OwnedBy)
-			out.ConflictOwners[c.Name] = c.OwnedBy
-			out.Clusters = append(out.Clusters, st)
-			continue
-		}
-		if c.Deleting {
-			st.Reason, st.HealthReason = ReasonClusterDeleting, v1alpha1.HealthReasonClusterDeleting
-			st.Message = "the Cluster is being deleted; its names are removed"
-			out.Clusters = append(out.Clusters, st)
-			continue
-		}
-		var notes []string
-		if c.APIHost != "" && !isHeadless {
-			// A headless export names no cluster of its own (the
-			// GatewayDNS of the cluster's gateway, if any, does).
-			api := onlyAllowed(contract.Classify([]string{c.APIHost}, nil, domain), allowed)
-			st.APIAddresses = api.All()
-			out.Slices = append(out.Slices, contract.Build(source(c.Name, contract.KindAPI, contract.APIHostname(c.Name, gd.Namespace, domain)), api)...)
-			if len(api.Refused) > 0 {
-				notes = append(notes, "api host refused: "+listSome(api.Refused))
-			}
-		}
+// entry is the status entry of one selected cluster while the kinds fill
+// it in, and what one kind leaves in it for a later one.
+type entry struct {
+	in *Input
+	st v1alpha1.ClusterStatus
+	// notes are added to the message of the status entry, in order.
+	notes []string
+	// gateway are the addresses the cluster's gateway name publishes, live
+	// (gatewayLive) or its last ones, kept: the multi-cluster name's too.
+	gateway     contract.Addresses
+	gatewayLive bool
+}
 
+// note adds a part to the entry's message.
+func (e *entry) note(s string) { e.notes = append(e.notes, s) }
+
+// message is the entry's message with its notes.
+func (e *entry) message() string {
+	if len(e.notes) == 0 {
+		return e.st.Message
+	}
+	return strings.TrimPrefix(e.st.Message+"; "+strings.Join(e.notes, "; "), "; ")
+}
+
+// source is the Source of a slice of the cluster's own names.
+func (c *computation) source(cluster string, kind contract.Kind, hostname string) contract.Source {
+	return contract.Source{Namespace: c.gd.Namespace, GatewayDNS: c.gd.Name, Cluster: cluster, Kind: kind, Hostname: hostname, TTL: c.ttl}
+}
+
+// admit makes an entry for each selected cluster and refuses, with its
+// reason, one none of whose names may be published: the namespace or
+// cluster name is no label, an older GatewayDNS owns them, or the Cluster
+// is being deleted. The others are admitted: the kinds publish them.
+func (c *computation) admit() {
+	nsErr := contract.ValidateLabel(c.gd.Namespace)
+	for i := range c.clusters {
+		in := &c.clusters[i]
+		if !in.Selected {
+			continue
+		}
+		e := &entry{in: in, st: v1alpha1.ClusterStatus{Name: in.Name}}
+		c.entries = append(c.entries, e)
 		switch {
-		case refErr != nil:
-			st.Reason = ReasonInvalidServiceRef
-			st.Message = fmt.Sprintf("spec.service: %v", refErr)
-		case gd.Spec.ResolutionType != "" && gd.Spec.ResolutionType != v1alpha1.ResolutionTypeLoadBalancer && !isHeadless:
-			st.Reason = ReasonUnsupportedResolutionType
-			st.Message = fmt.Sprintf("resolutionType %q is not supported (only %q and %q)", gd.Spec.ResolutionType,
-				v1alpha1.ResolutionTypeLoadBalancer, v1alpha1.ResolutionTypeHeadless)
-		case c.AccessReason != "":
-			st.Reason, st.Message = c.AccessReason, c.AccessMessage+"; last published addresses kept"
-			out.Keep[c.Name] = true
-			if isHeadless {
-				keptHeadless(&st, c, last[c.Name], allowed, domain, headless)
-				break
-			}
-			keptGateways(&st, c, last[c.Name])
-		case !c.ServiceSynced:
-			st.Reason = ReasonClusterUnreachable
-			st.Message = fmt.Sprintf("Service %s/%s not listed yet (cluster unreachable or connecting); last published addresses kept", svcNS, svcName)
-			out.Keep[c.Name] = true
-			if isHeadless {
-				keptHeadless(&st, c, last[c.Name], allowed, domain, headless)
-				break
-			}
-			keptGateways(&st, c, last[c.Name])
-		case c.Service == nil:
-			st.Reason = ReasonServiceNotFound
-			st.Message = fmt.Sprintf("Service %s/%s not found in the workload cluster", svcNS, svcName)
-		case isHeadless:
-			computeHeadless(&st, c, fmt.Sprintf("%s/%s", svcNS, svcName), last[c.Name], allowed, domain, limits.HeadlessEndpointsPerCluster, &notes, out.Keep, headless)
-		case c.Service.Spec.Type != corev1.ServiceTypeLoadBalancer:
-			st.Reason = ReasonServiceNotLoadBalancer
-			st.Message = fmt.Sprintf("Service %s/%s is of type %q, not LoadBalancer", svcNS, svcName, c.Service.Spec.Type)
-		case len(c.Service.Status.LoadBalancer.Ingress) == 0:
-			st.Reason = ReasonNoLoadBalancerIngress
-			st.Message = fmt.Sprintf("Service %s/%s has no load-balancer ingress yet", svcNS, svcName)
+		case nsErr != nil:
+			e.st.Reason = ReasonInvalidNamespaceName
+			e.st.Message = fmt.Sprintf("namespace %q cannot be a label of a published name: %v; no names published", c.gd.Namespace, nsErr)
+		case contract.ValidateLabel(in.Name) != nil:
+			e.st.Reason = ReasonInvalidClusterName
+			e.st.Message = fmt.Sprintf("cluster name %q cannot be a label of a published name (lowercase letters, digits, '-', at most 63, not %q): refused, no names published", in.Name, "any")
+		case in.OwnedBy != "":
+			e.st.Reason = ReasonConflict
+			e.st.Message = fmt.Sprintf("the names of this cluster are published by the older GatewayDNS %s", in.OwnedBy)
+			c.out.ConflictOwners[in.Name] = in.OwnedBy
+		case in.Deleting:
+			e.st.Reason, e.st.HealthReason = ReasonClusterDeleting, v1alpha1.HealthReasonClusterDeleting
+			e.st.Message = "the Cluster is being deleted; its names are removed"
 		default:
-			var ips, hosts []string
-			for _, in := range c.Service.Status.LoadBalancer.Ingress {
-				if in.IP != "" {
-					ips = append(ips, in.IP)
-				}
-				if in.Hostname != "" {
-					hosts = append(hosts, in.Hostname)
-				}
-			}
-			classified := contract.Classify(ips, hosts, domain)
-			gw := onlyAllowed(classified, allowed)
-			st.Addresses = gw.All()
-			if len(gw.Refused) > 0 {
-				notes = append(notes, "refused: "+listSome(gw.Refused))
-			}
-			if len(st.Addresses) == 0 {
-				st.Reason = ReasonNoValidAddresses
-				if len(gw.Refused) > len(classified.Refused) {
-					// The operator's CIDRs, not the load balancer alone, left nothing.
-					st.Reason = ReasonAddressNotAllowed
-					st.Message = fmt.Sprintf("no address of Service %s/%s lies in the allowed CIDRs %s", svcNS, svcName, allowed)
-				}
-				break
-			}
-			if n := max(len(gw.IPv4), len(gw.IPv6), len(gw.FQDN)); n > contract.MaxAddressesPerSlice {
-				// serve would refuse the slice whole; the last ones stay.
-				st.Reason, st.Addresses = ReasonTooManyAddresses, nil
-				st.Message = fmt.Sprintf("Service %s/%s has %d addresses of one family, more than %d; last published addresses kept", svcNS, svcName, n, contract.MaxAddressesPerSlice)
-				out.Keep[c.Name] = true
-				keptGateways(&st, c, last[c.Name])
-				break
-			}
-			st.Reason, st.Ready = ReasonPublished, true
-			out.Slices = append(out.Slices, contract.Build(source(c.Name, contract.KindGateway, contract.GatewayHostname(c.Name, gd.Namespace, domain)), gw)...)
-			h := c.health(fmt.Sprintf("%s/%s", svcNS, svcName), last[c.Name])
-			st.Healthy, st.HealthReason = h.healthy, h.reason
-			gateways(c.Name, gw, h)
-			if !h.healthy {
-				notes = append(notes, "gateway unhealthy: "+h.message)
-			}
-		}
-		if out.Keep[c.Name] && len(st.Addresses) > 0 {
-			// The last addresses, carried in status from sync to sync (and
-			// over a restart), are what the kept gateway name still
-			// answers; the multi-cluster name keeps them too, with the
-			// last health, unless the Cluster now says it is unavailable.
-			addrs := onlyAllowed(contract.Classify(st.Addresses, nil, domain), allowed)
-			st.Addresses = addrs.All()
-			if len(st.Addresses) > 0 {
-				gateways(c.Name, addrs, health{healthy: st.Healthy, reason: st.HealthReason})
-			}
-		}
-		if st.HealthReason == "" && isHeadless {
-			st.HealthReason = v1alpha1.HealthReasonNoReadyEndpoints
-			if c.Unavailable != "" {
-				st.HealthReason = v1alpha1.HealthReasonClusterNotAvailable
-			}
-		}
-		if st.HealthReason == "" {
-			// No address: nothing of this cluster is in the multi-cluster name.
-			st.HealthReason = v1alpha1.HealthReasonNoAddress
-			if c.Unavailable != "" {
-				st.HealthReason = v1alpha1.HealthReasonClusterNotAvailable
-			}
-		}
-		if len(notes) > 0 {
-			st.Message = strings.TrimPrefix(st.Message+"; "+strings.Join(notes, "; "), "; ")
-		}
-		out.Clusters = append(out.Clusters, st)
-	}
-	limitHeadless(pending, out.Clusters, limits.HeadlessEndpointsPerGatewayDNS)
-	for _, p := range pending {
-		publishHeadless(p.cluster, p.eps, p.h)
-	}
-	sort.Slice(out.Slices, func(i, j int) bool { return out.Slices[i].Name < out.Slices[j].Name })
-	if locErr != nil {
-		// The API server validates spec.locality; if a bad one slips
-		// through, no multi-cluster name rather than one serve refuses.
-		for i := range out.Clusters {
-			out.Clusters[i].Healthy = false
-			out.Clusters[i].Message = strings.TrimPrefix(out.Clusters[i].Message+"; multi-cluster name not published: "+locErr.Error(), "; ")
+			c.admitted = append(c.admitted, e)
 		}
 	}
-	return out
 }
 
-// health is whether a cluster's gateway counts for the multi-cluster
-// name, and if not, the first check that failed.
-type health struct {
-	healthy         bool
-	reason, message string
+// readService sets the status of a cluster whose Service (spec.service)
+// cannot be read, and reports whether it can: the reference is bad, the
+// resolution type unknown, the cluster unreachable (kept: its last names
+// stay, as kept fills in) or the Service missing.
+func (c *computation) readService(e *entry, kept func(*entry)) bool {
+	switch rt := c.gd.Spec.ResolutionType; {
+	case c.refErr != nil:
+		e.st.Reason = ReasonInvalidServiceRef
+		e.st.Message = fmt.Sprintf("spec.service: %v", c.refErr)
+	case rt != "" && rt != v1alpha1.ResolutionTypeLoadBalancer && rt != v1alpha1.ResolutionTypeHeadless:
+		e.st.Reason = ReasonUnsupportedResolutionType
+		e.st.Message = fmt.Sprintf("resolutionType %q is not supported (only %q and %q)", rt,
+			v1alpha1.ResolutionTypeLoadBalancer, v1alpha1.ResolutionTypeHeadless)
+	case e.in.AccessReason != "":
+		e.st.Reason, e.st.Message = e.in.AccessReason, e.in.AccessMessage+"; last published addresses kept"
+		c.out.Keep[e.in.Name] = true
+		kept(e)
+	case !e.in.ServiceSynced:
+		e.st.Reason = ReasonClusterUnreachable
+		e.st.Message = fmt.Sprintf("Service %s not listed yet (cluster unreachable or connecting); last published addresses kept", c.svc)
+		c.out.Keep[e.in.Name] = true
+		kept(e)
+	case e.in.Service == nil:
+		e.st.Reason = ReasonServiceNotFound
+		e.st.Message = fmt.Sprintf("Service %s not found in the workload cluster", c.svc)
+	default:
+		return true
+	}
+	return false
 }
 
-// health checks, in order, that the Cluster is not being deleted, is
-// available, and that the gateway Service (which has an address, or this
-// is not called) has a ready endpoint. While the EndpointSlices of the
-// Service have not been listed, the last health in status stands, as
-// an unreachable cluster keeps its last slices; a cluster never seen
-// healthy counts as not.
-func (c Input) health(svc string, last v1alpha1.ClusterStatus) health {
-	switch {
-	case c.Deleting:
-		return health{reason: v1alpha1.HealthReasonClusterDeleting, message: "the Cluster is being deleted"}
-	case c.Unavailable != "":
-		return health{reason: v1alpha1.HealthReasonClusterNotAvailable, message: "Cluster " + c.Unavailable}
-	case !c.EndpointsSynced:
-		if last.HealthReason == v1alpha1.HealthReasonHealthy || last.HealthReason == v1alpha1.HealthReasonNoReadyEndpoints {
-			return health{healthy: last.Healthy, reason: last.HealthReason, message: "EndpointSlices of Service " + svc + " not listed yet; last health kept"}
-		}
-		return health{reason: v1alpha1.HealthReasonNoReadyEndpoints,
-			message: "EndpointSlices of Service " + svc + " not listed yet (the kubeconfig needs list and watch on EndpointSlices in its namespace)"}
-	case c.ReadyEndpoints == 0:
-		return health{reason: v1alpha1.HealthReasonNoReadyEndpoints, message: "Service " + svc + " has no ready endpoint"}
+// noteLocality says on every entry that no multi-cluster name is
+// published when spec.locality is bad: the API server validates it, but
+// if a bad one slips through, no name rather than one serve refuses.
+func (c *computation) noteLocality() {
+	if c.localityErr == nil {
+		return
 	}
-	return health{healthy: true, reason: v1alpha1.HealthReasonHealthy}
+	for _, e := range c.entries {
+		e.st.Healthy = false
+		e.note("multi-cluster name not published: " + c.localityErr.Error())
+	}
 }
 
-// keptGateways fills the status entry of a cluster whose state is
-// unknown (its slices are kept) from its last entry: the addresses still
-// published and their health, which only the Cluster's own conditions,
-// read in the management cluster, can still take away.
-func keptGateways(st *v1alpha1.ClusterStatus, c Input, last v1alpha1.ClusterStatus) {
-	st.Addresses = slices.Clone(last.Addresses)
-	st.Healthy, st.HealthReason = last.Healthy, last.HealthReason
-	if st.HealthReason == "" && len(st.Addresses) > 0 {
-		// Published before health was known: never seen healthy.
-		st.HealthReason = v1alpha1.HealthReasonNoReadyEndpoints
+// finish writes the entries into the State's status, with their notes,
+// and sorts its slices.
+func (c *computation) finish() {
+	c.out.Clusters = c.out.Clusters[:0]
+	if c.out.Clusters == nil && len(c.entries) > 0 {
+		c.out.Clusters = make([]v1alpha1.ClusterStatus, 0, len(c.entries))
 	}
-	if c.Unavailable != "" {
-		st.Healthy, st.HealthReason = false, v1alpha1.HealthReasonClusterNotAvailable
+	for _, e := range c.entries {
+		st := e.st
+		st.Message = e.message()
+		c.out.Clusters = append(c.out.Clusters, st)
 	}
+	sort.Slice(c.out.Slices, func(i, j int) bool { return c.out.Slices[i].Name < c.out.Slices[j].Name })
 }
 
 // maxListedRefusals bounds the refused addresses a status message names:

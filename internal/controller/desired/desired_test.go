@@ -33,6 +33,8 @@ func perCluster(ss []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
 	})
 }
 
+// TestComputeDesired checks the per-cluster names and status of Compute.
+// It is long for its table, one row per case, and one loop over it.
 func TestComputeDesired(t *testing.T) {
 	const gwA = "*.gateway.cluster-a.dev-team.clusters.xcc.test"
 	const gwB = "*.gateway.cluster-b.dev-team.clusters.xcc.test"

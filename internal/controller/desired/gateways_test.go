@@ -90,6 +90,8 @@ func gatewaysView(d State) []string {
 	return out
 }
 
+// TestComputeGateways checks the multi-cluster gateways name Compute publishes.
+// It is long for its table, one row per case, and one loop over it.
 func TestComputeGateways(t *testing.T) {
 	const name = "*.gw.dev-team.gateways.xcc.test"
 	with := func(in Input, f func(*Input)) Input { f(&in); return in }

@@ -2,131 +2,168 @@ package desired
 
 import (
 	"fmt"
-	"strings"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
-	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
-// computeHeadless fills the status entry of a cluster whose headless
-// Service exists (c.Service) and publishes its ready endpoints through
-// publish, or keeps the last ones (keep) when they cannot be read or are
-// too many.
+// addHeadless adds <gd>.<ns>.services.<zone> and the names below it
+// (resolutionType headless): the ready pods of each cluster's headless
+// Service, with health and locality as the gateways name, published once
+// every cluster's are known, since the limit per GatewayDNS is shared
+// between them (limitHeadless).
+func addHeadless(c *computation) {
+	if !c.headless {
+		return
+	}
+	var pending []pendingHeadless
+	publish := func(e *entry, eps contract.HeadlessEndpoints, h health) {
+		pending = append(pending, pendingHeadless{entry: e, eps: eps, h: h})
+	}
+	for _, e := range c.admitted {
+		kept := func(e *entry) { c.keptHeadless(e, publish) }
+		if c.readService(e, kept) {
+			c.readHeadless(e, publish)
+		}
+		if e.st.HealthReason == "" {
+			e.st.HealthReason = v1alpha1.HealthReasonNoReadyEndpoints
+			if e.in.Unavailable != "" {
+				e.st.HealthReason = v1alpha1.HealthReasonClusterNotAvailable
+			}
+		}
+	}
+	limitHeadless(pending, c.limits.HeadlessEndpointsPerGatewayDNS)
+	for _, p := range pending {
+		c.publishHeadless(p)
+	}
+}
+
+// readHeadless fills the status entry of a cluster whose headless
+// Service exists and passes its ready endpoints to publish, or keeps the
+// last ones (keptHeadless) when they cannot be read or are too many.
 //
-// More than limit endpoints (the limit per source cluster) are cut to
-// limit (truncateHeadless): the cluster is TooManyEndpoints, and the
-// endpoints kept are published.
-func computeHeadless(st *v1alpha1.ClusterStatus, c Input, svc string, last v1alpha1.ClusterStatus, allowed cidr.List, domain string,
-	limit int, notes *[]string, keep map[string]bool, publish func(string, contract.HeadlessEndpoints, health)) {
-	if c.Service.Spec.ClusterIP != corev1.ClusterIPNone {
-		st.Reason = ReasonServiceNotHeadless
-		st.Message = fmt.Sprintf("Service %s has clusterIP %q, not None: resolutionType headless exports only headless Services", svc, c.Service.Spec.ClusterIP)
+// More than the limit per source cluster are cut to it
+// (truncateHeadless): the cluster is TooManyEndpoints, and the endpoints
+// kept are published.
+func (c *computation) readHeadless(e *entry, publish func(*entry, contract.HeadlessEndpoints, health)) {
+	svc := e.in.Service
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		e.st.Reason = ReasonServiceNotHeadless
+		e.st.Message = fmt.Sprintf("Service %s has clusterIP %q, not None: resolutionType headless exports only headless Services", c.svc, svc.Spec.ClusterIP)
 		return
 	}
-	if !c.EndpointsSynced {
-		st.Reason = ReasonClusterUnreachable
-		st.Message = fmt.Sprintf("EndpointSlices of Service %s not listed yet (cluster unreachable or connecting, or the kubeconfig lacks list and watch on EndpointSlices in %s); last published endpoints kept",
-			svc, c.Service.Namespace)
-		keep[c.Name] = true
-		keptHeadless(st, c, last, allowed, domain, publish)
+	if !e.in.EndpointsSynced {
+		e.st.Reason = ReasonClusterUnreachable
+		e.st.Message = fmt.Sprintf("EndpointSlices of Service %s not listed yet (cluster unreachable or connecting, or the kubeconfig lacks list and watch on EndpointSlices in %s); last published endpoints kept",
+			c.svc, svc.Namespace)
+		c.out.Keep[e.in.Name] = true
+		c.keptHeadless(e, publish)
 		return
 	}
-	eps := contract.ReadyEndpoints(c.Endpoints, allowed, domain)
+	eps := contract.ReadyEndpoints(e.in.Endpoints, c.allowed, c.domain)
 	if len(eps.Refused) > 0 {
-		*notes = append(*notes, "refused: "+listSome(eps.Refused))
+		e.note("refused: " + listSome(eps.Refused))
 	}
 	for _, g := range eps.Groups {
 		if n := max(len(g.IPv4), len(g.IPv6)); n > contract.MaxAddressesPerSlice {
 			// serve would refuse the slice whole; the last ones stay.
-			st.Reason = ReasonTooManyEndpoints
-			st.Message = fmt.Sprintf("Service %s has %d ready endpoints of one port set and address family, more than %d; last published endpoints kept",
-				svc, n, contract.MaxAddressesPerSlice)
-			keep[c.Name] = true
-			keptHeadless(st, c, last, allowed, domain, publish)
+			e.st.Reason = ReasonTooManyEndpoints
+			e.st.Message = fmt.Sprintf("Service %s has %d ready endpoints of one port set and address family, more than %d; last published endpoints kept",
+				c.svc, n, contract.MaxAddressesPerSlice)
+			c.out.Keep[e.in.Name] = true
+			c.keptHeadless(e, publish)
 			return
 		}
 	}
 	if eps.Len() == 0 && len(eps.Refused) > 0 {
-		st.Reason = ReasonNoValidAddresses
-		st.Message = fmt.Sprintf("no ready endpoint of Service %s can be published", svc)
+		e.st.Reason = ReasonNoValidAddresses
+		e.st.Message = fmt.Sprintf("no ready endpoint of Service %s can be published", c.svc)
 		return
 	}
-	st.Reason, st.Ready = ReasonPublished, true
-	if n := eps.Len(); n > limit {
+	e.st.Reason, e.st.Ready = ReasonPublished, true
+	if n, limit := eps.Len(), c.limits.HeadlessEndpointsPerCluster; n > limit {
 		eps = truncateHeadless(eps, limit)
-		st.Reason, st.Ready = ReasonTooManyEndpoints, false
-		st.Message = fmt.Sprintf("Service %s: %s", svc, capMessage("ready endpoints", n, limit, FlagMaxHeadlessEndpointsPerCluster,
+		e.st.Reason, e.st.Ready = ReasonTooManyEndpoints, false
+		e.st.Message = fmt.Sprintf("Service %s: %s", c.svc, capMessage("ready endpoints", n, limit, FlagMaxHeadlessEndpointsPerCluster,
 			fmt.Sprintf("%d published, by address, in turn from each port set and family", limit)))
 	}
-	st.Pods = int32(eps.Len())
-	h := c.headlessHealth(eps.Len(), svc)
-	st.Healthy, st.HealthReason = h.healthy, h.reason
-	publish(c.Name, eps, h)
+	e.st.Pods = int32(eps.Len())
+	h := e.in.headlessHealth(eps.Len(), c.svc)
+	e.st.Healthy, e.st.HealthReason = h.healthy, h.reason
+	publish(e, eps, h)
 	if !h.healthy && eps.Len() > 0 {
-		*notes = append(*notes, "unhealthy: "+h.message)
+		e.note("unhealthy: " + h.message)
 	}
-}
-
-// headlessHealth is whether a cluster's ready pods count for the name
-// across clusters: the Cluster is available (Deleting is handled before
-// this is called) and has at least one ready pod.
-func (c Input) headlessHealth(pods int, svc string) health {
-	switch {
-	case c.Deleting:
-		return health{reason: v1alpha1.HealthReasonClusterDeleting, message: "the Cluster is being deleted"}
-	case c.Unavailable != "":
-		return health{reason: v1alpha1.HealthReasonClusterNotAvailable, message: "Cluster " + c.Unavailable}
-	case pods == 0:
-		return health{reason: v1alpha1.HealthReasonNoReadyEndpoints, message: "Service " + svc + " has no ready endpoint"}
-	}
-	return health{healthy: true, reason: v1alpha1.HealthReasonHealthy}
 }
 
 // keptHeadless fills the status entry of a cluster whose endpoints are
 // unknown or refused and publishes again what the last sync did, with
 // the last health, which only the Cluster's own conditions can still take
-// away (as keptGateways). The kept endpoints pass the checks of live ones
+// away (as keptGateway). The kept endpoints pass the checks of live ones
 // again (contract.HeadlessEndpoints.Recheck). Without a last sync (the
 // controller restarted and kept nothing for the cluster) nothing is
 // published for the cluster in this generation.
-func keptHeadless(st *v1alpha1.ClusterStatus, c Input, last v1alpha1.ClusterStatus, allowed cidr.List, domain string,
-	publish func(string, contract.HeadlessEndpoints, health)) {
-	st.Healthy, st.HealthReason = last.Healthy, last.HealthReason
-	if c.Unavailable != "" {
-		st.Healthy, st.HealthReason = false, v1alpha1.HealthReasonClusterNotAvailable
+func (c *computation) keptHeadless(e *entry, publish func(*entry, contract.HeadlessEndpoints, health)) {
+	last := c.last[e.in.Name]
+	e.st.Healthy, e.st.HealthReason = last.Healthy, last.HealthReason
+	if e.in.Unavailable != "" {
+		e.st.Healthy, e.st.HealthReason = false, v1alpha1.HealthReasonClusterNotAvailable
 	}
-	if c.LastHeadless == nil {
+	if e.in.LastHeadless == nil {
 		// Nothing to publish yet (read back on a later sync); the last
 		// health stands, so a later sync does not carry a false one.
-		st.Pods = last.Pods
+		e.st.Pods = last.Pods
 		return
 	}
-	eps := c.LastHeadless.Recheck(allowed, domain)
-	st.Pods = int32(eps.Len())
-	if st.Pods == 0 {
-		st.Healthy = false
+	eps := e.in.LastHeadless.Recheck(c.allowed, c.domain)
+	e.st.Pods = int32(eps.Len())
+	if e.st.Pods == 0 {
+		e.st.Healthy = false
 	}
-	publish(c.Name, eps, health{healthy: st.Healthy, reason: st.HealthReason})
+	publish(e, eps, health{healthy: e.st.Healthy, reason: e.st.HealthReason})
+}
+
+// publishHeadless adds the headless slices of one source cluster, the
+// source as serve reads it (for status's answered) and the endpoints to
+// remember (State.Headless).
+func (c *computation) publishHeadless(p pendingHeadless) {
+	cluster := p.entry.in.Name
+	c.out.Headless[cluster] = p.eps
+	if c.localityErr != nil || p.eps.Len() == 0 {
+		return
+	}
+	src := contract.Source{Namespace: c.gd.Namespace, GatewayDNS: c.gd.Name, Cluster: cluster, Kind: contract.KindHeadless,
+		Hostname: contract.HeadlessHostname(c.gd.Name, c.gd.Namespace, c.domain), TTL: c.ttl, Locality: c.locality, Unhealthy: !p.h.healthy}
+	c.out.Slices = append(c.out.Slices, contract.BuildHeadless(src, p.eps)...)
+	sh := contract.SourceHosts{Cluster: cluster}
+	for _, g := range p.eps.Groups {
+		for _, ep := range slices.Concat(g.IPv4, g.IPv6) {
+			if p.h.healthy {
+				sh.Ready = append(sh.Ready, ep.Address)
+			} else {
+				sh.Unready = append(sh.Unready, ep.Address)
+			}
+		}
+	}
+	c.out.Sources = append(c.out.Sources, sh)
 }
 
 // pendingHeadless is a cluster's headless endpoints before the limit per
-// GatewayDNS: what to publish, its health, and the index of its status
-// entry.
+// GatewayDNS: what to publish, its health, and its status entry.
 type pendingHeadless struct {
-	cluster string
-	eps     contract.HeadlessEndpoints
-	h       health
-	status  int
+	entry *entry
+	eps   contract.HeadlessEndpoints
+	h     health
 }
 
 // limitHeadless cuts the endpoints of pending to limit together, each
 // cluster keeping its fair share (fairShares, in the order of the
 // clusters, by name), and marks the status entry of each cluster cut
 // TooManyEndpoints. Kept clusters (their last endpoints) count too.
-func limitHeadless(pending []pendingHeadless, clusters []v1alpha1.ClusterStatus, limit int) {
+func limitHeadless(pending []pendingHeadless, limit int) {
 	wants := make([]int, len(pending))
 	total := 0
 	for i, p := range pending {
@@ -146,14 +183,14 @@ func limitHeadless(pending []pendingHeadless, clusters []v1alpha1.ClusterStatus,
 		if p.eps.Len() == 0 && p.h.healthy {
 			p.h = health{reason: v1alpha1.HealthReasonNoReadyEndpoints}
 		}
-		st := &clusters[p.status]
+		st := &p.entry.st
 		if st.Reason == ReasonPublished {
 			// A kept cluster keeps the reason it is kept for.
 			st.Reason, st.Ready = ReasonTooManyEndpoints, false
 		}
 		st.Pods = int32(p.eps.Len())
 		st.Healthy, st.HealthReason = p.h.healthy, p.h.reason
-		st.Message = strings.TrimPrefix(st.Message+"; "+capMessage("ready endpoints in the clusters of this GatewayDNS", total, limit,
-			FlagMaxHeadlessEndpointsPerGatewayDNS, fmt.Sprintf("this cluster's share is %d of its %d", shares[i], wants[i])), "; ")
+		p.entry.note(capMessage("ready endpoints in the clusters of this GatewayDNS", total, limit,
+			FlagMaxHeadlessEndpointsPerGatewayDNS, fmt.Sprintf("this cluster's share is %d of its %d", shares[i], wants[i])))
 	}
 }

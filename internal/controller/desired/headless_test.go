@@ -84,6 +84,8 @@ func headlessView(t *testing.T, d State) []string {
 	return out
 }
 
+// TestComputeHeadless checks what Compute publishes of a headless export.
+// It is long for its table, one row per case, and one loop over it.
 func TestComputeHeadless(t *testing.T) {
 	const x = "db.dev-team.services.xcc.test"
 	with := func(in Input, f func(*Input)) Input { f(&in); return in }

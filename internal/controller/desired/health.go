@@ -5,7 +5,56 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 )
+
+// health is whether a cluster's gateway (or pods, or a Service claiming a
+// name) counts for a multi-cluster name, and if not, the first check that
+// failed.
+type health struct {
+	healthy         bool
+	reason, message string
+}
+
+// health checks, in order, that the Cluster is not being deleted, is
+// available, and that the gateway Service (which has an address, or this
+// is not called) has a ready endpoint. While the EndpointSlices of the
+// Service have not been listed, the last health in status stands, as
+// an unreachable cluster keeps its last slices; a cluster never seen
+// healthy counts as not.
+func (c Input) health(svc string, last v1alpha1.ClusterStatus) health {
+	switch {
+	case c.Deleting:
+		return health{reason: v1alpha1.HealthReasonClusterDeleting, message: "the Cluster is being deleted"}
+	case c.Unavailable != "":
+		return health{reason: v1alpha1.HealthReasonClusterNotAvailable, message: "Cluster " + c.Unavailable}
+	case !c.EndpointsSynced:
+		if last.HealthReason == v1alpha1.HealthReasonHealthy || last.HealthReason == v1alpha1.HealthReasonNoReadyEndpoints {
+			return health{healthy: last.Healthy, reason: last.HealthReason, message: "EndpointSlices of Service " + svc + " not listed yet; last health kept"}
+		}
+		return health{reason: v1alpha1.HealthReasonNoReadyEndpoints,
+			message: "EndpointSlices of Service " + svc + " not listed yet (the kubeconfig needs list and watch on EndpointSlices in its namespace)"}
+	case c.ReadyEndpoints == 0:
+		return health{reason: v1alpha1.HealthReasonNoReadyEndpoints, message: "Service " + svc + " has no ready endpoint"}
+	}
+	return health{healthy: true, reason: v1alpha1.HealthReasonHealthy}
+}
+
+// headlessHealth is whether a cluster's ready pods count for the name
+// across clusters: the Cluster is available (Deleting is handled before
+// this is called) and has at least one ready pod.
+func (c Input) headlessHealth(pods int, svc string) health {
+	switch {
+	case c.Deleting:
+		return health{reason: v1alpha1.HealthReasonClusterDeleting, message: "the Cluster is being deleted"}
+	case c.Unavailable != "":
+		return health{reason: v1alpha1.HealthReasonClusterNotAvailable, message: "Cluster " + c.Unavailable}
+	case pods == 0:
+		return health{reason: v1alpha1.HealthReasonNoReadyEndpoints, message: "Service " + svc + " has no ready endpoint"}
+	}
+	return health{healthy: true, reason: v1alpha1.HealthReasonHealthy}
+}
 
 // Availability reads whether a Cluster API Cluster (v1beta2 or v1beta1,
 // as the informer serves it) counts as available for the multi-cluster

@@ -35,18 +35,9 @@ const (
 	FlagMaxHeadlessEndpointsPerGatewayDNS = "max-headless-endpoints-per-gatewaydns"
 )
 
-// Reasons of a cluster's status entry when a Limit cuts what it
-// publishes; ReasonTooManyEndpoints (desired.go) is the headless one.
-const (
-	// ReasonTooManyNames: the Services of the cluster claim more names
-	// than a limit allows (per cluster, or per GatewayDNS); the first
-	// ones by name are published, the rest are not.
-	ReasonTooManyNames = "TooManyNames"
-)
-
 // Limits bound what the inputs of one GatewayDNS, all written by tenants,
 // can make it publish. A zero field is its default. When a limit cuts, a
-// deterministic part is kept (sorted, and shared fairly between clusters),
+// deterministic part is published (sorted, and shared fairly between clusters),
 // so the cut does not move from sync to sync, and nothing of another
 // cluster within its share, or of another GatewayDNS, is lost.
 type Limits struct {
@@ -105,9 +96,9 @@ func fairShares(wants []int, total int) []int {
 	return out
 }
 
-// truncateHeadless keeps n of the endpoints of h: in turn one of each
+// truncateHeadless returns n of the endpoints of h: in turn one of each
 // (port set, family) list, in their sorted order, so every port set and
-// family keeps a share. Refused is kept as it is.
+// family gets a share. Refused stays as it is.
 func truncateHeadless(h contract.HeadlessEndpoints, n int) contract.HeadlessEndpoints {
 	if h.Len() <= n {
 		return h
@@ -156,7 +147,7 @@ func pickNames(byCluster [][]string, most int) map[string]bool {
 }
 
 // capMessage is the message of a cut by a limit: what, how many, the
-// limit, and its flag.
-func capMessage(what string, count, limit int, flag, kept string) string {
-	return fmt.Sprintf("%d %s, more than the limit of %d (--%s): %s", count, what, limit, flag, kept)
+// limit, its flag, and what is published of it.
+func capMessage(what string, count, limit int, flag, published string) string {
+	return fmt.Sprintf("%d %s, more than the limit of %d (--%s): %s", count, what, limit, flag, published)
 }

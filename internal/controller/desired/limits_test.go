@@ -205,7 +205,8 @@ func namedN(cluster, prefix string, n int) Input {
 
 // Names over a limit: the first ones by name (per cluster) and each
 // cluster in turn (per GatewayDNS) publish, the cluster says so, and no
-// other cluster or name within the limits loses anything.
+// other cluster or name within the limits loses anything. It is long for
+// its table, one row per case.
 func TestNamesLimits(t *testing.T) {
 	tests := []struct {
 		name     string

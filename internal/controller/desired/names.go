@@ -14,20 +14,6 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
-// Reasons in status.names[].reason (ReasonPublished and ReasonConflict too).
-const (
-	// ReasonNameRefused: the name lies outside what the operator granted
-	// the GatewayDNS's namespace (its default <label>.<ns>.names.<zone>
-	// and --name-grants); nothing is published for it.
-	ReasonNameRefused = "NameRefused"
-	// ReasonInvalidName: the annotation's value is no name that can be
-	// claimed (not a DNS name, too long, a wildcard, the label "any").
-	ReasonInvalidName = "InvalidName"
-	// ReasonNoAddresses: no Service claiming the name has a valid
-	// load-balancer address (none yet, or all refused).
-	ReasonNoAddresses = "NoAddresses"
-)
-
 // KeepNamesKey is the key of State.Keep that keeps only the KindName
 // slices of cluster as they are: its Services have not been listed yet
 // (the informer is starting, or the kubeconfig may not list Services
@@ -58,180 +44,259 @@ type NameService struct {
 // owners maps a name to an older GatewayDNS of the namespace that claims
 // it too ("<ns>/<name>"): then it is Conflict here. It returns the names
 // gd claims (valid and granted), published or not, sorted.
+//
+// It runs the names kind (addNames), which Compute skips for want of the
+// grants and owners, on the status entries Compute made.
 func AddNames(out *State, gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, grants contract.Grants,
 	clusters []Input, owners map[string]string) []string {
-	if gd.Spec.Names == nil || !gd.Spec.Names.Enabled || gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless {
+	if !namesEnabled(gd) {
 		return nil
 	}
-	loc, locErr := contract.LocalityFromAPI(gd.Spec.Locality)
-	var ttl int32
-	if gd.Spec.GatewaysTTL != nil {
-		ttl = *gd.Spec.GatewaysTTL
-	}
-	published := map[string]bool{}
+	c := newComputation(gd, domain, allowed, out.Limits.withDefaults(), clusters)
+	c.out = out
 	for _, st := range out.Clusters {
-		// Only a cluster whose names gd owns, and which is neither kept
-		// (its name slices stay as they are) nor refused, is a source.
-		published[st.Name] = st.Reason != ReasonConflict && st.Reason != ReasonInvalidClusterName &&
-			st.Reason != ReasonInvalidNamespaceName && st.Reason != ReasonClusterDeleting && !out.Keep[st.Name]
+		c.entries = append(c.entries, &entry{in: &Input{Name: st.Name}, st: st})
 	}
-	lastHealth := map[string]bool{}
-	for _, n := range gd.Status.Names {
-		for _, s := range n.Sources {
-			lastHealth[n.Name+" "+s] = n.Reason == ReasonPublished && n.HealthySources > 0
-		}
-	}
+	c.names = &nameInputs{grants: grants, owners: owners}
+	addNames(c)
+	c.finish()
+	return c.names.claimed
+}
 
-	type source struct {
-		cluster, service string // service: <ns>/<name> in the cluster
-		addrs            contract.Addresses
-		h                health
+// namesEnabled reports whether gd publishes the names Services claim:
+// spec.names on a GatewayDNS of resolutionType loadBalancer.
+func namesEnabled(gd *v1alpha1.GatewayDNS) bool {
+	return gd.Spec.Names != nil && gd.Spec.Names.Enabled && gd.Spec.ResolutionType != v1alpha1.ResolutionTypeHeadless
+}
+
+// nameInputs are what the names kind needs besides the clusters, and
+// what it gathers while it runs.
+type nameInputs struct {
+	grants contract.Grants
+	owners map[string]string
+	// byName is the status entry of each name (or refused value) and
+	// its sources; claimed the names gd claims.
+	byName  map[string]*nameEntry
+	claimed []string
+	// lastHealth says, by name and source ref, whether the source was
+	// healthy in the last status.
+	lastHealth map[string]bool
+}
+
+// nameEntry is the status entry of one name while it is gathered.
+type nameEntry struct {
+	st      v1alpha1.NameStatus
+	sources []nameSource
+	notes   []string
+}
+
+// nameSource is one cluster's Service claiming a name.
+type nameSource struct {
+	cluster string
+	addrs   contract.Addresses
+	h       health
+}
+
+// addNames adds <name>.<ns>.names.<zone> and the granted names: for each
+// cluster whose names gd publishes, the valid names its Services claim,
+// within the limits (limitNames), then a status entry per name with its
+// slices (publishNames). A cluster whose Services are not listed yet
+// keeps what it published.
+func addNames(c *computation) {
+	if c.names == nil || !namesEnabled(c.gd) {
+		return
 	}
-	type entry struct {
-		st      v1alpha1.NameStatus
-		sources []source
-		notes   []string
-	}
-	byName := map[string]*entry{}
-	get := func(name string) *entry {
-		e := byName[name]
-		if e == nil {
-			e = &entry{st: v1alpha1.NameStatus{Name: name}}
-			byName[name] = e
+	n := c.names
+	n.byName, n.lastHealth = map[string]*nameEntry{}, map[string]bool{}
+	for _, st := range c.gd.Status.Names {
+		for _, s := range st.Sources {
+			n.lastHealth[st.Name+" "+s] = st.Reason == ReasonPublished && st.HealthySources > 0
 		}
-		return e
 	}
-	var claimed []string
-	sorted := slices.Clone(clusters)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	limits := out.Limits.withDefaults()
-	within, cut := limitNames(sorted, published, gd.Namespace, domain, grants, limits)
-	for _, c := range sorted {
-		if !c.Selected || !published[c.Name] {
+	published := c.namesPublished()
+	within, cut := limitNames(c.clusters, published, c.gd.Namespace, c.domain, n.grants, c.limits)
+	for _, in := range c.clusters {
+		if !in.Selected || !published[in.Name] {
 			continue
 		}
-		if !c.NamesSynced {
-			// What it published stays until its Services are listed.
-			out.Keep[KeepNamesKey(c.Name)] = true
-			for i := range out.Clusters {
-				if out.Clusters[i].Name == c.Name {
-					out.Clusters[i].Message = strings.TrimPrefix(out.Clusters[i].Message+"; names: Services not listed yet (the kubeconfig needs list and watch on Services and EndpointSlices of every namespace); last published names kept", "; ")
-				}
-			}
+		if !in.NamesSynced {
+			c.keepNames(in.Name)
 			continue
 		}
-		svcs := slices.Clone(c.Names)
+		svcs := slices.Clone(in.Names)
 		sort.Slice(svcs, func(i, j int) bool {
 			return svcs[i].Namespace+"/"+svcs[i].Name < svcs[j].Namespace+"/"+svcs[j].Name
 		})
 		for _, svc := range svcs {
-			ref := c.Name + "/" + svc.Namespace + "/" + svc.Name
-			name, err := contract.NameHostname(svc.Value, gd.Namespace, domain, grants)
-			if err != nil {
-				// Keyed by the value (bounded: a tenant may write anything).
-				e := get(bounded(svc.Value, 253))
-				reason := ReasonInvalidName
-				if errors.Is(err, contract.ErrNameRefused) {
-					reason = ReasonNameRefused
-				}
-				if e.st.Reason == "" {
-					e.st.Reason, e.st.Message = reason, err.Error()
-				}
-				e.st.Sources = appendSource(e.st.Sources, ref)
-				continue
-			}
-			if !within[c.Name][name] {
-				// Over a limit: no entry (their number is the tenant's
-				// choice); the cluster's entry says so.
-				continue
-			}
-			e := get(name)
-			if !slices.Contains(claimed, name) {
-				claimed = append(claimed, name)
-			}
-			e.st.Sources = appendSource(e.st.Sources, ref)
-			if owner := owners[name]; owner != "" {
-				e.st.Reason, e.st.Message = ReasonConflict, "published by the older GatewayDNS "+owner
-				continue
-			}
-			if slices.ContainsFunc(e.sources, func(s source) bool { return s.cluster == c.Name }) {
-				// One Service per name and cluster: the first by namespace/name.
-				e.notes = append(e.notes, fmt.Sprintf("Service %s ignored: the name is claimed in cluster %s by an earlier Service", ref, c.Name))
-				continue
-			}
-			var ips, hosts []string
-			for _, in := range svc.Ingress {
-				if in.IP != "" {
-					ips = append(ips, in.IP)
-				}
-				if in.Hostname != "" {
-					hosts = append(hosts, in.Hostname)
-				}
-			}
-			addrs := onlyAllowed(contract.Classify(ips, hosts, domain), allowed)
-			if len(addrs.Refused) > 0 {
-				e.notes = append(e.notes, ref+" refused: "+listSome(addrs.Refused))
-			}
-			if len(addrs.All()) == 0 {
-				e.notes = append(e.notes, ref+": no valid load-balancer address")
-				continue
-			}
-			if n := max(len(addrs.IPv4), len(addrs.IPv6), len(addrs.FQDN)); n > contract.MaxAddressesPerSlice {
-				e.notes = append(e.notes, fmt.Sprintf("%s: %d addresses of one family, more than %d: not published", ref, n, contract.MaxAddressesPerSlice))
-				continue
-			}
-			in := c
-			in.EndpointsSynced, in.ReadyEndpoints = svc.EndpointsSynced, svc.ReadyEndpoints
-			last := v1alpha1.ClusterStatus{}
-			if healthy, seen := lastHealth[name+" "+ref]; seen {
-				last.Healthy, last.HealthReason = healthy, v1alpha1.HealthReasonNoReadyEndpoints
-				if healthy {
-					last.HealthReason = v1alpha1.HealthReasonHealthy
-				}
-			}
-			h := in.health(svc.Namespace+"/"+svc.Name, last)
-			if !h.healthy {
-				e.notes = append(e.notes, ref+" unhealthy: "+h.message)
-			}
-			e.sources = append(e.sources, source{cluster: c.Name, service: svc.Namespace + "/" + svc.Name, addrs: addrs, h: h})
+			c.claimName(in, svc, within[in.Name])
 		}
 	}
+	c.noteNamesCut(cut)
+	c.publishNames()
+	sort.Strings(n.claimed)
+}
 
-	for i := range out.Clusters {
-		st := &out.Clusters[i]
-		msg := cut[st.Name]
+// namesPublished says, by cluster, whether its names are gd's to publish:
+// gd owns them, and the cluster is neither kept (its name slices stay as
+// they are) nor refused.
+func (c *computation) namesPublished() map[string]bool {
+	published := map[string]bool{}
+	for _, e := range c.entries {
+		st := e.st
+		published[st.Name] = st.Reason != ReasonConflict && st.Reason != ReasonInvalidClusterName &&
+			st.Reason != ReasonInvalidNamespaceName && st.Reason != ReasonClusterDeleting && !c.out.Keep[st.Name]
+	}
+	return published
+}
+
+// keepNames keeps what cluster published until its Services are listed.
+func (c *computation) keepNames(cluster string) {
+	c.out.Keep[KeepNamesKey(cluster)] = true
+	for _, e := range c.entries {
+		if e.st.Name == cluster {
+			e.note("names: Services not listed yet (the kubeconfig needs list and watch on Services and EndpointSlices of every namespace); last published names kept")
+		}
+	}
+}
+
+// entry returns the status entry of name, made on first use.
+func (n *nameInputs) entry(name string) *nameEntry {
+	e := n.byName[name]
+	if e == nil {
+		e = &nameEntry{st: v1alpha1.NameStatus{Name: name}}
+		n.byName[name] = e
+	}
+	return e
+}
+
+// claimName reads the name one Service of cluster in claims: refused
+// (entry keyed by the value), over a limit (no entry), owned by an older
+// GatewayDNS (Conflict), claimed already in the cluster, or a source of
+// the name when it has an address.
+func (c *computation) claimName(in Input, svc NameService, within map[string]bool) {
+	n := c.names
+	ref := in.Name + "/" + svc.Namespace + "/" + svc.Name
+	name, err := contract.NameHostname(svc.Value, c.gd.Namespace, c.domain, n.grants)
+	if err != nil {
+		// Keyed by the value (bounded: a tenant may write anything).
+		e := n.entry(bounded(svc.Value, 253))
+		reason := ReasonInvalidName
+		if errors.Is(err, contract.ErrNameRefused) {
+			reason = ReasonNameRefused
+		}
+		if e.st.Reason == "" {
+			e.st.Reason, e.st.Message = reason, err.Error()
+		}
+		e.st.Sources = appendSource(e.st.Sources, ref)
+		return
+	}
+	if !within[name] {
+		// Over a limit: no entry (their number is the tenant's choice);
+		// the cluster's entry says so.
+		return
+	}
+	e := n.entry(name)
+	if !slices.Contains(n.claimed, name) {
+		n.claimed = append(n.claimed, name)
+	}
+	e.st.Sources = appendSource(e.st.Sources, ref)
+	if owner := n.owners[name]; owner != "" {
+		e.st.Reason, e.st.Message = ReasonConflict, "published by the older GatewayDNS "+owner
+		return
+	}
+	if slices.ContainsFunc(e.sources, func(s nameSource) bool { return s.cluster == in.Name }) {
+		// One Service per name and cluster: the first by namespace/name.
+		e.notes = append(e.notes, fmt.Sprintf("Service %s ignored: the name is claimed in cluster %s by an earlier Service", ref, in.Name))
+		return
+	}
+	if src, ok := c.nameSource(in, svc, ref, name, e); ok {
+		e.sources = append(e.sources, src)
+	}
+}
+
+// nameSource reads the load-balancer addresses of a Service claiming
+// name under the gateway's rules, and its health (Input.health, the
+// Service's endpoints standing for the gateway's); ok is false, with a
+// note on e, when it has none to publish.
+func (c *computation) nameSource(in Input, svc NameService, ref, name string, e *nameEntry) (nameSource, bool) {
+	var ips, hosts []string
+	for _, ing := range svc.Ingress {
+		if ing.IP != "" {
+			ips = append(ips, ing.IP)
+		}
+		if ing.Hostname != "" {
+			hosts = append(hosts, ing.Hostname)
+		}
+	}
+	addrs := onlyAllowed(contract.Classify(ips, hosts, c.domain), c.allowed)
+	if len(addrs.Refused) > 0 {
+		e.notes = append(e.notes, ref+" refused: "+listSome(addrs.Refused))
+	}
+	if len(addrs.All()) == 0 {
+		e.notes = append(e.notes, ref+": no valid load-balancer address")
+		return nameSource{}, false
+	}
+	if n := max(len(addrs.IPv4), len(addrs.IPv6), len(addrs.FQDN)); n > contract.MaxAddressesPerSlice {
+		e.notes = append(e.notes, fmt.Sprintf("%s: %d addresses of one family, more than %d: not published", ref, n, contract.MaxAddressesPerSlice))
+		return nameSource{}, false
+	}
+	in.EndpointsSynced, in.ReadyEndpoints = svc.EndpointsSynced, svc.ReadyEndpoints
+	last := v1alpha1.ClusterStatus{}
+	if healthy, seen := c.names.lastHealth[name+" "+ref]; seen {
+		last.Healthy, last.HealthReason = healthy, v1alpha1.HealthReasonNoReadyEndpoints
+		if healthy {
+			last.HealthReason = v1alpha1.HealthReasonHealthy
+		}
+	}
+	h := in.health(svc.Namespace+"/"+svc.Name, last)
+	if !h.healthy {
+		e.notes = append(e.notes, ref+" unhealthy: "+h.message)
+	}
+	return nameSource{cluster: in.Name, addrs: addrs, h: h}, true
+}
+
+// noteNamesCut says, on the entry of each cluster whose names a limit
+// cut, which were not published.
+func (c *computation) noteNamesCut(cut map[string]string) {
+	for _, e := range c.entries {
+		msg := cut[e.st.Name]
 		if msg == "" {
 			continue
 		}
-		if st.Reason == ReasonPublished {
-			st.Reason, st.Ready = ReasonTooManyNames, false
+		if e.st.Reason == ReasonPublished {
+			e.st.Reason, e.st.Ready = ReasonTooManyNames, false
 		}
-		st.Message = strings.TrimPrefix(st.Message+"; names: "+bounded(msg, maxNameMessage), "; ")
+		e.note("names: " + bounded(msg, maxNameMessage))
 	}
+}
 
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
+// publishNames decides the reason of each name's status entry, adds the
+// slices of each published one, and sets State.Names, sorted by name.
+func (c *computation) publishNames() {
+	n := c.names
+	names := make([]string, 0, len(n.byName))
+	for name := range n.byName {
+		names = append(names, name)
 	}
 	sort.Strings(names)
 	var statuses []v1alpha1.NameStatus
-	for _, n := range names {
-		e := byName[n]
+	for _, name := range names {
+		e := n.byName[name]
 		if e.st.Reason == "" {
 			e.st.Reason = ReasonNoAddresses
 			if len(e.sources) > 0 {
 				e.st.Reason = ReasonPublished
 			}
 		}
-		if e.st.Reason == ReasonPublished && locErr != nil {
+		if e.st.Reason == ReasonPublished && c.localityErr != nil {
 			e.st.Reason, e.sources = ReasonNoAddresses, nil
-			e.notes = append(e.notes, "not published: "+locErr.Error())
+			e.notes = append(e.notes, "not published: "+c.localityErr.Error())
 		}
 		if e.st.Reason == ReasonPublished {
 			for _, s := range e.sources {
-				src := contract.Source{Namespace: gd.Namespace, GatewayDNS: gd.Name, Cluster: s.cluster, Kind: contract.KindName,
-					Hostname: n, TTL: ttl, Locality: loc, Unhealthy: !s.h.healthy}
-				out.Slices = append(out.Slices, contract.Build(src, s.addrs)...)
+				src := contract.Source{Namespace: c.gd.Namespace, GatewayDNS: c.gd.Name, Cluster: s.cluster, Kind: contract.KindName,
+					Hostname: name, TTL: c.gatewaysTTL, Locality: c.locality, Unhealthy: !s.h.healthy}
+				c.out.Slices = append(c.out.Slices, contract.Build(src, s.addrs)...)
 				if s.h.healthy {
 					e.st.HealthySources++
 				}
@@ -243,10 +308,7 @@ func AddNames(out *State, gd *v1alpha1.GatewayDNS, domain string, allowed cidr.L
 		e.st.Message = bounded(e.st.Message, maxNameMessage)
 		statuses = append(statuses, e.st)
 	}
-	sort.Slice(out.Slices, func(i, j int) bool { return out.Slices[i].Name < out.Slices[j].Name })
-	out.Names = statuses
-	sort.Strings(claimed)
-	return claimed
+	c.out.Names = statuses
 }
 
 // appendSource adds ref to a status entry's sources, at most

@@ -51,6 +51,8 @@ func reasonsView(d State) []string {
 	return out
 }
 
+// TestAddNames checks the names Services claim, as AddNames publishes them.
+// It is long for its table, one row per case, and one loop over it.
 func TestAddNames(t *testing.T) {
 	const web = "web.dev-team.names.xcc.test"
 	grants, err := contract.ParseGrants("dev-team=shop.xcc.test;other=other.xcc.test", "xcc.test")
