@@ -258,24 +258,29 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS, last m
 
 // readCluster fills in what the informers of the workload cluster w know
 // for in (its Service, endpoints and names, whether it is cut off or
-// unreachable), starting them on first use, and returns the Service refs
-// the GatewayDNS key watches there.
+// unreachable), and returns the Service refs the GatewayDNS key uses
+// there. The Watch calls start what is not watched yet; the reads after
+// them only read caches.
 func (c *Controller) readCluster(in *desired.Input, w *workload.Cluster, gd *v1alpha1.GatewayDNS, key string) map[string]bool {
 	svcNS, svcName, refErr := contract.ParseRef(gd.Spec.Service)
 	refs := map[string]bool{}
 	switch {
 	case !in.Selected || in.Deleting || in.OwnedBy != "" || refErr != nil:
 	case gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless:
-		in.Service, in.ServiceSynced = c.workloads.Headless(w, svcNS, svcName, key)
+		c.workloads.WatchService(w, svcNS, svcName, key, true)
+		in.Service, in.ServiceSynced = c.workloads.Service(w, svcNS, svcName)
 		in.Endpoints, in.EndpointsSynced = c.workloads.Endpoints(w, svcNS, svcName)
 		refs[gd.Spec.Service] = true
 	default:
-		in.Service, in.ServiceSynced = c.workloads.Service(w, svcNS, svcName, key)
+		c.workloads.WatchService(w, svcNS, svcName, key, false)
+		in.Service, in.ServiceSynced = c.workloads.Service(w, svcNS, svcName)
 		in.ReadyEndpoints, in.EndpointsSynced = c.workloads.ReadyEndpoints(w, svcNS, svcName)
 		refs[gd.Spec.Service] = true
 	}
 	if namesEnabled(gd) && in.Selected && !in.Deleting && in.OwnedBy == "" {
-		in.Names, in.NamesSynced = c.workloads.Names(w, key, refs)
+		c.workloads.WatchNames(w, key)
+		refs[workload.NamesRef] = true
+		in.Names, in.NamesSynced = c.workloads.Names(w)
 	}
 	if why := w.CutOff(); why != "" {
 		in.AccessReason, in.AccessMessage = desired.ReasonClusterCutOff, why

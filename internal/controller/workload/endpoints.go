@@ -121,7 +121,7 @@ func (m *Set) endpointSlices(w *Cluster, namespace, name string) (out []*discove
 
 // ReadyEndpoints returns how many ready endpoints the gateway Service
 // namespace/name of w has (desired.ReadyEndpoints), watched since
-// Service was first called for it; synced as for endpointSlices.
+// WatchService; synced as for endpointSlices.
 func (m *Set) ReadyEndpoints(w *Cluster, namespace, name string) (ready int, synced bool) {
 	slices, synced := m.endpointSlices(w, namespace, name)
 	if !synced {
@@ -132,7 +132,7 @@ func (m *Set) ReadyEndpoints(w *Cluster, namespace, name string) (ready int, syn
 
 // Endpoints returns the cached EndpointSlices of the headless Service
 // namespace/name of w for a headless export (read only: they are the
-// informer's), watched since Headless was first called for it; synced as
+// informer's), watched since WatchService; synced as
 // for endpointSlices.
 func (m *Set) Endpoints(w *Cluster, namespace, name string) (slices []*discoveryv1.EndpointSlice, synced bool) {
 	return m.endpointSlices(w, namespace, name)

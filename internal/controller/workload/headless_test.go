@@ -42,7 +42,7 @@ func TestEndpointEventsByUse(t *testing.T) {
 		t.Fatalf("no cluster: %+v", acc)
 	}
 	w := acc.Cluster
-	m.Service(w, "databases", "postgres", "dev-team/gw")
+	m.WatchService(w, "databases", "postgres", "dev-team/gw", false)
 	var eps []*discoveryv1.EndpointSlice
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		var synced bool
@@ -69,7 +69,7 @@ func TestEndpointEventsByUse(t *testing.T) {
 	if n := settle(); n != 0 {
 		t.Errorf("gateway use only: a pod more is %d events, want none (readiness unchanged)", n)
 	}
-	m.Headless(w, "databases", "postgres", "dev-team/db")
+	m.WatchService(w, "databases", "postgres", "dev-team/db", true)
 	settle()
 	update(slice("10.1.0.5"))
 	if n := settle(); n != 1 {

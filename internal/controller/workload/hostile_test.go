@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 )
@@ -99,8 +100,8 @@ func TestHostileListsAreCutOff(t *testing.T) {
 			uses := map[string]bool{}
 			var why string
 			err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-				set.Names(w, hostileUser, uses)
-				set.Service(w, "projectcontour", "envoy", hostileUser)
+				watchedNames(set, w, hostileUser, uses)
+				watchedService(set, w, "projectcontour", "envoy", hostileUser)
 				why = w.CutOff()
 				return why != "", nil
 			})
@@ -119,10 +120,10 @@ func TestHostileListsAreCutOff(t *testing.T) {
 				t.Errorf("heap grew by %d MiB", grew>>20)
 			}
 			// Cut off: no informer of the cluster reads, none starts.
-			if _, synced := set.Names(w, hostileUser, uses); synced {
+			if _, synced := watchedNames(set, w, hostileUser, uses); synced {
 				t.Error("names synced from a cut-off cluster")
 			}
-			if _, synced := set.Service(w, "projectcontour", "envoy", hostileUser); synced {
+			if _, synced := watchedService(set, w, "projectcontour", "envoy", hostileUser); synced {
 				t.Error("Service synced from a cut-off cluster")
 			}
 			time.Sleep(300 * time.Millisecond)
@@ -142,7 +143,7 @@ func TestHostileSlowListTimesOut(t *testing.T) {
 	set, w := hostileSet(t, srv, ReadLimits{ListTimeout: 300 * time.Millisecond})
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, synced := set.Service(w, "projectcontour", "envoy", hostileUser); synced {
+		if _, synced := watchedService(set, w, "projectcontour", "envoy", hostileUser); synced {
 			t.Fatal("synced from a list that never ends")
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -161,7 +162,7 @@ func TestHostileWatchIsBounded(t *testing.T) {
 	srv := fixture.NewHostileAPIServer(t, fixture.HangingWatch)
 	set, w := hostileSet(t, srv, ReadLimits{WatchTimeout: time.Second})
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
-		set.Service(w, "projectcontour", "envoy", hostileUser)
+		watchedService(set, w, "projectcontour", "envoy", hostileUser)
 		return srv.Watches.Load() >= 6, nil // 3 informers, each watching twice
 	})
 	if err != nil {
@@ -172,7 +173,7 @@ func TestHostileWatchIsBounded(t *testing.T) {
 			t.Errorf("a watch asked for timeoutSeconds=%s, want 1", s)
 		}
 	}
-	if svc, synced := set.Service(w, "projectcontour", "envoy", hostileUser); !synced || svc != nil {
+	if svc, synced := watchedService(set, w, "projectcontour", "envoy", hostileUser); !synced || svc != nil {
 		t.Errorf("Service %v synced %v: the list answered (without the Service)", svc, synced)
 	}
 }
@@ -194,7 +195,7 @@ func TestWatchedObjectsAreCounted(t *testing.T) {
 	w := set.Get("dev-team", "c", secret, hostileUser).Cluster
 	uses := map[string]bool{}
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, synced := set.Names(w, hostileUser, uses)
+		_, synced := watchedNames(set, w, hostileUser, uses)
 		return synced, nil
 	}); err != nil {
 		t.Fatal("names never synced")
@@ -215,7 +216,7 @@ func TestWatchedObjectsAreCounted(t *testing.T) {
 	if !strings.Contains(why, "more than 5 objects (Services of every namespace)") {
 		t.Errorf("cut off because %q", why)
 	}
-	if _, synced := set.Names(w, hostileUser, uses); synced {
+	if _, synced := watchedNames(set, w, hostileUser, uses); synced {
 		t.Error("names synced from a cut-off cluster")
 	}
 	// The Services informer was dropped: only the Namespace informer and
@@ -225,4 +226,19 @@ func TestWatchedObjectsAreCounted(t *testing.T) {
 	}); err != nil {
 		t.Errorf("%d objects still counted after the cut", w.reads.held.Load())
 	}
+}
+
+// watchedService is what a sync does for a gateway Service: watch it for
+// user, then read the cache.
+func watchedService(m *Set, w *Cluster, namespace, name, user string) (*corev1.Service, bool) {
+	m.WatchService(w, namespace, name, user, false)
+	return m.Service(w, namespace, name)
+}
+
+// watchedNames is what a sync does for names: watch them for user (noted
+// in uses), then read the cache.
+func watchedNames(m *Set, w *Cluster, user string, uses map[string]bool) ([]desired.NameService, bool) {
+	m.WatchNames(w, user)
+	uses[NamesRef] = true
+	return m.Names(w)
 }

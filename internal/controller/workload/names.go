@@ -108,27 +108,21 @@ func serviceForNames(obj any) (any, error) {
 	return kept, nil
 }
 
-// Names returns the LoadBalancer Services of w annotated with the fqdn
-// annotation, for user, starting the cluster-wide Service and
-// EndpointSlice informers on first use, and for each Service with an
-// address the ready endpoints of its EndpointSlices. synced is false
-// until both informers have listed (unreachable, or the kubeconfig may
-// not list Services or EndpointSlices cluster-wide): the caller then
-// keeps the names as last published.
-func (m *Set) Names(w *Cluster, user string, uses map[string]bool) (out []desired.NameService, synced bool) {
+// WatchNames makes sure the Services of w, cluster-wide, and their
+// EndpointSlices are watched for user's names: the informers are started
+// here and nowhere else (again after a cut-off, once the cluster is no
+// longer cut off). Reading is Names, which never starts anything.
+func (m *Set) WatchNames(w *Cluster, user string) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	nw := w.names
 	if nw != nil && (nw.informer.cut() || nw.endpoints.cut()) {
-		// Cut off: dropped, and started again once the cluster is no
-		// longer cut off.
 		nw.cancel()
 		w.names = nil
 		nw = nil
 	}
 	if nw == nil && w.reads.cut() != "" {
-		m.mu.Unlock()
-		uses[NamesRef] = true
-		return nil, false
+		return
 	}
 	if nw == nil {
 		ctx, cancel := context.WithCancel(w.ctx)
@@ -142,9 +136,19 @@ func (m *Set) Names(w *Cluster, user string, uses map[string]bool) (out []desire
 		klog.FromContext(m.ctx).Info("Watching the Services of workload cluster for names", "cluster", w.key)
 	}
 	nw.users[user] = true
+}
+
+// Names returns the cached LoadBalancer Services of w annotated with the
+// fqdn annotation, and for each Service with an address the ready
+// endpoints of its EndpointSlices. synced is false until both informers,
+// started by WatchNames, have listed (unreachable, or the kubeconfig may
+// not list Services or EndpointSlices cluster-wide): the caller then keeps
+// the names as last published.
+func (m *Set) Names(w *Cluster) (out []desired.NameService, synced bool) {
+	m.mu.Lock()
+	nw := w.names
 	m.mu.Unlock()
-	uses[NamesRef] = true
-	if !nw.informer.HasSynced() || !nw.endpoints.HasSynced() {
+	if nw == nil || !nw.informer.HasSynced() || !nw.endpoints.HasSynced() {
 		return nil, false
 	}
 	for _, o := range nw.informer.store.List() {

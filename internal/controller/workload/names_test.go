@@ -129,7 +129,7 @@ func TestNamesReadiness(t *testing.T) {
 		t.Helper()
 		var out map[string]int
 		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-			names, synced := m.Names(acc.Cluster, "gd", map[string]bool{})
+			names, synced := watchedNames(m, acc.Cluster, "gd", map[string]bool{})
 			out = map[string]int{}
 			for _, n := range names {
 				if n.EndpointsSynced {

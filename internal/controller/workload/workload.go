@@ -323,47 +323,67 @@ func (w *Cluster) SliceNamespace(name string) (uid types.UID, has, synced bool) 
 	return ns.UID, true, true
 }
 
-// Service returns the gateway Service of w for user, starting a
-// field-selected informer on first use, and a label-selected one on the
-// Service's EndpointSlices (ReadyEndpoints). synced is false until the
-// Service informer has listed.
-func (m *Set) Service(w *Cluster, namespace, name, user string) (svc *corev1.Service, synced bool) {
+// WatchService makes sure the gateway Service namespace/name of w is
+// watched for user: a field-selected informer on the Service and a
+// label-selected one on its EndpointSlices, started here and nowhere else
+// (again after a cut-off, once the cluster is no longer cut off). For a
+// headless export (content) every change of the Service's endpoints
+// enqueues its users, not only one of its health. Reading is Service,
+// ReadyEndpoints and Endpoints, which never start anything.
+func (m *Set) WatchService(w *Cluster, namespace, name, user string, content bool) {
 	ref := namespace + "/" + name
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	sw := w.services[ref]
 	if sw != nil && (sw.informer.cut() || sw.endpoints.cut()) {
-		// Cut off: dropped (and its store with it); started again once
-		// the cluster is no longer cut off.
+		// Cut off: dropped (and its store with it).
 		sw.cancel()
 		delete(w.services, ref)
 		sw = nil
 	}
 	if sw == nil && w.reads.cut() != "" {
-		m.mu.Unlock()
-		return nil, false
+		return
 	}
 	if sw == nil {
-		ctx, cancel := context.WithCancel(w.ctx)
-		client := w.client
-		sw = &serviceWatch{cancel: cancel, users: map[string]bool{}}
-		notify := func() { m.onService(m.usersOf(sw)) }
-		sw.informer = watchObject(w.reads, "Service "+ref, name, &corev1.Service{}, notify,
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return client.CoreV1().Services(namespace).List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return client.CoreV1().Services(namespace).Watch(ctx, o)
-			})
-		sw.informer.run(ctx, notify)
-		sw.endpoints = watchEndpoints(client, w.reads, namespace, name, &sw.content, notify)
-		sw.endpoints.run(ctx, notify)
+		sw = m.startServiceWatch(w, namespace, name)
 		w.services[ref] = sw
-		klog.FromContext(m.ctx).V(2).Info("Watching gateway Service", "cluster", w.key, "service", ref)
 	}
 	sw.users[user] = true
-	m.mu.Unlock()
+	if content {
+		sw.content.Store(true)
+	}
+}
 
-	if !sw.informer.HasSynced() {
+// startServiceWatch starts the informers of WatchService; m.mu is held.
+func (m *Set) startServiceWatch(w *Cluster, namespace, name string) *serviceWatch {
+	ref := namespace + "/" + name
+	ctx, cancel := context.WithCancel(w.ctx)
+	client := w.client
+	sw := &serviceWatch{cancel: cancel, users: map[string]bool{}}
+	notify := func() { m.onService(m.usersOf(sw)) }
+	sw.informer = watchObject(w.reads, "Service "+ref, name, &corev1.Service{}, notify,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().Services(namespace).List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Services(namespace).Watch(ctx, o)
+		})
+	sw.informer.run(ctx, notify)
+	sw.endpoints = watchEndpoints(client, w.reads, namespace, name, &sw.content, notify)
+	sw.endpoints.run(ctx, notify)
+	klog.FromContext(m.ctx).V(2).Info("Watching gateway Service", "cluster", w.key, "service", ref)
+	return sw
+}
+
+// Service returns the cached gateway Service namespace/name of w (nil
+// when it does not exist); synced is false until its informer, started by
+// WatchService, has listed.
+func (m *Set) Service(w *Cluster, namespace, name string) (svc *corev1.Service, synced bool) {
+	ref := namespace + "/" + name
+	m.mu.Lock()
+	sw := w.services[ref]
+	m.mu.Unlock()
+	if sw == nil || !sw.informer.HasSynced() {
 		return nil, false
 	}
 	obj, exists, _ := sw.informer.store.GetByKey(ref)
@@ -372,20 +392,6 @@ func (m *Set) Service(w *Cluster, namespace, name, user string) (svc *corev1.Ser
 	}
 	s, _ := obj.(*corev1.Service)
 	return s, true
-}
-
-// Headless is Service for a headless export: every change of the
-// Service's endpoints (addresses, hostnames, conditions, ports), not only
-// one of its health, then enqueues its users. The informers are the same
-// ones Service starts; a Service used both ways has one of each.
-func (m *Set) Headless(w *Cluster, namespace, name, user string) (svc *corev1.Service, synced bool) {
-	svc, synced = m.Service(w, namespace, name, user)
-	m.mu.Lock()
-	if sw := w.services[namespace+"/"+name]; sw != nil {
-		sw.content.Store(true)
-	}
-	m.mu.Unlock()
-	return svc, synced
 }
 
 // Watched counts the clusters, the gateway Service informers and their
