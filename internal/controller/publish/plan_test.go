@@ -9,7 +9,6 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -33,7 +32,7 @@ func singleCluster(d desired.State) desired.State {
 
 // good is a selected cluster whose gateway Service has the given IPs.
 func good(name string, addrs ...string) desired.Input {
-	return desired.Input{Name: name, Selected: true, ServiceSynced: true, Service: fixture.LBService(fixture.IPs(addrs...)...)}
+	return desired.Input{Name: name, Selected: true, ServiceSynced: true, Service: testfixture.GatewayService(testfixture.IPs(addrs...)...)}
 }
 
 func TestComputePlan(t *testing.T) {
