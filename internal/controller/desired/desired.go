@@ -49,7 +49,7 @@ type Input struct {
 	// only), for resolutionType headless; valid when EndpointsSynced.
 	Endpoints []*discoveryv1.EndpointSlice
 	// LastHeadless is what the last sync published of this cluster's
-	// headless Service (State.Headless), if anything: what stays
+	// headless Service (Result.Headless), if anything: what stays
 	// published while the cluster's state is unknown.
 	LastHeadless *contract.HeadlessEndpoints
 	// NamesSynced is true once the informer on the cluster's Services
@@ -59,9 +59,9 @@ type Input struct {
 	Names       []NameService
 }
 
-// State is what one GatewayDNS wants in the xcc-dns namespace of
+// Result is what one GatewayDNS wants in the xcc-dns namespace of
 // every opted-in cluster of its namespace.
-type State struct {
+type Result struct {
 	// Slices carry no namespace; the same set goes to every target cluster.
 	Slices []*discoveryv1.EndpointSlice
 	// Keep names the source clusters whose gateway slices stay as they are
@@ -90,7 +90,7 @@ type State struct {
 }
 
 // Compute is ComputeLimited with the default Limits.
-func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters []Input) State {
+func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters []Input) Result {
 	return ComputeLimited(gd, domain, allowed, Limits{}, clusters)
 }
 
@@ -104,9 +104,9 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 // It admits each selected cluster (admit), then adds every kind of name
 // in turn (kinds). The names the Services claim need the operator's
 // grants and the names older GatewayDNS own: AddNames adds that kind.
-func ComputeLimited(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, limits Limits, clusters []Input) State {
+func ComputeLimited(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, limits Limits, clusters []Input) Result {
 	c := newComputation(gd, domain, allowed, limits.withDefaults(), clusters)
-	c.out = &State{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{},
+	c.out = &Result{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{},
 		Limits: c.limits, Locality: c.locality}
 	c.admit()
 	for _, k := range kinds {
@@ -118,7 +118,7 @@ func ComputeLimited(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, l
 }
 
 // computation is one run of the kinds over the clusters of a GatewayDNS:
-// the GatewayDNS's spec read once, and the State being built.
+// the GatewayDNS's spec read once, and the Result being built.
 type computation struct {
 	gd      *v1alpha1.GatewayDNS
 	domain  string
@@ -129,7 +129,7 @@ type computation struct {
 	// entries has one per selected cluster, in the order of clusters;
 	// admitted those of them the kinds publish (admit).
 	entries, admitted []*entry
-	out               *State
+	out               *Result
 
 	headless bool
 	// svc is spec.service as "<ns>/<name>", unless refErr says why not.
@@ -273,7 +273,7 @@ func (c *computation) noteLocality() {
 	}
 }
 
-// finish writes the entries into the State's status, with their notes,
+// finish writes the entries into the Result's status, with their notes,
 // and sorts its slices.
 func (c *computation) finish() {
 	c.out.Clusters = c.out.Clusters[:0]

@@ -78,7 +78,7 @@ func TestReadyEndpoints(t *testing.T) {
 }
 
 // gatewaysView is the multi-cluster slices of d, as testfixture.SliceView.
-func gatewaysView(d State) []string {
+func gatewaysView(d Result) []string {
 	var out []string
 	for _, s := range d.Slices {
 		if s.Labels[contract.LabelRecord] == string(contract.KindGateways) {

@@ -128,7 +128,7 @@ func (c *computation) keptHeadless(e *entry, publish func(*entry, contract.Headl
 
 // publishHeadless adds the headless slices of one source cluster, the
 // source as serve reads it (for status's answered) and the endpoints to
-// remember (State.Headless).
+// remember (Result.Headless).
 func (c *computation) publishHeadless(p pendingHeadless) {
 	cluster := p.entry.in.Name
 	c.out.Headless[cluster] = p.eps

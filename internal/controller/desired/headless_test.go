@@ -31,7 +31,7 @@ func headlessIn(name string, eps ...discoveryv1.Endpoint) Input {
 // headlessView is the headless slices of d as serve reads them: per
 // source cluster its pods (label=address, "unready" when unhealthy), the
 // ports and TTL.
-func headlessView(t *testing.T, d State) []string {
+func headlessView(t *testing.T, d Result) []string {
 	t.Helper()
 	var out []string
 	for _, s := range d.Slices {

@@ -45,7 +45,7 @@ func runKind(t *testing.T, k contract.Kind, tt kindCase) {
 		t.Fatal(err)
 	}
 	c := newComputation(gd, "xcc.test", allowed, Limits{}.withDefaults(), tt.clusters)
-	c.out = &State{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{}}
+	c.out = &Result{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{}}
 	c.names = &nameInputs{grants: grants, owners: tt.owners}
 	c.admit()
 	found := false

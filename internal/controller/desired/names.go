@@ -14,7 +14,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
-// KeepNamesKey is the key of State.Keep that keeps only the KindName
+// KeepNamesKey is the key of Result.Keep that keeps only the KindName
 // slices of cluster as they are: its Services have not been listed yet
 // (the informer is starting, or the kubeconfig may not list Services
 // cluster-wide). A cluster name never holds a NUL.
@@ -37,7 +37,7 @@ type NameService struct {
 	ReadyEndpoints  int
 }
 
-// AddNames adds to out (Compute's State for gd) the names the annotated
+// AddNames adds to out (Compute's Result for gd) the names the annotated
 // Services of gd's selected clusters claim (spec.names): one KindName
 // slice per (name, source cluster, address family), with the health and
 // locality rules of the gateways name, and a status entry per name.
@@ -47,7 +47,7 @@ type NameService struct {
 //
 // It runs the names kind (addNames), which Compute skips for want of the
 // grants and owners, on the status entries Compute made.
-func AddNames(out *State, gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, grants contract.Grants,
+func AddNames(out *Result, gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, grants contract.Grants,
 	clusters []Input, owners map[string]string) []string {
 	if !namesEnabled(gd) {
 		return nil
@@ -271,7 +271,7 @@ func (c *computation) noteNamesCut(cut map[string]string) {
 }
 
 // publishNames decides the reason of each name's status entry, adds the
-// slices of each published one, and sets State.Names, sorted by name.
+// slices of each published one, and sets Result.Names, sorted by name.
 func (c *computation) publishNames() {
 	n := c.names
 	names := make([]string, 0, len(n.byName))

@@ -30,7 +30,7 @@ func named(cluster string, svcs ...string) Input {
 }
 
 // namesView is the KindName slices of d, as testfixture.SliceView.
-func namesView(d State) []string {
+func namesView(d Result) []string {
 	var out []string
 	for _, s := range d.Slices {
 		if s.Labels[contract.LabelRecord] == string(contract.KindName) {
@@ -42,7 +42,7 @@ func namesView(d State) []string {
 }
 
 // reasonsView is status.names as "<name> <reason>".
-func reasonsView(d State) []string {
+func reasonsView(d Result) []string {
 	var out []string
 	for _, n := range d.Names {
 		out = append(out, n.Name+" "+n.Reason)

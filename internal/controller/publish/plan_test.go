@@ -23,7 +23,7 @@ func names(ss []*discoveryv1.EndpointSlice) []string {
 
 // singleCluster drops the slices of the multi-cluster name from d: these
 // tests are about the per-cluster names and the keep rule they follow.
-func singleCluster(d desired.State) desired.State {
+func singleCluster(d desired.Result) desired.Result {
 	d.Slices = slices.DeleteFunc(slices.Clone(d.Slices), func(s *discoveryv1.EndpointSlice) bool {
 		return s.Labels[contract.LabelRecord] == string(contract.KindGateways)
 	})
