@@ -65,7 +65,7 @@ type Result struct {
 	// Slices carry no namespace; the same set goes to every target cluster.
 	Slices []*discoveryv1.EndpointSlice
 	// Keep names the source clusters whose gateway slices stay as they are
-	// (unknown state: unreachable, no kubeconfig): last known good wins.
+	// (not known now: unreachable, no kubeconfig): last known good wins.
 	Keep map[string]bool
 	// Clusters has one status entry per selected cluster, sorted by name.
 	Clusters []v1alpha1.ClusterStatus
@@ -90,8 +90,8 @@ type Result struct {
 }
 
 // Compute is ComputeLimited with the default Limits.
-func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters []Input) Result {
-	return ComputeLimited(gd, domain, allowed, Limits{}, clusters)
+func Compute(gd *v1alpha1.GatewayDNS, zone string, allowed cidr.List, clusters []Input) Result {
+	return ComputeLimited(gd, zone, allowed, Limits{}, clusters)
 }
 
 // ComputeLimited turns a GatewayDNS and what is known about the Clusters of
@@ -104,8 +104,8 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 // It admits each selected cluster (admit), then adds every kind of name
 // in turn (kinds). The names the Services claim need the operator's
 // grants and the names older GatewayDNS own: AddNames adds that kind.
-func ComputeLimited(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, limits Limits, clusters []Input) Result {
-	c := newComputation(gd, domain, allowed, limits.withDefaults(), clusters)
+func ComputeLimited(gd *v1alpha1.GatewayDNS, zone string, allowed cidr.List, limits Limits, clusters []Input) Result {
+	c := newComputation(gd, zone, allowed, limits.withDefaults(), clusters)
 	c.out = &Result{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{},
 		Limits: c.limits, Locality: c.locality}
 	c.admit()
@@ -121,7 +121,7 @@ func ComputeLimited(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, l
 // the GatewayDNS's spec read once, and the Result being built.
 type computation struct {
 	gd      *v1alpha1.GatewayDNS
-	domain  string
+	zone    string
 	allowed cidr.List
 	limits  Limits
 	// clusters are every Input, sorted by name.
@@ -147,8 +147,8 @@ type computation struct {
 	names *nameInputs
 }
 
-func newComputation(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, limits Limits, clusters []Input) *computation {
-	c := &computation{gd: gd, domain: domain, allowed: allowed, limits: limits,
+func newComputation(gd *v1alpha1.GatewayDNS, zone string, allowed cidr.List, limits Limits, clusters []Input) *computation {
+	c := &computation{gd: gd, zone: zone, allowed: allowed, limits: limits,
 		headless: gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless, last: map[string]v1alpha1.ClusterStatus{}}
 	c.clusters = slices.Clone(clusters)
 	sort.Slice(c.clusters, func(i, j int) bool { return c.clusters[i].Name < c.clusters[j].Name })

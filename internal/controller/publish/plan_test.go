@@ -163,7 +163,7 @@ func TestComputeDelta(t *testing.T) {
 }
 
 // A cluster whose Services are not listed yet keeps its name slices, and
-// only those: its gateway slices follow the desired state.
+// only those: its gateway slices follow the desired result.
 func TestComputePlanKeepsNamesOnly(t *testing.T) {
 	ref := "dev-team/gw"
 	gw := contract.Build(contract.Source{Namespace: "dev-team", GatewayDNS: "gw", Cluster: "cluster-a", Kind: contract.KindGateway,

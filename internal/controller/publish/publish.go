@@ -227,7 +227,7 @@ type write struct {
 	detached bool
 }
 
-// observe records the desired state of a sync; the generation moves on
+// observe records the desired result of a sync; the generation moves on
 // when it differs from the last one.
 func (p *record) observe(d desired.Result) {
 	next := NewGeneration(d)
