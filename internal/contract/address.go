@@ -25,7 +25,7 @@ var ErrAddressFamily = errors.New("address family does not match the slice's add
 // a target itself, past the Corefile's guards, so a target such as
 // any.clusters.<zone> would read and answer every record of the zone.
 // A load balancer's hostname is never a name of ours.
-func ParseAddress(t discoveryv1.AddressType, s, domain string) (string, error) {
+func ParseAddress(t discoveryv1.AddressType, s, zone string) (string, error) {
 	switch t {
 	case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6:
 		ip, err := skydnsrecord.ParseAddress(s)
@@ -41,8 +41,8 @@ func ParseAddress(t discoveryv1.AddressType, s, domain string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if zone := skydnsrecord.CanonicalName(domain); skydnsrecord.IsSubdomain(name, zone) {
-			return "", fmt.Errorf("target %q: %w: inside the zone %q", s, skydnsrecord.ErrInvalidName, zone)
+		if z := skydnsrecord.CanonicalName(zone); skydnsrecord.IsSubdomain(name, z) {
+			return "", fmt.Errorf("target %q: %w: inside the zone %q", s, skydnsrecord.ErrInvalidName, z)
 		}
 		return name, nil
 	default:
@@ -73,11 +73,11 @@ func (a Addresses) All() []string { return slices.Concat(a.IPv4, a.IPv6, a.FQDN)
 // reports into families, by the rules of ParseAddress. An entry in ips that
 // is not an address but a DNS name is taken as a hostname (some load
 // balancers report one there); an IPv4-mapped IPv6 address counts as IPv4.
-func Classify(ips, hostnames []string, domain string) Addresses {
+func Classify(ips, hostnames []string, zone string) Addresses {
 	var a Addresses
 	seen := map[string]bool{}
 	add := func(t discoveryv1.AddressType, s string) {
-		host, err := ParseAddress(t, s, domain)
+		host, err := ParseAddress(t, s, zone)
 		if err != nil {
 			a.Refused = append(a.Refused, err.Error())
 			return

@@ -39,7 +39,7 @@ type Grants struct {
 }
 
 // ParseGrants reads --name-grants, "<ns>=<suffix>[;<ns>=<suffix>...]"
-// (empty: none), for the zone domain. It refuses, naming the grant:
+// (empty: none), for zone. It refuses, naming the grant:
 //
 //   - a namespace that is not a label, or is "any";
 //   - a suffix that is not a DNS name, is not strictly inside the zone,
@@ -56,8 +56,8 @@ type Grants struct {
 // Ancestors of a suffix (between it and the zone) are empty
 // non-terminals: the DNS server must answer them NODATA (the workload
 // chart adds that to its Corefile per grant).
-func ParseGrants(flag, domain string) (Grants, error) {
-	zone := skydnsrecord.CanonicalName(domain)
+func ParseGrants(flag, zone string) (Grants, error) {
+	zone = skydnsrecord.CanonicalName(zone)
 	var g Grants
 	for _, item := range strings.Split(flag, ";") {
 		item = strings.TrimSpace(item)
@@ -170,7 +170,7 @@ func (g Grants) owner(name string) (Grant, bool) {
 // default subtree). A wildcard, a name that is not a DNS name, a label
 // "any", or a name of another namespace or outside every grant is
 // refused; ErrNameRefused is wrapped when only the grant is missing.
-func NameHostname(value, namespace, domain string, grants Grants) (string, error) {
+func NameHostname(value, namespace, zone string, grants Grants) (string, error) {
 	v := strings.TrimSpace(value)
 	if v == "" {
 		return "", fmt.Errorf("%w: empty name", skydnsrecord.ErrInvalidName)
@@ -186,9 +186,9 @@ func NameHostname(value, namespace, domain string, grants Grants) (string, error
 		if err := ValidateLabel(namespace); err != nil {
 			return "", fmt.Errorf("namespace %q: %w", namespace, err)
 		}
-		return DefaultNameHostname(label, namespace, domain), nil
+		return DefaultNameHostname(label, namespace, zone), nil
 	}
-	h, err := ParseNameHostname(v, namespace, domain, grants)
+	h, err := ParseNameHostname(v, namespace, zone, grants)
 	if err != nil {
 		return "", err
 	}
@@ -198,16 +198,16 @@ func NameHostname(value, namespace, domain string, grants Grants) (string, error
 // ParseNameHostname checks that hostname is a name namespace may claim
 // with the fqdn annotation (KindName): <label>.<namespace>.names.<domain>
 // or exactly one label below a suffix the operator granted namespace.
-func ParseNameHostname(hostname, namespace, domain string, grants Grants) (Hostname, error) {
-	h, err := parseHostname(hostname, domain)
+func ParseNameHostname(hostname, namespace, zone string, grants Grants) (Hostname, error) {
+	h, err := parseHostname(hostname, zone)
 	if err != nil {
 		return Hostname{}, err
 	}
-	return h.claimedName(namespace, domain, grants)
+	return h.claimedName(namespace, zone, grants)
 }
 
 // claimedName reads h as a name namespace may claim (ParseNameHostname).
-func (h parsedHostname) claimedName(namespace, domain string, grants Grants) (Hostname, error) {
+func (h parsedHostname) claimedName(namespace, zone string, grants Grants) (Hostname, error) {
 	if h.wildcard {
 		return Hostname{}, fmt.Errorf("%w: %q: a wildcard cannot be claimed", skydnsrecord.ErrInvalidName, h.hostname)
 	}
@@ -216,7 +216,7 @@ func (h parsedHostname) claimedName(namespace, domain string, grants Grants) (Ho
 		return Hostname{}, fmt.Errorf("hostname %q: %w", h.hostname, err)
 	}
 	if top := h.labels[len(h.labels)-1]; reservedTop(top) && top != namesLabel {
-		return Hostname{}, fmt.Errorf("hostname %q: %w: it lies in the reserved subtree %s.%s", h.hostname, ErrNameRefused, top, skydnsrecord.CanonicalName(domain))
+		return Hostname{}, fmt.Errorf("hostname %q: %w: it lies in the reserved subtree %s.%s", h.hostname, ErrNameRefused, top, skydnsrecord.CanonicalName(zone))
 	}
 	if gr, ok := grants.owner(h.name); ok {
 		if gr.Namespace != namespace {
@@ -224,10 +224,10 @@ func (h parsedHostname) claimedName(namespace, domain string, grants Grants) (Ho
 		}
 		return Hostname{Name: h.name, Kind: KindName, Namespace: namespace}, nil
 	}
-	if err := ValidateLabel(namespace); err == nil && h.name == DefaultNameHostname(label, namespace, domain) {
+	if err := ValidateLabel(namespace); err == nil && h.name == DefaultNameHostname(label, namespace, zone) {
 		return Hostname{Name: h.name, Kind: KindName, Namespace: namespace}, nil
 	}
-	allowed := []string{"<label>." + namespace + "." + namesLabel + "." + skydnsrecord.CanonicalName(domain)}
+	allowed := []string{"<label>." + namespace + "." + namesLabel + "." + skydnsrecord.CanonicalName(zone)}
 	for _, s := range grants.Of(namespace) {
 		allowed = append(allowed, "<label>."+s)
 	}

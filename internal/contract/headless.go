@@ -150,7 +150,7 @@ type HeadlessPod struct {
 // conditions.ready false marks the source cluster unhealthy, as on the
 // other multi-cluster kinds. Each endpoint holds exactly one address (a
 // pod's), and its hostname, if set, must be a valid label.
-func parseHeadless(slice *discoveryv1.EndpointSlice, domain string, p *Parsed) (ok bool, problems []error) {
+func parseHeadless(slice *discoveryv1.EndpointSlice, zone string, p *Parsed) (ok bool, problems []error) {
 	if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
 		return false, []error{fmt.Errorf("addressType %q: a headless slice holds IPv4 or IPv6 pod addresses", slice.AddressType)}
 	}
@@ -172,7 +172,7 @@ func parseHeadless(slice *discoveryv1.EndpointSlice, domain string, p *Parsed) (
 			problems = append(problems, fmt.Errorf("endpoint %v: a pod endpoint has exactly one address", ep.Addresses))
 			continue
 		}
-		host, err := ParseAddress(slice.AddressType, ep.Addresses[0], domain)
+		host, err := ParseAddress(slice.AddressType, ep.Addresses[0], zone)
 		if err != nil {
 			problems = append(problems, err)
 			continue
@@ -246,7 +246,7 @@ func (h HeadlessEndpoints) Len() int {
 // hostname, if set, that is a valid label; each slice's named ports. The
 // rules are those serve applies (Parse), so what the controller reports
 // published is what serve publishes.
-func ReadyEndpoints(in []*discoveryv1.EndpointSlice, allowed cidr.List, domain string) HeadlessEndpoints {
+func ReadyEndpoints(in []*discoveryv1.EndpointSlice, allowed cidr.List, zone string) HeadlessEndpoints {
 	var out HeadlessEndpoints
 	groups := map[string]*HeadlessGroup{}
 	for _, s := range in {
@@ -271,7 +271,7 @@ func ReadyEndpoints(in []*discoveryv1.EndpointSlice, allowed cidr.List, domain s
 			if !ptr.Deref(ep.Conditions.Ready, true) || ptr.Deref(ep.Conditions.Terminating, false) || len(ep.Addresses) == 0 {
 				continue
 			}
-			host, err := ParseAddress(s.AddressType, ep.Addresses[0], domain)
+			host, err := ParseAddress(s.AddressType, ep.Addresses[0], zone)
 			if err != nil {
 				out.Refused = append(out.Refused, err.Error())
 				continue
@@ -335,9 +335,9 @@ func portsKey(ports []Port) string {
 // Recheck passes endpoints that were kept (in memory, or in the
 // controller's state across a restart) through the checks ReadyEndpoints
 // applies to a live cluster's slices, with today's allowed CIDRs and
-// domain: a kept endpoint is published only if a live one like it would be.
-func (h HeadlessEndpoints) Recheck(allowed cidr.List, domain string) HeadlessEndpoints {
-	return ReadyEndpoints(BuildHeadless(Source{Kind: KindHeadless}, h), allowed, domain)
+// zone: a kept endpoint is published only if a live one like it would be.
+func (h HeadlessEndpoints) Recheck(allowed cidr.List, zone string) HeadlessEndpoints {
+	return ReadyEndpoints(BuildHeadless(Source{Kind: KindHeadless}, h), allowed, zone)
 }
 
 // BuildHeadless returns the slices of a headless Service in one source

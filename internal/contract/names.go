@@ -48,36 +48,36 @@ func ValidateLabel(label string) error {
 }
 
 // GatewayHostname is the wildcard name of a cluster's gateway.
-func GatewayHostname(cluster, namespace, domain string) string {
-	return "*." + string(KindGateway) + "." + clusterName(cluster, namespace, domain)
+func GatewayHostname(cluster, namespace, zone string) string {
+	return "*." + string(KindGateway) + "." + clusterName(cluster, namespace, zone)
 }
 
 // APIHostname is the name of a cluster's API server.
-func APIHostname(cluster, namespace, domain string) string {
-	return string(KindAPI) + "." + clusterName(cluster, namespace, domain)
+func APIHostname(cluster, namespace, zone string) string {
+	return string(KindAPI) + "." + clusterName(cluster, namespace, zone)
 }
 
-func clusterName(cluster, namespace, domain string) string {
-	return cluster + "." + namespace + "." + clustersLabel + "." + skydnsrecord.CanonicalName(domain)
+func clusterName(cluster, namespace, zone string) string {
+	return cluster + "." + namespace + "." + clustersLabel + "." + skydnsrecord.CanonicalName(zone)
 }
 
 // GatewaysHostname is the wildcard multi-cluster name of a GatewayDNS: the
 // gateways of every cluster it selects.
-func GatewaysHostname(gatewayDNS, namespace, domain string) string {
-	return "*." + gatewayDNS + "." + namespace + "." + gatewaysLabel + "." + skydnsrecord.CanonicalName(domain)
+func GatewaysHostname(gatewayDNS, namespace, zone string) string {
+	return "*." + gatewayDNS + "." + namespace + "." + gatewaysLabel + "." + skydnsrecord.CanonicalName(zone)
 }
 
 // DefaultNameHostname is the name a Service's fqdn annotation may claim in
 // the subtree every namespace is granted: <name>.<namespace>.names.<domain>.
-func DefaultNameHostname(name, namespace, domain string) string {
-	return name + "." + namespace + "." + namesLabel + "." + skydnsrecord.CanonicalName(domain)
+func DefaultNameHostname(name, namespace, zone string) string {
+	return name + "." + namespace + "." + namesLabel + "." + skydnsrecord.CanonicalName(zone)
 }
 
 // HeadlessHostname is the hostname annotation of the slices of a
 // GatewayDNS exporting a headless Service: the name across clusters,
 // <gatewaydns>.<namespace>.services.<domain>.
-func HeadlessHostname(gatewayDNS, namespace, domain string) string {
-	return gatewayDNS + "." + namespace + "." + servicesLabel + "." + skydnsrecord.CanonicalName(domain)
+func HeadlessHostname(gatewayDNS, namespace, zone string) string {
+	return gatewayDNS + "." + namespace + "." + servicesLabel + "." + skydnsrecord.CanonicalName(zone)
 }
 
 // Hostname is a published hostname read back into its parts.
@@ -106,22 +106,22 @@ type Hostname struct {
 // Anything else, including a name below another (which the etcd plugin's
 // prefix read would add to that name's answers), another namespace's
 // name or another GatewayDNS's gateways name, is refused.
-func ParseHostname(hostname, namespace, gatewayDNS, domain string) (Hostname, error) {
-	return ParseHostnameGranted(hostname, namespace, gatewayDNS, domain, Grants{})
+func ParseHostname(hostname, namespace, gatewayDNS, zone string) (Hostname, error) {
+	return ParseHostnameGranted(hostname, namespace, gatewayDNS, zone, Grants{})
 }
 
 // ParseHostnameGranted is ParseHostname that also accepts, as KindName,
 // a name exactly one label below a suffix the operator granted namespace
 // (ParseGrants); a name below another namespace's grant is refused.
-func ParseHostnameGranted(hostname, namespace, gatewayDNS, domain string, grants Grants) (Hostname, error) {
-	h, err := parseHostname(hostname, domain)
+func ParseHostnameGranted(hostname, namespace, gatewayDNS, zone string, grants Grants) (Hostname, error) {
+	h, err := parseHostname(hostname, zone)
 	if err != nil {
 		return Hostname{}, err
 	}
 	if _, ok := grants.owner(h.name); ok && !h.wildcard {
-		return h.claimedName(namespace, domain, grants)
+		return h.claimedName(namespace, zone, grants)
 	}
-	return h.owned(namespace, gatewayDNS, domain)
+	return h.owned(namespace, gatewayDNS, zone)
 }
 
 // parsedHostname is a hostname annotation read once: the name its records
@@ -135,23 +135,23 @@ type parsedHostname struct {
 	labels   []string
 }
 
-// parseHostname reads hostname, strictly below the zone domain.
-func parseHostname(hostname, domain string) (parsedHostname, error) {
-	name, wildcard, err := skydnsrecord.ParseHostname(hostname, domain)
+// parseHostname reads hostname, strictly below zone.
+func parseHostname(hostname, zone string) (parsedHostname, error) {
+	name, wildcard, err := skydnsrecord.ParseHostname(hostname, zone)
 	if err != nil {
 		return parsedHostname{}, err
 	}
-	zone := skydnsrecord.CanonicalName(domain)
+	zone = skydnsrecord.CanonicalName(zone)
 	return parsedHostname{hostname: hostname, name: name, wildcard: wildcard,
 		labels: strings.Split(strings.TrimSuffix(name, "."+zone), ".")}, nil
 }
 
 // owned reads h as a name of one of the structured subtrees, which
 // namespace (and, for KindGateways and KindHeadless, gatewayDNS) owns.
-func (h parsedHostname) owned(namespace, gatewayDNS, domain string) (Hostname, error) {
+func (h parsedHostname) owned(namespace, gatewayDNS, zone string) (Hostname, error) {
 	want := func() error {
 		return fmt.Errorf("hostname %q: %w %q: want *.gateway.<cluster>.%[3]s.%[4]s.%[5]s, api.<cluster>.%[3]s.%[4]s.%[5]s, *.%[6]s.%[3]s.%[7]s.%[5]s, <name>.%[3]s.%[8]s.%[5]s or %[6]s.%[3]s.%[9]s.%[5]s",
-			h.hostname, ErrOutsideSubtree, namespace, clustersLabel, skydnsrecord.CanonicalName(domain), gatewayDNS, gatewaysLabel, namesLabel, servicesLabel)
+			h.hostname, ErrOutsideSubtree, namespace, clustersLabel, skydnsrecord.CanonicalName(zone), gatewayDNS, gatewaysLabel, namesLabel, servicesLabel)
 	}
 	labels, name, wildcard := h.labels, h.name, h.wildcard
 	if len(labels) != 4 && len(labels) != 3 {

@@ -131,13 +131,13 @@ type Parsed struct {
 // bad address type, more than MaxAddressesPerSlice addresses. A bad
 // address or TTL refuses only itself. Every problem is returned so the
 // caller can report it; not-ready endpoints are skipped.
-func Parse(slice *discoveryv1.EndpointSlice, domain string) (p Parsed, ok bool, problems []error) {
-	return ParseGranted(slice, domain, Grants{})
+func Parse(slice *discoveryv1.EndpointSlice, zone string) (p Parsed, ok bool, problems []error) {
+	return ParseGranted(slice, zone, Grants{})
 }
 
 // ParseGranted is Parse under the operator's name grants: a KindName
 // slice may also publish a name granted to its namespace.
-func ParseGranted(slice *discoveryv1.EndpointSlice, domain string, grants Grants) (p Parsed, ok bool, problems []error) {
+func ParseGranted(slice *discoveryv1.EndpointSlice, zone string, grants Grants) (p Parsed, ok bool, problems []error) {
 	hostname, has := slice.Annotations[AnnotationHostname]
 	if !has {
 		return Parsed{}, false, nil
@@ -147,7 +147,7 @@ func ParseGranted(slice *discoveryv1.EndpointSlice, domain string, grants Grants
 		return Parsed{}, false, []error{fmt.Errorf("annotation %s: %w", AnnotationGatewayRef, err)}
 	}
 	_, gd, _ := ParseRef(slice.Annotations[AnnotationGatewayRef])
-	if p.Hostname, err = ParseHostnameGranted(hostname, ns, gd, domain, grants); err != nil {
+	if p.Hostname, err = ParseHostnameGranted(hostname, ns, gd, zone, grants); err != nil {
 		return Parsed{}, false, []error{fmt.Errorf("annotation %s: %w", AnnotationHostname, err)}
 	}
 	p.TTL = skydnsrecord.DefaultTTL
@@ -173,7 +173,7 @@ func ParseGranted(slice *discoveryv1.EndpointSlice, domain string, grants Grants
 		}
 	}
 	if p.Kind == KindHeadless {
-		ok, more := parseHeadless(slice, domain, &p)
+		ok, more := parseHeadless(slice, zone, &p)
 		if !ok {
 			return Parsed{}, false, append(problems, more...)
 		}
@@ -197,7 +197,7 @@ func ParseGranted(slice *discoveryv1.EndpointSlice, domain string, grants Grants
 				continue
 			}
 			for _, addr := range ep.Addresses {
-				host, err := ParseAddress(slice.AddressType, addr, domain)
+				host, err := ParseAddress(slice.AddressType, addr, zone)
 				if err != nil {
 					problems = append(problems, err)
 					continue

@@ -13,7 +13,6 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -27,7 +26,7 @@ func TestControllerAddressConflictAcrossGatewayDNS(t *testing.T) {
 	gdB.Spec.ClusterSelector.MatchLabels = map[string]string{"team": "b"}
 	workloadB := fakeWorkload(true, "10.0.0.1")
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{capiCluster("cluster-a", map[string]string{"team": "a"}, ""), capiCluster("cluster-b", map[string]string{"team": "b"}, ""),
 			gatewayDNSObject(t, gdA), gatewayDNSObject(t, gdB)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": workloadB})
@@ -45,7 +44,7 @@ func TestControllerAddressConflictAcrossGatewayDNS(t *testing.T) {
 	// Let the syncs that the status writes set off run out, so that only
 	// the Service change (which concerns gw-b alone) can sync gw-a again.
 	time.Sleep(300 * time.Millisecond)
-	svc := fixture.LBService(fixture.IPs("10.0.0.2")...)
+	svc := testfixture.GatewayService(testfixture.IPs("10.0.0.2")...)
 	if _, err := workloadB.CoreV1().Services(svc.Namespace).UpdateStatus(e.ctx, svc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +63,10 @@ func TestControllerAddressClaimsStayInsideANamespace(t *testing.T) {
 	gdB.Namespace = other
 	clusterB := capiCluster("cluster-x", map[string]string{"hasContour": "true"}, "10.0.0.1")
 	clusterB.SetNamespace(other)
-	secretB := kubeconfigSecret("cluster-x", "cluster-x")
+	secretB := testfixture.KubeconfigSecret("cluster-x", "cluster-x")
 	secretB.Namespace = other
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), secretB},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), secretB},
 		[]runtime.Object{capiCluster("cluster-a", map[string]string{"hasContour": "true"}, ""), clusterB,
 			gatewayDNSObject(t, gdA), gatewayDNSObject(t, gdB)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-x": fakeWorkload(true, "10.0.0.9")})

@@ -33,7 +33,6 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
@@ -87,11 +86,6 @@ func capiCluster(name string, labels map[string]string, apiHost string) *unstruc
 	return u
 }
 
-func kubeconfigSecret(cluster, value string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: cluster + "-kubeconfig"},
-		Data: map[string][]byte{workload.KubeconfigSecretKey: []byte(value)}}
-}
-
 func gatewayDNSObject(t *testing.T, gd *v1alpha1.GatewayDNS) *unstructured.Unstructured {
 	t.Helper()
 	gd = gd.DeepCopy()
@@ -111,7 +105,7 @@ func fakeWorkload(optIn bool, addrs ...string) *fake.Clientset {
 		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}})
 	}
 	if len(addrs) > 0 {
-		objs = append(objs, fixture.LBService(fixture.IPs(addrs...)...))
+		objs = append(objs, testfixture.GatewayService(testfixture.IPs(addrs...)...))
 	}
 	return fake.NewClientset(objs...)
 }
@@ -234,7 +228,7 @@ func (e *testEnv) perClusterSlices(cluster string) []discoveryv1.EndpointSlice {
 	})
 }
 
-// slicesOf returns fixture.SliceView of every slice of the given kinds
+// slicesOf returns testfixture.SliceView of every slice of the given kinds
 // (label xcc-dns.io/record) in a workload cluster.
 func (e *testEnv) slicesOf(cluster string, kinds ...contract.Kind) []string {
 	list, err := e.workloads[cluster].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
@@ -247,7 +241,7 @@ func (e *testEnv) slicesOf(cluster string, kinds ...contract.Kind) []string {
 		if kind, has := s.Labels[contract.LabelRecord]; has && !slices.Contains(kinds, contract.Kind(kind)) {
 			continue
 		}
-		out = append(out, fixture.SliceView(s))
+		out = append(out, testfixture.SliceView(s))
 	}
 	slices.Sort(out)
 	return out
@@ -315,7 +309,7 @@ func reasonsOf(st v1alpha1.GatewayDNSStatus) string {
 
 // good is a selected cluster whose gateway Service has the given IPs.
 func good(name string, addrs ...string) desired.Input {
-	return desired.Input{Name: name, Selected: true, ServiceSynced: true, Service: fixture.LBService(fixture.IPs(addrs...)...)}
+	return desired.Input{Name: name, Selected: true, ServiceSynced: true, Service: testfixture.GatewayService(testfixture.IPs(addrs...)...)}
 }
 
 const (
@@ -330,10 +324,10 @@ func TestControllerEndToEnd(t *testing.T) {
 	gd := testfixture.GatewayDNS("dev-team-gateway-dns")
 	e := newTestEnv(t,
 		[]runtime.Object{
-			kubeconfigSecret("cluster-a", "cluster-a"),
-			kubeconfigSecret("cluster-b", "cluster-b"),
-			kubeconfigSecret("cluster-c", "garbage"),
-			kubeconfigSecret("cluster-d", "cluster-d"),
+			testfixture.KubeconfigSecret("cluster-a", "cluster-a"),
+			testfixture.KubeconfigSecret("cluster-b", "cluster-b"),
+			testfixture.KubeconfigSecret("cluster-c", "garbage"),
+			testfixture.KubeconfigSecret("cluster-d", "cluster-d"),
 		},
 		[]runtime.Object{
 			capiCluster("cluster-a", contour, "10.1.0.1"),
@@ -363,7 +357,7 @@ func TestControllerEndToEnd(t *testing.T) {
 	}
 
 	t.Run("a load-balancer change reaches every cluster without a resync", func(t *testing.T) {
-		svc := fixture.LBService(fixture.IPs("10.0.0.9")...)
+		svc := testfixture.GatewayService(testfixture.IPs("10.0.0.9")...)
 		if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, svc, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -420,7 +414,7 @@ func TestControllerConflictOlderWins(t *testing.T) {
 	newer := testfixture.GatewayDNS("newer")
 	newer.CreationTimestamp = metav1.NewTime(time.Now())
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), gatewayDNSObject(t, newer), gatewayDNSObject(t, older)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
 
@@ -465,7 +459,7 @@ func TestControllerUnreachableClusterKeepsSlices(t *testing.T) {
 	gd := testfixture.GatewayDNS("gw")
 	a := fakeWorkload(true, "10.0.0.1")
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, gd)},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": fakeWorkload(true, "10.0.0.2")})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a", "cluster-b")
@@ -506,7 +500,7 @@ func TestControllerRefusesKubeconfigInstructions(t *testing.T) {
 	}
 	gd := testfixture.GatewayDNS("gw")
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", string(execKubeconfig))},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", string(execKubeconfig))},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, gd)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
 
@@ -550,7 +544,7 @@ func TestControllerRemovesOrphansOfItsNamespaceOnly(t *testing.T) {
 		}
 	}
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", "h-other-team/gone IPv4 10.9.9.9"}, "cluster-a")
@@ -563,7 +557,7 @@ func TestControllerSharesServiceInformers(t *testing.T) {
 	one.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"x": "1"}}
 	two.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"y": "1"}}
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a")},
 		[]runtime.Object{capiCluster("cluster-a", map[string]string{"x": "1", "y": "1"}, ""), gatewayDNSObject(t, one), gatewayDNSObject(t, two)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1"}, "cluster-a")
@@ -616,7 +610,7 @@ func sliceLists(c *fake.Clientset) int {
 func TestControllerWritesChangesWithoutListing(t *testing.T) {
 	a, b := fakeWorkload(true, "10.0.0.1"), fakeWorkload(true, "10.0.0.2")
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a", "cluster-b")
@@ -628,7 +622,7 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 
 	setLB := func(addr string) {
 		t.Helper()
-		if _, err := a.CoreV1().Services("projectcontour").UpdateStatus(e.ctx, fixture.LBService(fixture.IPs(addr)...), metav1.UpdateOptions{}); err != nil {
+		if _, err := a.CoreV1().Services("projectcontour").UpdateStatus(e.ctx, testfixture.GatewayService(testfixture.IPs(addr)...), metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -667,7 +661,7 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 	}
 	listsA, listsB = sliceLists(a), sliceLists(b)
 	e.workloads["cluster-c"] = fakeWorkload(false, "10.0.0.3")
-	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, kubeconfigSecret("cluster-c", "cluster-c"), metav1.CreateOptions{}); err != nil {
+	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, testfixture.KubeconfigSecret("cluster-c", "cluster-c"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, capiCluster("cluster-c", contour, ""), metav1.CreateOptions{}); err != nil {
@@ -688,7 +682,7 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 func TestControllerReleasesKeptSlices(t *testing.T) {
 	b := fakeWorkload(true, "10.0.0.2")
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
@@ -767,7 +761,7 @@ func sliceActions(c *fake.Clientset, verb string) int {
 func withNamespaceUID(uid types.UID, addrs ...string) *fake.Clientset {
 	return fake.NewClientset(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace, UID: uid}},
-		fixture.LBService(fixture.IPs(addrs...)...))
+		testfixture.GatewayService(testfixture.IPs(addrs...)...))
 }
 
 // Two Clusters whose kubeconfigs reach one workload cluster have the same
@@ -775,7 +769,7 @@ func withNamespaceUID(uid types.UID, addrs ...string) *fake.Clientset {
 func TestControllerWritesSameDestinationOnce(t *testing.T) {
 	b := withNamespaceUID("ns-b", "10.0.0.2")
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b"), kubeconfigSecret("cluster-c", "cluster-b")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b"), testfixture.KubeconfigSecret("cluster-c", "cluster-b")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
 	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
@@ -796,7 +790,7 @@ func TestControllerWritesSameDestinationOnce(t *testing.T) {
 	}
 
 	before := len(b.Actions())
-	if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, fixture.LBService(fixture.IPs("10.0.0.9")...), metav1.UpdateOptions{}); err != nil {
+	if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, testfixture.GatewayService(testfixture.IPs("10.0.0.9")...), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventuallyOf([]string{gwA + " IPv4 10.0.0.9", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2",
@@ -849,7 +843,7 @@ func TestControllerSameDestinationWritesWhenTheFirstFails(t *testing.T) {
 	// cluster-c's kubeconfig may write there.
 	shared := withNamespaceUID("ns-shared", "10.0.0.2")
 	e := newTestEnvClients(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "reader")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "reader")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "shared": shared},
 		map[string]workload.Client{"reader": refusedWrites{shared}})
@@ -864,7 +858,7 @@ func TestControllerSameDestinationWritesWhenTheFirstFails(t *testing.T) {
 	}
 
 	// cluster-c sorts after cluster-b, so cluster-b is tried first.
-	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, kubeconfigSecret("cluster-c", "shared"), metav1.CreateOptions{}); err != nil {
+	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, testfixture.KubeconfigSecret("cluster-c", "shared"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, capiCluster("cluster-c", contour, ""), metav1.CreateOptions{}); err != nil {
@@ -944,7 +938,7 @@ func TestSecretForCache(t *testing.T) {
 // TestControllerCachesTrimmedSecrets: the Secret informer's cache holds the
 // transformed Secrets, not what the API server sent.
 func TestControllerCachesTrimmedSecrets(t *testing.T) {
-	applied := kubeconfigSecret("cluster-a", "cluster-a")
+	applied := testfixture.KubeconfigSecret("cluster-a", "cluster-a")
 	applied.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"value":"Y2x1c3Rlci1h"}}`}
 	applied.Data["extra"] = []byte("secret")
 	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "registry", Labels: map[string]string{"a": "b"}},

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
@@ -23,13 +22,7 @@ import (
 // envoyEndpoints is the EndpointSlice the endpoint slice controller keeps
 // for projectcontour/envoy, with one endpoint, ready or not.
 func envoyEndpoints(ready bool) *discoveryv1.EndpointSlice {
-	return &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "projectcontour", Name: "envoy-abcde",
-			Labels: map[string]string{discoveryv1.LabelServiceName: "envoy"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.7"},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)}}},
-	}
+	return testfixture.ServiceEndpoints("projectcontour", "envoy", "envoy-abcde", testfixture.Endpoint("10.244.0.7", ready))
 }
 
 // gatewaysOf is "cluster=healthReason/answered" of every status entry.
@@ -67,7 +60,7 @@ func TestControllerGatewaysHealthAndSelf(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b"), kubeconfigSecret("cluster-c", "cluster-c")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b"), testfixture.KubeconfigSecret("cluster-c", "cluster-c")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", nil, ""), gatewayDNSObject(t, gd)},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b, "cluster-c": c})
 	const name = "*.gw.dev-team.gateways.xcc.test"
@@ -152,7 +145,7 @@ func TestControllerGatewaysHealthAndSelf(t *testing.T) {
 func TestControllerSelfMarkerRepaired(t *testing.T) {
 	a, b := fakeWorkload(true, "10.0.0.1"), fakeWorkload(true, "10.0.0.2")
 	e := newTestEnvClients(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b}, nil,
 		func(cfg *Config) { cfg.Resync = time.Second })

@@ -22,28 +22,26 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
-// postgres is the headless Service databases/postgres of a workload cluster.
+// postgres is the Service databases/postgres of a workload cluster,
+// headless when clusterIP is None.
 func postgres(clusterIP string) *corev1.Service {
-	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "databases", Name: "postgres"},
-		Spec: corev1.ServiceSpec{ClusterIP: clusterIP, Ports: []corev1.ServicePort{{Name: "pg", Port: 5432}}}}
+	svc := testfixture.HeadlessService()
+	svc.Spec.ClusterIP = clusterIP
+	return svc
 }
 
 // postgresEndpoints is its EndpointSlice as the endpoint slice
 // controller writes it for a StatefulSet: pod db-<i> at addrs[i], ready
 // unless listed in notReady.
 func postgresEndpoints(addrs []string, notReady ...string) *discoveryv1.EndpointSlice {
-	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "databases", Name: "postgres-xyz12",
-			Labels: map[string]string{discoveryv1.LabelServiceName: "postgres", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("pg"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](5432)}},
-	}
+	s := testfixture.ServiceEndpoints("databases", "postgres", "postgres-xyz12")
+	s.Labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+	s.Ports = testfixture.PostgresPorts()
 	for i, a := range addrs {
-		ready := !slices.Contains(notReady, a)
-		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Hostname: ptr.To(fmt.Sprintf("db-%d", i)),
-			NodeName:   ptr.To("node-1"),
-			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "databases", Name: fmt.Sprintf("db-%d", i)},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready), Terminating: ptr.To(false)}})
+		ep := testfixture.PodEndpoint(a, fmt.Sprintf("db-%d", i), !slices.Contains(notReady, a))
+		ep.NodeName = ptr.To("node-1")
+		ep.TargetRef = &corev1.ObjectReference{Kind: "Pod", Namespace: "databases", Name: fmt.Sprintf("db-%d", i)}
+		s.Endpoints = append(s.Endpoints, ep)
 	}
 	return s
 }
@@ -65,8 +63,7 @@ func podsOf(st v1alpha1.GatewayDNSStatus) string {
 func TestControllerHeadless(t *testing.T) {
 	gw := testfixture.GatewayDNS("gw")
 	gw.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour)) // older: owns the clusters' names
-	db := testfixture.GatewayDNS("db")
-	db.Spec.Service, db.Spec.ResolutionType = "databases/postgres", v1alpha1.ResolutionTypeHeadless
+	db := testfixture.HeadlessGatewayDNS("db")
 	db.Spec.Locality = &v1alpha1.Locality{Policy: v1alpha1.LocalityLocal}
 	db2 := db.DeepCopy()
 	db2.Name = "db2"
@@ -80,7 +77,7 @@ func TestControllerHeadless(t *testing.T) {
 		}
 	}
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{capiCluster("cluster-a", contour, "192.0.2.10"), capiCluster("cluster-b", contour, "192.0.2.11"),
 			gatewayDNSObject(t, gw), gatewayDNSObject(t, db), gatewayDNSObject(t, db2)},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b})
@@ -166,8 +163,7 @@ const stateNamespace = "xcc-dns-system"
 // them everywhere, and never what a target cluster holds: cluster-a's
 // admin forged a slice as cluster-b's, with an address of its choosing.
 func TestControllerHeadlessKeptOverRestart(t *testing.T) {
-	db := testfixture.GatewayDNS("db")
-	db.Spec.Service, db.Spec.ResolutionType = "databases/postgres", v1alpha1.ResolutionTypeHeadless
+	db := testfixture.HeadlessGatewayDNS("db")
 	db.Status.Clusters = []v1alpha1.ClusterStatus{{Name: "cluster-b", Reason: "Published", Ready: true, Pods: 1, Healthy: true, HealthReason: "Healthy"}}
 	a := fakeWorkload(true)
 	if _, err := a.CoreV1().Services("databases").Create(context.Background(), postgres(corev1.ClusterIPNone), metav1.CreateOptions{}); err != nil {
@@ -194,7 +190,7 @@ func TestControllerHeadlessKeptOverRestart(t *testing.T) {
 	})
 	// cluster-b has no kubeconfig Secret now: its state is unknown.
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kept},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), kept},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, db)},
 		map[string]*fake.Clientset{"cluster-a": a})
 	e.eventuallyStatus("db", func(s v1alpha1.GatewayDNSStatus) bool {

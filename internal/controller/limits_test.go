@@ -12,7 +12,6 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
@@ -24,22 +23,22 @@ import (
 func TestControllerHostileClusterIsCutOff(t *testing.T) {
 	for _, mode := range []struct {
 		name string
-		mode fixture.HostileMode
+		mode testfixture.HostileMode
 		want string
 	}{
-		{"endless list", fixture.EndlessList, "response body too large"},
-		{"endless pages", fixture.EndlessPages, "too many objects"},
+		{"endless list", testfixture.EndlessList, "response body too large"},
+		{"endless pages", testfixture.EndlessPages, "too many objects"},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			srv := fixture.NewHostileAPIServer(t, mode.mode)
+			srv := testfixture.NewHostileAPIServer(t, mode.mode)
 			reads := workload.ReadLimits{ListPageSize: 100, MaxResponseBytes: 1 << 20, MaxObjectsPerCluster: 500, CutOffRetry: time.Hour}
 			gd := testfixture.GatewayDNS("gw")
 			gd.Spec.Names = &v1alpha1.Names{Enabled: true}
 			e := newTestEnvClients(t,
 				[]runtime.Object{
-					kubeconfigSecret("cluster-a", "cluster-a"),
-					kubeconfigSecret("cluster-b", "cluster-b"),
-					kubeconfigSecret("cluster-h", string(srv.Kubeconfig)),
+					testfixture.KubeconfigSecret("cluster-a", "cluster-a"),
+					testfixture.KubeconfigSecret("cluster-b", "cluster-b"),
+					testfixture.KubeconfigSecret("cluster-h", string(srv.Kubeconfig)),
 				},
 				[]runtime.Object{
 					capiCluster("cluster-a", contour, ""),
@@ -78,7 +77,7 @@ func TestControllerHostileClusterIsCutOff(t *testing.T) {
 			}
 
 			// The others still publish: a change reaches them.
-			svc := fixture.LBService(fixture.IPs("10.0.0.9")...)
+			svc := testfixture.GatewayService(testfixture.IPs("10.0.0.9")...)
 			if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, svc, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}

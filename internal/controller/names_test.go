@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
@@ -29,13 +28,7 @@ import (
 func claimingService(name, value string, addrs ...string) []runtime.Object {
 	svc := testfixture.LoadBalancerService("shop", name, addrs...)
 	svc.Annotations = map[string]string{contract.AnnotationFQDN: value, "unrelated": strings.Repeat("x", 100)}
-	eps := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name + "-abcde",
-			Labels: map[string]string{discoveryv1.LabelServiceName: name}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.7"},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-	}
+	eps := testfixture.ServiceEndpoints("shop", name, name+"-abcde", testfixture.Endpoint("10.244.1.7", true))
 	return []runtime.Object{svc, eps}
 }
 
@@ -78,7 +71,7 @@ func TestControllerNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newTestEnvClients(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{capiCluster("cluster-a", map[string]string{"site": "a"}, ""), capiCluster("cluster-b", map[string]string{"site": "b"}, ""),
 			gatewayDNSObject(t, older), gatewayDNSObject(t, newer)},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b}, nil,
@@ -164,7 +157,7 @@ func TestControllerNamesKeptUntilListed(t *testing.T) {
 	})
 	b := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}})
 	e := newTestEnvClients(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{capiCluster("cluster-a", map[string]string{"site": "a"}, ""), capiCluster("cluster-b", nil, ""),
 			gatewayDNSObject(t, gd)},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-a-again": a, "cluster-b": b}, nil)
@@ -184,7 +177,7 @@ func TestControllerNamesKeptUntilListed(t *testing.T) {
 
 	// Reconnect with the Services not listable: the names stay.
 	refuse.Store(true)
-	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Update(e.ctx, kubeconfigSecret("cluster-a", "cluster-a-again"), metav1.UpdateOptions{}); err != nil {
+	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Update(e.ctx, testfixture.KubeconfigSecret("cluster-a", "cluster-a-again"), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {

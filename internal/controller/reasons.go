@@ -4,7 +4,7 @@ package controller
 // reason of a condition, of a status entry the write path decides (a
 // cluster whose records are not in every target yet, a target that does
 // not hold them) or of an Event. The reasons of the per-cluster and
-// per-name entries that the desired state decides are desired's
+// per-name entries that the desired result decides are desired's
 // (desired.ReasonPublished, ...): they are a pure function of the
 // sources, these depend on what the writes came to.
 type Reason string

@@ -171,51 +171,21 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.checkLimits(); err != nil {
 		return err
 	}
-	cfg, err := kubeclient.Config(o.Kubeconfig, "xcc-syncer-controller")
+	mgmt, err := connectManagement(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("management client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("management dynamic client: %w", err)
-	}
-	clusterGVR, err := discoverClusterResource(kube.Discovery())
-	if err != nil {
-		return err
-	}
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := NewMetrics(reg)
-
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("scheme: %w", err)
+	recorder, stopEvents, err := newEventRecorder(ctx, mgmt.kube)
+	if err != nil {
+		return err
 	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("scheme: %w", err)
-	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartStructuredLogging(2)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: controllerName})
+	defer stopEvents()
 
 	var ready, leading atomic.Bool
-	srv, err := httpserver.Start(ctx, httpserver.Config{Address: o.HTTPAddress, Gatherer: reg, Profiling: o.Profiling,
-		Ready: func(*http.Request) (string, error) {
-			if o.LeaderElect && !leading.Load() {
-				return "ok", nil // a standby is ready to take over
-			}
-			if !ready.Load() {
-				return "", errors.New("informer caches not synced")
-			}
-			return "ok", nil
-		}})
+	srv, err := o.startHTTP(ctx, reg, &ready, &leading)
 	if err != nil {
 		return err
 	}
@@ -225,16 +195,90 @@ func Run(ctx context.Context, o Options) error {
 	if len(o.AllowKubeconfigExec) > 0 {
 		logger.Info("Kubeconfig Secrets may run these exec plugins", "commands", o.AllowKubeconfigExec)
 	}
-	runController := func(ctx context.Context) error {
+	runController := o.controllerRunner(mgmt, metrics, recorder, grants, &ready)
+	if !o.LeaderElect {
+		logger.Info("Leader election disabled: this replica writes")
+		return firstError(runController(ctx), srvErr)
+	}
+	return firstError(o.runLeading(ctx, mgmt.kube, &leading, runController), srvErr)
+}
+
+// management holds the clients of the management cluster and the Cluster
+// API version it serves, made once at start.
+type management struct {
+	kube       kubernetes.Interface
+	dyn        dynamic.Interface
+	clusterGVR schema.GroupVersionResource
+}
+
+// connectManagement builds the management clients from kubeconfigPath
+// (empty: in-cluster) and finds the served Cluster API version.
+func connectManagement(kubeconfigPath string) (management, error) {
+	cfg, err := kubeclient.Config(kubeconfigPath, "xcc-syncer-controller")
+	if err != nil {
+		return management{}, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return management{}, fmt.Errorf("management client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return management{}, fmt.Errorf("management dynamic client: %w", err)
+	}
+	clusterGVR, err := discoverClusterResource(kube.Discovery())
+	if err != nil {
+		return management{}, err
+	}
+	return management{kube: kube, dyn: dyn, clusterGVR: clusterGVR}, nil
+}
+
+// newEventRecorder records Events on the management cluster (and logs
+// them at level 2); stop flushes and ends the broadcaster.
+func newEventRecorder(ctx context.Context, kube kubernetes.Interface) (rec record.EventRecorder, stop func(), err error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, nil, fmt.Errorf("scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, nil, fmt.Errorf("scheme: %w", err)
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(2)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: controllerName}), broadcaster.Shutdown, nil
+}
+
+// startHTTP serves /healthz, /readyz and /metrics at once. /readyz is
+// ready on a standby (it can take over) and, on the leader, once its
+// caches synced.
+func (o Options) startHTTP(ctx context.Context, reg *prometheus.Registry, ready, leading *atomic.Bool) (*httpserver.Server, error) {
+	return httpserver.Start(ctx, httpserver.Config{Address: o.HTTPAddress, Gatherer: reg, Profiling: o.Profiling,
+		Ready: func(*http.Request) (string, error) {
+			if o.LeaderElect && !leading.Load() {
+				return "ok", nil // a standby is ready to take over
+			}
+			if !ready.Load() {
+				return "", errors.New("informer caches not synced")
+			}
+			return "ok", nil
+		}})
+}
+
+// controllerRunner returns what runs the controller for as long as its
+// context lasts: a new Controller each time it is called. ready turns
+// true once its caches synced.
+func (o Options) controllerRunner(mgmt management, metrics *Metrics, recorder record.EventRecorder, grants contract.Grants, ready *atomic.Bool) func(context.Context) error {
+	return func(ctx context.Context) error {
 		policy := kubeconfig.Policy{AllowExec: o.AllowKubeconfigExec}
 		newClient := func(data []byte) (workload.Client, error) {
 			return workload.NewClientFromKubeconfig(data, policy, o.ReadLimits.MaxResponseBytes)
 		}
 		c := New(Config{
-			Kube: kube, Dynamic: dyn, ClusterResource: clusterGVR, NewClient: newClient,
+			Kube: mgmt.kube, Dynamic: mgmt.dyn, ClusterResource: mgmt.clusterGVR, NewClient: newClient,
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
 			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits, ReadLimits: o.ReadLimits,
-			State: &state.ConfigMaps{Client: kube, Namespace: o.StateNamespace},
+			State: &state.ConfigMaps{Client: mgmt.kube, Namespace: o.StateNamespace},
 		})
 		readyCh := make(chan struct{})
 		go func() {
@@ -246,12 +290,12 @@ func Run(ctx context.Context, o Options) error {
 		}()
 		return c.Run(ctx, readyCh)
 	}
+}
 
-	if !o.LeaderElect {
-		logger.Info("Leader election disabled: this replica writes")
-		return firstError(runController(ctx), srvErr)
-	}
-
+// runLeading waits for the Lease of o and runs runController while this
+// replica holds it (runElected).
+func (o Options) runLeading(ctx context.Context, kube kubernetes.Interface, leading *atomic.Bool, runController func(context.Context) error) error {
+	logger := klog.FromContext(ctx)
 	id, _ := os.Hostname()
 	id += "_" + uuid.NewString()
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaderElectionNamespace, o.LeaderElectionID,
@@ -261,14 +305,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	logger.Info("Waiting for leadership", "lease", o.LeaderElectionNamespace+"/"+o.LeaderElectionID, "identity", id,
 		"leaseDuration", o.leaseDuration(), "renewDeadline", o.renewDeadline(), "retryPeriod", o.retryPeriod())
-	err = runElected(ctx, leaderelection.LeaderElectionConfig{
+	return runElected(ctx, leaderelection.LeaderElectionConfig{
 		Lock: lock, LeaseDuration: o.leaseDuration(), RenewDeadline: o.renewDeadline(), RetryPeriod: o.retryPeriod(),
 		Name: o.LeaderElectionID,
-	}, &leading, func(ctx context.Context) error {
+	}, leading, func(ctx context.Context) error {
 		logger.Info("Became leader; starting controller", "lease", o.LeaderElectionNamespace+"/"+o.LeaderElectionID, "identity", id)
 		return runController(ctx)
 	})
-	return firstError(err, srvErr)
 }
 
 // checkLimits refuses a limit that is not positive: a limit of 0 would

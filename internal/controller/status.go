@@ -51,7 +51,7 @@ type sinces struct {
 // records, the targets that lack them, and the Ready and Conflict
 // conditions; and the since-times for the next sync. Condition transition
 // times change only when a condition's status does.
-func buildStatus(gd *v1alpha1.GatewayDNS, d desired.State, w writes) (v1alpha1.GatewayDNSStatus, sinces) {
+func buildStatus(gd *v1alpha1.GatewayDNS, d desired.Result, w writes) (v1alpha1.GatewayDNSStatus, sinces) {
 	st := v1alpha1.GatewayDNSStatus{
 		ObservedGeneration: gd.Generation,
 		Conditions:         append([]metav1.Condition(nil), gd.Status.Conditions...),
@@ -98,7 +98,7 @@ func buildStatus(gd *v1alpha1.GatewayDNS, d desired.State, w writes) (v1alpha1.G
 }
 
 // conflictCondition says which clusters' names an older GatewayDNS owns.
-func conflictCondition(gd *v1alpha1.GatewayDNS, d desired.State) metav1.Condition {
+func conflictCondition(gd *v1alpha1.GatewayDNS, d desired.Result) metav1.Condition {
 	conflict := metav1.Condition{Type: v1alpha1.ConditionConflict, ObservedGeneration: gd.Generation,
 		Status: metav1.ConditionFalse, Reason: string(ReasonNoConflict)}
 	if len(d.ConflictOwners) > 0 {

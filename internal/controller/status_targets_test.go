@@ -126,13 +126,13 @@ func unreachableKubeconfig(t *testing.T) string {
 // served, since when; the other clusters stay Published.
 func TestControllerUnreachableSourceServesLastRecords(t *testing.T) {
 	e := newTestEnv(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": fakeWorkload(true, "10.0.0.2")})
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
 
 	// cluster-a's kubeconfig now points at an API server that is down.
-	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Update(e.ctx, kubeconfigSecret("cluster-a", unreachableKubeconfig(t)), metav1.UpdateOptions{}); err != nil {
+	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Update(e.ctx, testfixture.KubeconfigSecret("cluster-a", unreachableKubeconfig(t)), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
@@ -259,7 +259,7 @@ func TestControllerSourceDownIsUnreachable(t *testing.T) {
 	a := fakeWorkload(true, "10.0.0.1")
 	d := newDownable(a)
 	e := newTestEnvClients(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": fakeWorkload(true, "10.0.0.2")}, nil,
 		func(cfg *Config) { cfg.ReadLimits.UnreachableAfter = 300 * time.Millisecond })

@@ -128,7 +128,7 @@ func (c *Controller) sync(ctx context.Context, key string, gd *v1alpha1.GatewayD
 // (names, address conflicts and all), with a headless export's kept
 // endpoints recovered after a restart and kept for the next sync and
 // the next controller. The error says the state could not be kept.
-func (c *Controller) compute(ctx context.Context, mem *memory, key string, gd *v1alpha1.GatewayDNS, src gathered) (desired.State, error) {
+func (c *Controller) compute(ctx context.Context, mem *memory, key string, gd *v1alpha1.GatewayDNS, src gathered) (desired.Result, error) {
 	// What a kept cluster last published, after a restart.
 	stateKnown := gd.Spec.ResolutionType != v1alpha1.ResolutionTypeHeadless || c.recoverHeadless(ctx, mem, key, src)
 	want := desired.ComputeLimited(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.Limits, src.clusters)
@@ -148,7 +148,7 @@ func (c *Controller) compute(ctx context.Context, mem *memory, key string, gd *v
 // markAnswered sets each status entry's answered: whether the DNS of at
 // least one target (none known: of a cluster that is none of the
 // sources) answers its gateway for the multi-cluster name.
-func markAnswered(want desired.State, selves [][]string) {
+func markAnswered(want desired.Result, selves [][]string) {
 	answered := contract.Answered(want.Locality, want.Sources, selves)
 	for i := range want.Clusters {
 		want.Clusters[i].Answered = answered[want.Clusters[i].Name]
@@ -158,7 +158,7 @@ func markAnswered(want desired.State, selves [][]string) {
 // markAddressConflicts records the addresses want's clusters claim and
 // returns its status entries with the addresses other clusters claim too.
 // The other GatewayDNS whose conflicts changed with ours are synced again.
-func (c *Controller) markAddressConflicts(key, namespace string, want desired.State) []v1alpha1.ClusterStatus {
+func (c *Controller) markAddressConflicts(key, namespace string, want desired.Result) []v1alpha1.ClusterStatus {
 	shared, affected := c.claims.Set(key, desired.ClusterClaims(namespace, want, c.claims.Get(key)))
 	for _, other := range affected {
 		// Its clusters' address conflicts may have changed with ours.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
@@ -163,7 +162,7 @@ const gwC = "*.gateway.cluster-c.dev-team.clusters.xcc.test"
 func threeTargets(t *testing.T, g *gate) *testEnv {
 	a, b, c := fakeWorkload(true, "10.0.0.1"), fakeWorkload(true, "10.0.0.2"), fakeWorkload(true, "10.0.0.3")
 	e := newTestEnvClients(t,
-		[]runtime.Object{kubeconfigSecret("cluster-a", "cluster-a"), kubeconfigSecret("cluster-b", "cluster-b"), kubeconfigSecret("cluster-c", "gated-c")},
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b"), testfixture.KubeconfigSecret("cluster-c", "gated-c")},
 		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", contour, ""),
 			gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b, "cluster-c": c},
@@ -183,7 +182,7 @@ func threeTargets(t *testing.T, g *gate) *testEnv {
 // setGatewayA gives cluster-a's gateway Service the address addr.
 func (e *testEnv) setGatewayA(addr string) {
 	e.t.Helper()
-	if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, fixture.LBService(fixture.IPs(addr)...), metav1.UpdateOptions{}); err != nil {
+	if _, err := e.workloads["cluster-a"].CoreV1().Services("projectcontour").UpdateStatus(e.ctx, testfixture.GatewayService(testfixture.IPs(addr)...), metav1.UpdateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -291,7 +290,7 @@ func TestControllerHeldTargetSelfMarkerDoesNotDelayOthers(t *testing.T) {
 	e := threeTargets(t, g)
 	g.close()
 	// cluster-d reaches cluster-c's held API server: its marker is new.
-	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, kubeconfigSecret("cluster-d", "gated-c"), metav1.CreateOptions{}); err != nil {
+	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, testfixture.KubeconfigSecret("cluster-d", "gated-c"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, capiCluster("cluster-d", contour, ""), metav1.CreateOptions{}); err != nil {

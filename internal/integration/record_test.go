@@ -33,7 +33,7 @@ func walkthroughGatewayDNS() *v1alpha1.GatewayDNS {
 	return testfixture.GatewayDNS("dev-team-gateway-dns")
 }
 
-// desiredSlices is the controller's pure desired state (desired.Compute):
+// desiredSlices is the controller's pure desired result (desired.Compute):
 // the EndpointSlices gd publishes when every cluster of services is
 // selected, reachable and has the gateway Service given (nil: not found)
 // with a ready endpoint, with no control-plane host. The slices carry no

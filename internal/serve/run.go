@@ -243,10 +243,10 @@ func delayStop(ctx context.Context, delay time.Duration) (context.Context, <-cha
 
 // recordsOnDisk counts the keys under the zone that etcd holds before the
 // first reconcile.
-func recordsOnDisk(ctx context.Context, cli *clientv3.Client, domain string) (int64, error) {
+func recordsOnDisk(ctx context.Context, cli *clientv3.Client, zone string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, etcdProbeTimeout)
 	defer cancel()
-	resp, err := cli.Get(ctx, skydnsrecord.Key(domain)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := cli.Get(ctx, skydnsrecord.Key(zone)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		return 0, fmt.Errorf("etcd count of the records on disk: %w", err)
 	}

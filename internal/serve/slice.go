@@ -17,8 +17,8 @@ func Owner(namespace, name string) string {
 // What a slice may publish, and what refuses all or part of it, is the
 // contract's (contract.Parse): every problem is returned so the caller can
 // report it, and the slice's valid addresses are still published.
-func SliceRecords(slice *discoveryv1.EndpointSlice, domain string) (skydnsrecord.Set, []error) {
-	records, _, problems := sliceRecords(slice, domain, contract.Grants{})
+func SliceRecords(slice *discoveryv1.EndpointSlice, zone string) (skydnsrecord.Set, []error) {
+	records, _, problems := sliceRecords(slice, zone, contract.Grants{})
 	return records, problems
 }
 
@@ -26,8 +26,8 @@ func SliceRecords(slice *discoveryv1.EndpointSlice, domain string) (skydnsrecord
 // publishes, if it is one: such a name's records are made from all its
 // slices together (MultiRecords), never from one. A headless slice has
 // records of its own too: those of its cluster's names.
-func sliceRecords(slice *discoveryv1.EndpointSlice, domain string, grants contract.Grants) (skydnsrecord.Set, string, []error) {
-	p, ok, problems := contract.ParseGranted(slice, domain, grants)
+func sliceRecords(slice *discoveryv1.EndpointSlice, zone string, grants contract.Grants) (skydnsrecord.Set, string, []error) {
+	p, ok, problems := contract.ParseGranted(slice, zone, grants)
 	if !ok {
 		return nil, "", problems
 	}
@@ -71,7 +71,7 @@ func (s *Syncer) parse(slice *discoveryv1.EndpointSlice) (contract.Parsed, bool,
 	if hit && r.obj == slice {
 		return r.parsed, r.ok, r.problems
 	}
-	p, ok, problems := contract.ParseGranted(slice, s.domain, s.grants)
+	p, ok, problems := contract.ParseGranted(slice, s.zone, s.grants)
 	s.readMu.Lock()
 	s.read[key] = readSlice{obj: slice, parsed: p, ok: ok, problems: problems}
 	s.readMu.Unlock()

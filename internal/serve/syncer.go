@@ -49,7 +49,7 @@ const (
 
 // Syncer turns the EndpointSlices of one namespace into records.
 type Syncer struct {
-	domain string
+	zone string
 	// grants are the operator's name grants (--name-grants): a KindName
 	// slice may publish a name granted to its namespace.
 	grants          contract.Grants
@@ -136,7 +136,7 @@ func New(cfg Config) (*Syncer, informers.SharedInformerFactory) {
 		panic(fmt.Sprintf("EndpointSlice indexers: %v", err)) // only before the informer starts
 	}
 	s := &Syncer{
-		domain:          skydnsrecord.CanonicalName(cfg.Domain),
+		zone:            skydnsrecord.CanonicalName(cfg.Domain),
 		grants:          cfg.NameGrants,
 		namespace:       cfg.Namespace,
 		indexer:         inf.Informer().GetIndexer(),

@@ -81,16 +81,16 @@ func IsSubdomain(name, domain string) bool {
 // A hostname "*.X" publishes every name below X; its records are stored at
 // X, and the DNS server maps names below X onto X (the CoreDNS etcd plugin
 // cannot serve a stored wildcard). Only a leading "*" label is allowed.
-// The name must lie strictly below domain: nothing published may take over
+// The name must lie strictly below zone: nothing published may take over
 // the zone apex or leave the zone.
-func ParseHostname(hostname, domain string) (name string, wildcard bool, err error) {
+func ParseHostname(hostname, zone string) (name string, wildcard bool, err error) {
 	h, wildcard := StoredName(hostname)
-	domain = CanonicalName(domain)
+	zone = CanonicalName(zone)
 	if err := ValidateName(h); err != nil {
 		return "", false, fmt.Errorf("hostname %q: %w", hostname, err)
 	}
-	if h == domain || !IsSubdomain(h, domain) {
-		return "", false, fmt.Errorf("hostname %q: %w: not below the zone %q", hostname, ErrInvalidName, domain)
+	if h == zone || !IsSubdomain(h, zone) {
+		return "", false, fmt.Errorf("hostname %q: %w: not below the zone %q", hostname, ErrInvalidName, zone)
 	}
 	return h, wildcard, nil
 }

@@ -91,10 +91,10 @@ func TestClusterNameWithDotIsRefused(t *testing.T) {
 
 func TestParseHostname(t *testing.T) {
 	tests := []struct {
-		hostname, domain string
-		name             string
-		wildcard         bool
-		ok               bool
+		hostname, zone string
+		name           string
+		wildcard       bool
+		ok             bool
 	}{
 		{"*.gateway.cluster-a.dev-team.clusters.xcc.test", "xcc.test", "gateway.cluster-a.dev-team.clusters.xcc.test", true, true},
 		{"gateway.cluster-a.dev-team.clusters.xcc.test", "xcc.test", "gateway.cluster-a.dev-team.clusters.xcc.test", false, true},
@@ -120,9 +120,9 @@ func TestParseHostname(t *testing.T) {
 		{"a_b.xcc.test", "xcc.test", "", false, false},
 	}
 	for _, tt := range tests {
-		name, wildcard, err := ParseHostname(tt.hostname, tt.domain)
+		name, wildcard, err := ParseHostname(tt.hostname, tt.zone)
 		if (err == nil) != tt.ok {
-			t.Errorf("ParseHostname(%q, %q) error = %v, want ok=%v", tt.hostname, tt.domain, err, tt.ok)
+			t.Errorf("ParseHostname(%q, %q) error = %v, want ok=%v", tt.hostname, tt.zone, err, tt.ok)
 			continue
 		}
 		if err != nil {
@@ -135,7 +135,7 @@ func TestParseHostname(t *testing.T) {
 			continue
 		}
 		if name != tt.name || wildcard != tt.wildcard {
-			t.Errorf("ParseHostname(%q, %q) = %q, %v; want %q, %v", tt.hostname, tt.domain, name, wildcard, tt.name, tt.wildcard)
+			t.Errorf("ParseHostname(%q, %q) = %q, %v; want %q, %v", tt.hostname, tt.zone, name, wildcard, tt.name, tt.wildcard)
 		}
 	}
 }
@@ -241,23 +241,23 @@ func FuzzParseHostname(f *testing.F) {
 		f.Add(s, "xcc.test")
 	}
 	f.Add("a.example.com", "example.com")
-	f.Fuzz(func(t *testing.T, hostname, domain string) {
-		name, wildcard, err := ParseHostname(hostname, domain)
+	f.Fuzz(func(t *testing.T, hostname, zone string) {
+		name, wildcard, err := ParseHostname(hostname, zone)
 		if err != nil {
 			if name != "" || wildcard {
-				t.Fatalf("ParseHostname(%q, %q) = %q, %v with error %v", hostname, domain, name, wildcard, err)
+				t.Fatalf("ParseHostname(%q, %q) = %q, %v with error %v", hostname, zone, name, wildcard, err)
 			}
 			return
 		}
-		d := CanonicalName(domain)
+		d := CanonicalName(zone)
 		if name == d || !strings.HasSuffix(name, "."+d) {
-			t.Fatalf("ParseHostname(%q, %q) = %q, not strictly below the zone", hostname, domain, name)
+			t.Fatalf("ParseHostname(%q, %q) = %q, not strictly below the zone", hostname, zone, name)
 		}
 		if err := ValidateName(name); err != nil {
-			t.Fatalf("ParseHostname(%q, %q) = %q, which is invalid: %v", hostname, domain, name, err)
+			t.Fatalf("ParseHostname(%q, %q) = %q, which is invalid: %v", hostname, zone, name, err)
 		}
 		if strings.Contains(name, "*") {
-			t.Fatalf("ParseHostname(%q, %q) = %q keeps a wildcard", hostname, domain, name)
+			t.Fatalf("ParseHostname(%q, %q) = %q keeps a wildcard", hostname, zone, name)
 		}
 	})
 }

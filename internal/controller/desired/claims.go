@@ -38,7 +38,7 @@ func NewAddressClaims() *AddressClaims { return &AddressClaims{byGD: map[string]
 // ClusterClaims returns what the status entries of a GatewayDNS of
 // namespace claim. A cluster whose last slices are kept (d.Keep) still
 // claims what it claimed before, from old.
-func ClusterClaims(namespace string, d State, old Claims) Claims {
+func ClusterClaims(namespace string, d Result, old Claims) Claims {
 	out := Claims{}
 	for _, st := range d.Clusters {
 		id := namespace + "/" + st.Name

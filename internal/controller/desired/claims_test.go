@@ -61,7 +61,7 @@ func TestAddressClaims(t *testing.T) {
 }
 
 func TestClusterClaims(t *testing.T) {
-	d := State{
+	d := Result{
 		Clusters: []v1alpha1.ClusterStatus{
 			{Name: "c1", Addresses: []string{"192.0.2.11", "192.0.2.10", "lb.example.com"}, APIAddresses: []string{"192.0.2.10"}},
 			{Name: "c2", Addresses: []string{"lb2.example.com"}},

@@ -49,7 +49,7 @@ type Input struct {
 	// only), for resolutionType headless; valid when EndpointsSynced.
 	Endpoints []*discoveryv1.EndpointSlice
 	// LastHeadless is what the last sync published of this cluster's
-	// headless Service (State.Headless), if anything: what stays
+	// headless Service (Result.Headless), if anything: what stays
 	// published while the cluster's state is unknown.
 	LastHeadless *contract.HeadlessEndpoints
 	// NamesSynced is true once the informer on the cluster's Services
@@ -59,13 +59,13 @@ type Input struct {
 	Names       []NameService
 }
 
-// State is what one GatewayDNS wants in the xcc-dns namespace of
+// Result is what one GatewayDNS wants in the xcc-dns namespace of
 // every opted-in cluster of its namespace.
-type State struct {
+type Result struct {
 	// Slices carry no namespace; the same set goes to every target cluster.
 	Slices []*discoveryv1.EndpointSlice
 	// Keep names the source clusters whose gateway slices stay as they are
-	// (unknown state: unreachable, no kubeconfig): last known good wins.
+	// (not known now: unreachable, no kubeconfig): last known good wins.
 	Keep map[string]bool
 	// Clusters has one status entry per selected cluster, sorted by name.
 	Clusters []v1alpha1.ClusterStatus
@@ -90,8 +90,8 @@ type State struct {
 }
 
 // Compute is ComputeLimited with the default Limits.
-func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters []Input) State {
-	return ComputeLimited(gd, domain, allowed, Limits{}, clusters)
+func Compute(gd *v1alpha1.GatewayDNS, zone string, allowed cidr.List, clusters []Input) Result {
+	return ComputeLimited(gd, zone, allowed, Limits{}, clusters)
 }
 
 // ComputeLimited turns a GatewayDNS and what is known about the Clusters of
@@ -104,9 +104,9 @@ func Compute(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, clusters
 // It admits each selected cluster (admit), then adds every kind of name
 // in turn (kinds). The names the Services claim need the operator's
 // grants and the names older GatewayDNS own: AddNames adds that kind.
-func ComputeLimited(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, limits Limits, clusters []Input) State {
-	c := newComputation(gd, domain, allowed, limits.withDefaults(), clusters)
-	c.out = &State{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{},
+func ComputeLimited(gd *v1alpha1.GatewayDNS, zone string, allowed cidr.List, limits Limits, clusters []Input) Result {
+	c := newComputation(gd, zone, allowed, limits.withDefaults(), clusters)
+	c.out = &Result{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{},
 		Limits: c.limits, Locality: c.locality}
 	c.admit()
 	for _, k := range kinds {
@@ -118,10 +118,10 @@ func ComputeLimited(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, l
 }
 
 // computation is one run of the kinds over the clusters of a GatewayDNS:
-// the GatewayDNS's spec read once, and the State being built.
+// the GatewayDNS's spec read once, and the Result being built.
 type computation struct {
 	gd      *v1alpha1.GatewayDNS
-	domain  string
+	zone    string
 	allowed cidr.List
 	limits  Limits
 	// clusters are every Input, sorted by name.
@@ -129,7 +129,7 @@ type computation struct {
 	// entries has one per selected cluster, in the order of clusters;
 	// admitted those of them the kinds publish (admit).
 	entries, admitted []*entry
-	out               *State
+	out               *Result
 
 	headless bool
 	// svc is spec.service as "<ns>/<name>", unless refErr says why not.
@@ -147,8 +147,8 @@ type computation struct {
 	names *nameInputs
 }
 
-func newComputation(gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, limits Limits, clusters []Input) *computation {
-	c := &computation{gd: gd, domain: domain, allowed: allowed, limits: limits,
+func newComputation(gd *v1alpha1.GatewayDNS, zone string, allowed cidr.List, limits Limits, clusters []Input) *computation {
+	c := &computation{gd: gd, zone: zone, allowed: allowed, limits: limits,
 		headless: gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless, last: map[string]v1alpha1.ClusterStatus{}}
 	c.clusters = slices.Clone(clusters)
 	sort.Slice(c.clusters, func(i, j int) bool { return c.clusters[i].Name < c.clusters[j].Name })
@@ -273,7 +273,7 @@ func (c *computation) noteLocality() {
 	}
 }
 
-// finish writes the entries into the State's status, with their notes,
+// finish writes the entries into the Result's status, with their notes,
 // and sorts its slices.
 func (c *computation) finish() {
 	c.out.Clusters = c.out.Clusters[:0]

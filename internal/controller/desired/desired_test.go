@@ -13,7 +13,6 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
@@ -21,7 +20,7 @@ import (
 // good is a selected cluster whose gateway Service has the given IPs and
 // a ready endpoint.
 func good(name string, addrs ...string) Input {
-	return Input{Name: name, Selected: true, ServiceSynced: true, Service: fixture.LBService(fixture.IPs(addrs...)...),
+	return Input{Name: name, Selected: true, ServiceSynced: true, Service: testfixture.GatewayService(testfixture.IPs(addrs...)...),
 		EndpointsSynced: true, ReadyEndpoints: 1}
 }
 
@@ -64,13 +63,13 @@ func TestComputeDesired(t *testing.T) {
 		{
 			name: "hostname load balancer gives an FQDN slice, lowercased",
 			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true,
-				Service: fixture.LBService(corev1.LoadBalancerIngress{Hostname: "ELB-1.example.com"})}},
+				Service: testfixture.GatewayService(corev1.LoadBalancerIngress{Hostname: "ELB-1.example.com"})}},
 			want:    []string{gwA + " FQDN elb-1.example.com"},
 			reasons: map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name:     "unselected cluster publishes nothing and has no status",
-			clusters: []Input{good("cluster-a", "10.0.0.1"), {Name: "cluster-c", ServiceSynced: true, Service: fixture.LBService(fixture.IPs("10.0.0.9")...)}},
+			clusters: []Input{good("cluster-a", "10.0.0.1"), {Name: "cluster-c", ServiceSynced: true, Service: testfixture.GatewayService(testfixture.IPs("10.0.0.9")...)}},
 			want:     []string{gwA + " IPv4 10.0.0.1"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 		},
@@ -112,7 +111,7 @@ func TestComputeDesired(t *testing.T) {
 		{
 			name: "service not type LoadBalancer",
 			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: func() *corev1.Service {
-				s := fixture.LBService(fixture.IPs("10.0.0.1")...)
+				s := testfixture.GatewayService(testfixture.IPs("10.0.0.1")...)
 				s.Spec.Type = corev1.ServiceTypeClusterIP
 				return s
 			}()}, good("cluster-b", "10.0.0.2")},
@@ -121,7 +120,7 @@ func TestComputeDesired(t *testing.T) {
 		},
 		{
 			name:     "no ingress yet",
-			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: fixture.LBService()}, good("cluster-b", "10.0.0.2")},
+			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: testfixture.GatewayService()}, good("cluster-b", "10.0.0.2")},
 			want:     []string{gwB + " IPv4 10.0.0.2"},
 			reasons:  map[string]string{"cluster-a": ReasonNoLoadBalancerIngress, "cluster-b": ReasonPublished},
 		},
@@ -147,26 +146,26 @@ func TestComputeDesired(t *testing.T) {
 		{
 			name:     "service ref that slipped past the CRD: api names still published",
 			mutate:   func(g *v1alpha1.GatewayDNS) { g.Spec.Service = "projectcontour.envoy" },
-			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "10.1.0.1", ServiceSynced: true, Service: fixture.LBService(fixture.IPs("10.0.0.1")...)}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "10.1.0.1", ServiceSynced: true, Service: testfixture.GatewayService(testfixture.IPs("10.0.0.1")...)}},
 			want:     []string{"api.cluster-a.dev-team.clusters.xcc.test IPv4 10.1.0.1"},
 			reasons:  map[string]string{"cluster-a": ReasonInvalidServiceRef},
 		},
 		{
 			name:     "api name from controlPlaneEndpoint hostname",
-			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "cp.example.com", ServiceSynced: true, Service: fixture.LBService(fixture.IPs("10.0.0.1")...)}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "cp.example.com", ServiceSynced: true, Service: testfixture.GatewayService(testfixture.IPs("10.0.0.1")...)}},
 			want:     []string{"api.cluster-a.dev-team.clusters.xcc.test FQDN cp.example.com", gwA + " IPv4 10.0.0.1"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name:     "loopback api host refused, gateway still published",
-			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "127.0.0.1", ServiceSynced: true, Service: fixture.LBService(fixture.IPs("10.0.0.1")...)}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "127.0.0.1", ServiceSynced: true, Service: testfixture.GatewayService(testfixture.IPs("10.0.0.1")...)}},
 			want:     []string{gwA + " IPv4 10.0.0.1"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 		},
 		{
 			name: "localhost and single-label hostnames are refused",
 			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "localhost", ServiceSynced: true,
-				Service: fixture.LBService(corev1.LoadBalancerIngress{Hostname: "envoy"}, corev1.LoadBalancerIngress{Hostname: "a.localhost"})}},
+				Service: testfixture.GatewayService(corev1.LoadBalancerIngress{Hostname: "envoy"}, corev1.LoadBalancerIngress{Hostname: "a.localhost"})}},
 			reasons: map[string]string{"cluster-a": ReasonNoValidAddresses},
 		},
 		{
@@ -203,7 +202,7 @@ func TestComputeDesired(t *testing.T) {
 			name:    "allowed CIDRs: a hostname load balancer is not an address and publishes",
 			allowed: "10.0.0.0/24",
 			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true,
-				Service: fixture.LBService(corev1.LoadBalancerIngress{Hostname: "lb.example.com"})}},
+				Service: testfixture.GatewayService(corev1.LoadBalancerIngress{Hostname: "lb.example.com"})}},
 			want:    []string{gwA + " FQDN lb.example.com"},
 			reasons: map[string]string{"cluster-a": ReasonPublished},
 		},
@@ -211,7 +210,7 @@ func TestComputeDesired(t *testing.T) {
 			name:    "allowed CIDRs: an api address outside is refused, the gateway publishes",
 			allowed: "10.0.0.0/24",
 			clusters: []Input{{Name: "cluster-a", Selected: true, APIHost: "10.1.0.1", ServiceSynced: true,
-				Service: fixture.LBService(fixture.IPs("10.0.0.1")...)}},
+				Service: testfixture.GatewayService(testfixture.IPs("10.0.0.1")...)}},
 			want:     []string{gwA + " IPv4 10.0.0.1"},
 			reasons:  map[string]string{"cluster-a": ReasonPublished},
 			messages: map[string]string{"cluster-a": "api host refused: 10.1.0.1: not in the allowed CIDRs 10.0.0.0/24"},
@@ -243,7 +242,7 @@ func TestComputeDesired(t *testing.T) {
 			d := Compute(gd, "xcc.test", allowed, tt.clusters)
 			var got []string
 			for _, s := range perCluster(d.Slices) {
-				got = append(got, fixture.SliceView(s))
+				got = append(got, testfixture.SliceView(s))
 				checkSliceInvariants(t, s)
 			}
 			slices.Sort(got)

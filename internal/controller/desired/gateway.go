@@ -22,9 +22,9 @@ func addAPI(c *computation) {
 		if e.in.APIHost == "" {
 			continue
 		}
-		api := onlyAllowed(contract.Classify([]string{e.in.APIHost}, nil, c.domain), c.allowed)
+		api := onlyAllowed(contract.Classify([]string{e.in.APIHost}, nil, c.zone), c.allowed)
 		e.st.APIAddresses = api.All()
-		c.out.Slices = append(c.out.Slices, contract.Build(c.source(e.in.Name, contract.KindAPI, contract.APIHostname(e.in.Name, c.gd.Namespace, c.domain)), api)...)
+		c.out.Slices = append(c.out.Slices, contract.Build(c.source(e.in.Name, contract.KindAPI, contract.APIHostname(e.in.Name, c.gd.Namespace, c.zone)), api)...)
 		if len(api.Refused) > 0 {
 			e.note("api host refused: " + listSome(api.Refused))
 		}
@@ -69,7 +69,7 @@ func (c *computation) publishGateway(e *entry) {
 			hosts = append(hosts, in.Hostname)
 		}
 	}
-	classified := contract.Classify(ips, hosts, c.domain)
+	classified := contract.Classify(ips, hosts, c.zone)
 	gw := onlyAllowed(classified, c.allowed)
 	e.st.Addresses = gw.All()
 	if len(gw.Refused) > 0 {
@@ -93,7 +93,7 @@ func (c *computation) publishGateway(e *entry) {
 		return
 	}
 	e.st.Reason, e.st.Ready = ReasonPublished, true
-	c.out.Slices = append(c.out.Slices, contract.Build(c.source(e.in.Name, contract.KindGateway, contract.GatewayHostname(e.in.Name, c.gd.Namespace, c.domain)), gw)...)
+	c.out.Slices = append(c.out.Slices, contract.Build(c.source(e.in.Name, contract.KindGateway, contract.GatewayHostname(e.in.Name, c.gd.Namespace, c.zone)), gw)...)
 	e.gateway, e.gatewayLive = gw, true
 }
 
@@ -115,7 +115,7 @@ func (c *computation) keptGateway(e *entry) {
 		e.st.Healthy, e.st.HealthReason = false, v1alpha1.HealthReasonClusterNotAvailable
 	}
 	if len(e.st.Addresses) > 0 {
-		e.gateway = onlyAllowed(contract.Classify(e.st.Addresses, nil, c.domain), c.allowed)
+		e.gateway = onlyAllowed(contract.Classify(e.st.Addresses, nil, c.zone), c.allowed)
 		e.st.Addresses = e.gateway.All()
 	}
 }
@@ -156,7 +156,7 @@ func (c *computation) publishGateways(cluster string, addrs contract.Addresses, 
 		return
 	}
 	src := contract.Source{Namespace: c.gd.Namespace, GatewayDNS: c.gd.Name, Cluster: cluster, Kind: contract.KindGateways,
-		Hostname: contract.GatewaysHostname(c.gd.Name, c.gd.Namespace, c.domain), TTL: c.gatewaysTTL, Locality: c.locality, Unhealthy: !h.healthy}
+		Hostname: contract.GatewaysHostname(c.gd.Name, c.gd.Namespace, c.zone), TTL: c.gatewaysTTL, Locality: c.locality, Unhealthy: !h.healthy}
 	c.out.Slices = append(c.out.Slices, contract.Build(src, addrs)...)
 	sh := contract.SourceHosts{Cluster: cluster}
 	if h.healthy {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -78,12 +77,12 @@ func TestReadyEndpoints(t *testing.T) {
 	}
 }
 
-// gatewaysView is the multi-cluster slices of d, as fixture.SliceView.
-func gatewaysView(d State) []string {
+// gatewaysView is the multi-cluster slices of d, as testfixture.SliceView.
+func gatewaysView(d Result) []string {
 	var out []string
 	for _, s := range d.Slices {
 		if s.Labels[contract.LabelRecord] == string(contract.KindGateways) {
-			out = append(out, fixture.SliceView(s))
+			out = append(out, testfixture.SliceView(s))
 		}
 	}
 	slices.Sort(out)
@@ -130,7 +129,7 @@ func TestComputeGateways(t *testing.T) {
 		},
 		{
 			name:     "no address",
-			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: fixture.LBService(), EndpointsSynced: true, ReadyEndpoints: 1}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: testfixture.GatewayService(), EndpointsSynced: true, ReadyEndpoints: 1}},
 			health:   map[string]string{"cluster-a": "NoAddress"},
 		},
 		{

@@ -63,7 +63,7 @@ func (c *computation) readHeadless(e *entry, publish func(*entry, contract.Headl
 		c.keptHeadless(e, publish)
 		return
 	}
-	eps := contract.ReadyEndpoints(e.in.Endpoints, c.allowed, c.domain)
+	eps := contract.ReadyEndpoints(e.in.Endpoints, c.allowed, c.zone)
 	if len(eps.Refused) > 0 {
 		e.note("refused: " + listSome(eps.Refused))
 	}
@@ -118,7 +118,7 @@ func (c *computation) keptHeadless(e *entry, publish func(*entry, contract.Headl
 		e.st.Pods = last.Pods
 		return
 	}
-	eps := e.in.LastHeadless.Recheck(c.allowed, c.domain)
+	eps := e.in.LastHeadless.Recheck(c.allowed, c.zone)
 	e.st.Pods = int32(eps.Len())
 	if e.st.Pods == 0 {
 		e.st.Healthy = false
@@ -128,7 +128,7 @@ func (c *computation) keptHeadless(e *entry, publish func(*entry, contract.Headl
 
 // publishHeadless adds the headless slices of one source cluster, the
 // source as serve reads it (for status's answered) and the endpoints to
-// remember (State.Headless).
+// remember (Result.Headless).
 func (c *computation) publishHeadless(p pendingHeadless) {
 	cluster := p.entry.in.Name
 	c.out.Headless[cluster] = p.eps
@@ -136,7 +136,7 @@ func (c *computation) publishHeadless(p pendingHeadless) {
 		return
 	}
 	src := contract.Source{Namespace: c.gd.Namespace, GatewayDNS: c.gd.Name, Cluster: cluster, Kind: contract.KindHeadless,
-		Hostname: contract.HeadlessHostname(c.gd.Name, c.gd.Namespace, c.domain), TTL: c.ttl, Locality: c.locality, Unhealthy: !p.h.healthy}
+		Hostname: contract.HeadlessHostname(c.gd.Name, c.gd.Namespace, c.zone), TTL: c.ttl, Locality: c.locality, Unhealthy: !p.h.healthy}
 	c.out.Slices = append(c.out.Slices, contract.BuildHeadless(src, p.eps)...)
 	sh := contract.SourceHosts{Cluster: cluster}
 	for _, g := range p.eps.Groups {

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
@@ -17,46 +16,22 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
-func headlessGD() *v1alpha1.GatewayDNS {
-	gd := testfixture.GatewayDNS("db")
-	gd.Spec.Service = "databases/postgres"
-	gd.Spec.ResolutionType = v1alpha1.ResolutionTypeHeadless
-	return gd
-}
-
-func headlessService() *corev1.Service {
-	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "databases", Name: "postgres"},
-		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Type: corev1.ServiceTypeClusterIP}}
-}
-
-// pod is an endpoint as the endpoint slice controller writes a
-// StatefulSet's pod: one address, its hostname, its conditions.
-func pod(addr, hostname string, ready bool) discoveryv1.Endpoint {
-	ep := discoveryv1.Endpoint{Addresses: []string{addr},
-		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready), Terminating: ptr.To(false)}}
-	if hostname != "" {
-		ep.Hostname = ptr.To(hostname)
-	}
-	return ep
-}
-
+// pgSlice is an EndpointSlice of databases/postgres holding eps.
 func pgSlice(eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
-	return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "databases", Name: "postgres-abcde",
-		Labels: map[string]string{discoveryv1.LabelServiceName: "postgres"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("pg"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](5432)}},
-		Endpoints:   eps}
+	s := testfixture.ServiceEndpoints("databases", "postgres", "postgres-abcde", eps...)
+	s.Ports = testfixture.PostgresPorts()
+	return s
 }
 
 func headlessIn(name string, eps ...discoveryv1.Endpoint) Input {
-	return Input{Name: name, Selected: true, ServiceSynced: true, Service: headlessService(), APIHost: "192.0.2.99",
+	return Input{Name: name, Selected: true, ServiceSynced: true, Service: testfixture.HeadlessService(), APIHost: "192.0.2.99",
 		EndpointsSynced: true, Endpoints: []*discoveryv1.EndpointSlice{pgSlice(eps...)}}
 }
 
 // headlessView is the headless slices of d as serve reads them: per
 // source cluster its pods (label=address, "unready" when unhealthy), the
 // ports and TTL.
-func headlessView(t *testing.T, d State) []string {
+func headlessView(t *testing.T, d Result) []string {
 	t.Helper()
 	var out []string
 	for _, s := range d.Slices {
@@ -98,7 +73,7 @@ func TestComputeHeadless(t *testing.T) {
 	}}}
 	many := make([]discoveryv1.Endpoint, contract.MaxAddressesPerSlice+1)
 	for i := range many {
-		many[i] = pod(fmt.Sprintf("10.1.%d.%d", i/200, i%200+1), "", true)
+		many[i] = testfixture.PodEndpoint(fmt.Sprintf("10.1.%d.%d", i/200, i%200+1), "", true)
 	}
 	tests := []struct {
 		name     string
@@ -113,16 +88,16 @@ func TestComputeHeadless(t *testing.T) {
 		{
 			name: "ready pods of two clusters, by hostname",
 			clusters: []Input{
-				headlessIn("cluster-a", pod("10.1.0.5", "db-0", true), pod("10.1.0.6", "db-1", true)),
-				headlessIn("cluster-b", pod("10.2.0.5", "db-0", true)),
+				headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.5", "db-0", true), testfixture.PodEndpoint("10.1.0.6", "db-1", true)),
+				headlessIn("cluster-b", testfixture.PodEndpoint("10.2.0.5", "db-0", true)),
 			},
 			want:   []string{row("cluster-a", "db-0", "10.1.0.5"), row("cluster-a", "db-1", "10.1.0.6"), row("cluster-b", "db-0", "10.2.0.5")},
 			status: map[string]string{"cluster-a": "Published 2 Healthy", "cluster-b": "Published 1 Healthy"},
 		},
 		{
 			name: "not-ready and terminating pods are left out; no hostname: dashed address",
-			clusters: []Input{headlessIn("cluster-a", pod("10.1.0.5", "", true), pod("10.1.0.6", "db-1", false), func() discoveryv1.Endpoint {
-				e := pod("10.1.0.7", "db-2", true)
+			clusters: []Input{headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.5", "", true), testfixture.PodEndpoint("10.1.0.6", "db-1", false), func() discoveryv1.Endpoint {
+				e := testfixture.PodEndpoint("10.1.0.7", "db-2", true)
 				e.Conditions.Terminating = ptr.To(true)
 				return e
 			}())},
@@ -131,14 +106,14 @@ func TestComputeHeadless(t *testing.T) {
 		},
 		{
 			name:     "no ready pod: published, no slices, not healthy",
-			clusters: []Input{headlessIn("cluster-a", pod("10.1.0.6", "db-1", false)), headlessIn("cluster-b", pod("10.2.0.5", "db-0", true))},
+			clusters: []Input{headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.6", "db-1", false)), headlessIn("cluster-b", testfixture.PodEndpoint("10.2.0.5", "db-0", true))},
 			want:     []string{row("cluster-b", "db-0", "10.2.0.5")},
 			status:   map[string]string{"cluster-a": "Published 0 NoReadyEndpoints", "cluster-b": "Published 1 Healthy"},
 		},
 		{
 			name:     "allowed CIDRs apply to pod addresses, refusals named",
 			allowed:  "10.1.0.0/16",
-			clusters: []Input{headlessIn("cluster-a", pod("10.1.0.5", "db-0", true), pod("10.9.0.6", "db-1", true))},
+			clusters: []Input{headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.5", "db-0", true), testfixture.PodEndpoint("10.9.0.6", "db-1", true))},
 			want:     []string{row("cluster-a", "db-0", "10.1.0.5")},
 			status:   map[string]string{"cluster-a": "Published 1 Healthy"},
 			msg:      map[string]string{"cluster-a": "refused: address 10.9.0.6: outside the allowed CIDRs"},
@@ -146,14 +121,14 @@ func TestComputeHeadless(t *testing.T) {
 		{
 			name:     "every pod refused",
 			allowed:  "10.1.0.0/16",
-			clusters: []Input{headlessIn("cluster-a", pod("10.9.0.6", "db-1", true))},
+			clusters: []Input{headlessIn("cluster-a", testfixture.PodEndpoint("10.9.0.6", "db-1", true))},
 			status:   map[string]string{"cluster-a": "NoValidAddresses 0 NoReadyEndpoints"},
 			msg:      map[string]string{"cluster-a": "10.9.0.6"},
 		},
 		{
 			name: "a Service that is not headless is refused",
-			clusters: []Input{with(headlessIn("cluster-a", pod("10.1.0.5", "db-0", true)), func(i *Input) {
-				i.Service = headlessService()
+			clusters: []Input{with(headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.5", "db-0", true)), func(i *Input) {
+				i.Service = testfixture.HeadlessService()
 				i.Service.Spec.ClusterIP = "10.96.0.10"
 			})},
 			status: map[string]string{"cluster-a": "ServiceNotHeadless 0 NoReadyEndpoints"},
@@ -166,13 +141,13 @@ func TestComputeHeadless(t *testing.T) {
 		},
 		{
 			name:     "an unavailable Cluster's pods are published unready",
-			clusters: []Input{with(headlessIn("cluster-a", pod("10.1.0.5", "db-0", true)), func(i *Input) { i.Unavailable = "condition Available is False" })},
+			clusters: []Input{with(headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.5", "db-0", true)), func(i *Input) { i.Unavailable = "condition Available is False" })},
 			want:     []string{row("cluster-a", "db-0", "10.1.0.5", "unready")},
 			status:   map[string]string{"cluster-a": "Published 1 ClusterNotAvailable"},
 		},
 		{
 			name:     "a Cluster being deleted publishes nothing",
-			clusters: []Input{with(headlessIn("cluster-a", pod("10.1.0.5", "db-0", true)), func(i *Input) { i.Deleting = true; i.LastHeadless = lastA })},
+			clusters: []Input{with(headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.5", "db-0", true)), func(i *Input) { i.Deleting = true; i.LastHeadless = lastA })},
 			status:   map[string]string{"cluster-a": "ClusterDeleting 0 ClusterDeleting"},
 		},
 		{
@@ -233,7 +208,7 @@ func TestComputeHeadless(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gd := headlessGD()
+			gd := testfixture.HeadlessGatewayDNS("db")
 			gd.Status.Clusters = tt.last
 			var allowed cidr.List
 			if tt.allowed != "" {
@@ -287,10 +262,10 @@ func TestComputeHeadless(t *testing.T) {
 }
 
 func TestComputeHeadlessTTLAndLocality(t *testing.T) {
-	gd := headlessGD()
+	gd := testfixture.HeadlessGatewayDNS("db")
 	gd.Spec.TTL = ptr.To(int32(30))
 	gd.Spec.Locality = &v1alpha1.Locality{Policy: v1alpha1.LocalityLocal}
-	d := Compute(gd, "xcc.test", nil, []Input{headlessIn("cluster-a", pod("10.1.0.5", "db-0", true)), headlessIn("cluster-b", pod("10.2.0.5", "db-0", true))})
+	d := Compute(gd, "xcc.test", nil, []Input{headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.5", "db-0", true)), headlessIn("cluster-b", testfixture.PodEndpoint("10.2.0.5", "db-0", true))})
 	if len(d.Slices) != 2 {
 		t.Fatalf("slices %d, want one per cluster", len(d.Slices))
 	}

@@ -4,7 +4,7 @@ import "github.com/xcc-dns/xcc-dns/internal/contract"
 
 // kind is one kind of name a GatewayDNS publishes. Its add reads the
 // clusters Compute admitted (computation.admitted) and adds the kind's
-// slices to the State, and to each cluster's status entry what the kind
+// slices to the Result, and to each cluster's status entry what the kind
 // says of it. Every kind has this one signature, so a new kind of name
 // is one more entry in kinds, with its table test.
 type kind struct {

@@ -11,13 +11,12 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // kindCase is one row of the table of one kind: a GatewayDNS "gw" of
 // namespace dev-team and its clusters, and what the kind publishes of
-// them: its slices (fixture.SliceView) and each status entry (entryView).
+// them: its slices (testfixture.SliceView) and each status entry (entryView).
 type kindCase struct {
 	name     string
 	gd       func(*v1alpha1.GatewayDNS)
@@ -46,7 +45,7 @@ func runKind(t *testing.T, k contract.Kind, tt kindCase) {
 		t.Fatal(err)
 	}
 	c := newComputation(gd, "xcc.test", allowed, Limits{}.withDefaults(), tt.clusters)
-	c.out = &State{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{}}
+	c.out = &Result{Keep: map[string]bool{}, ConflictOwners: map[string]string{}, Headless: map[string]contract.HeadlessEndpoints{}}
 	c.names = &nameInputs{grants: grants, owners: tt.owners}
 	c.admit()
 	found := false
@@ -62,7 +61,7 @@ func runKind(t *testing.T, k contract.Kind, tt kindCase) {
 	var got []string
 	for _, s := range c.out.Slices {
 		if s.Labels[contract.LabelRecord] == string(k) {
-			got = append(got, fixture.SliceView(s))
+			got = append(got, testfixture.SliceView(s))
 		}
 	}
 	slices.Sort(got)
@@ -193,7 +192,7 @@ func TestKindGateway(t *testing.T) {
 		},
 		{
 			name:     "no ingress yet",
-			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: fixture.LBService()}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: testfixture.GatewayService()}},
 			status:   []string{"cluster-a NoLoadBalancerIngress: Service projectcontour/envoy has no load-balancer ingress yet"},
 		},
 		{
@@ -260,7 +259,7 @@ func TestKindGateways(t *testing.T) {
 		},
 		{
 			name:     "no address, no source",
-			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: fixture.LBService()}},
+			clusters: []Input{{Name: "cluster-a", Selected: true, ServiceSynced: true, Service: testfixture.GatewayService()}},
 			status:   []string{"cluster-a NoLoadBalancerIngress NoAddress: Service projectcontour/envoy has no load-balancer ingress yet"},
 		},
 		{
@@ -281,14 +280,14 @@ func TestKindHeadless(t *testing.T) {
 		gd.Spec.Service = "databases/postgres"
 		gd.Spec.ResolutionType = v1alpha1.ResolutionTypeHeadless
 	}
-	notHeadless := headlessIn("cluster-b", pod("10.1.0.5", "", true))
-	notHeadless.Service = headlessService()
+	notHeadless := headlessIn("cluster-b", testfixture.PodEndpoint("10.1.0.5", "", true))
+	notHeadless.Service = testfixture.HeadlessService()
 	notHeadless.Service.Spec.ClusterIP = "10.96.0.10"
 	for _, tt := range []kindCase{
 		{
 			name:     "the ready pods of each cluster, not-ready ones left out",
 			gd:       headless,
-			clusters: []Input{headlessIn("cluster-a", pod("10.1.0.5", "postgres-0", true), pod("10.1.0.6", "postgres-1", false))},
+			clusters: []Input{headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.5", "postgres-0", true), testfixture.PodEndpoint("10.1.0.6", "postgres-1", false))},
 			slices:   []string{x + " IPv4 10.1.0.5"},
 			status:   []string{"cluster-a Published Healthy pods=1 ready healthy"},
 		},
@@ -302,13 +301,13 @@ func TestKindHeadless(t *testing.T) {
 		{
 			name:     "no ready pod: published, not healthy, no slice",
 			gd:       headless,
-			clusters: []Input{headlessIn("cluster-a", pod("10.1.0.5", "postgres-0", false))},
+			clusters: []Input{headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.5", "postgres-0", false))},
 			status:   []string{"cluster-a Published NoReadyEndpoints ready"},
 		},
 		{
 			name:     "a refused address is said, the rest published",
 			gd:       headless,
-			clusters: []Input{headlessIn("cluster-a", pod("10.1.0.5", "postgres-0", true), pod("127.0.0.1", "postgres-1", true))},
+			clusters: []Input{headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.5", "postgres-0", true), testfixture.PodEndpoint("127.0.0.1", "postgres-1", true))},
 			slices:   []string{x + " IPv4 10.1.0.5"},
 			status: []string{"cluster-a Published Healthy pods=1 ready healthy: " +
 				"refused: invalid address \"127.0.0.1\": loopback addresses are refused"},
@@ -316,7 +315,7 @@ func TestKindHeadless(t *testing.T) {
 		{
 			name: "a load-balancer GatewayDNS has none (the gateway kind said why)",
 			clusters: []Input{
-				headlessIn("cluster-a", pod("10.1.0.5", "postgres-0", true)),
+				headlessIn("cluster-a", testfixture.PodEndpoint("10.1.0.5", "postgres-0", true)),
 			},
 			status: []string{"cluster-a ServiceNotLoadBalancer NoAddress api=192.0.2.99: Service projectcontour/envoy is of type \"ClusterIP\", not LoadBalancer"},
 		},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 func TestFairShares(t *testing.T) {
@@ -97,7 +98,7 @@ func TestTruncateHeadless(t *testing.T) {
 func manyPods(b, n int) []discoveryv1.Endpoint {
 	out := make([]discoveryv1.Endpoint, n)
 	for i := range out {
-		out[i] = pod(fmt.Sprintf("10.%d.%d.%d", b, i/250, i%250+1), "", true)
+		out[i] = testfixture.PodEndpoint(fmt.Sprintf("10.%d.%d.%d", b, i/250, i%250+1), "", true)
 	}
 	return out
 }
@@ -152,7 +153,7 @@ func TestHeadlessLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gd := headlessGD()
+			gd := testfixture.HeadlessGatewayDNS("db")
 			gd.Status.Clusters = tt.last
 			d := ComputeLimited(gd, "xcc.test", nil, tt.limits, tt.clusters)
 			pods := map[string]int{}
@@ -292,7 +293,7 @@ func TestNamesLimits(t *testing.T) {
 }
 
 func namesGD() *v1alpha1.GatewayDNS {
-	gd := headlessGD()
+	gd := testfixture.HeadlessGatewayDNS("db")
 	gd.Spec.ResolutionType = ""
 	gd.Spec.Service = "projectcontour/envoy"
 	gd.Spec.Names = &v1alpha1.Names{Enabled: true}

@@ -14,7 +14,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
-// KeepNamesKey is the key of State.Keep that keeps only the KindName
+// KeepNamesKey is the key of Result.Keep that keeps only the KindName
 // slices of cluster as they are: its Services have not been listed yet
 // (the informer is starting, or the kubeconfig may not list Services
 // cluster-wide). A cluster name never holds a NUL.
@@ -37,7 +37,7 @@ type NameService struct {
 	ReadyEndpoints  int
 }
 
-// AddNames adds to out (Compute's State for gd) the names the annotated
+// AddNames adds to out (Compute's Result for gd) the names the annotated
 // Services of gd's selected clusters claim (spec.names): one KindName
 // slice per (name, source cluster, address family), with the health and
 // locality rules of the gateways name, and a status entry per name.
@@ -47,12 +47,12 @@ type NameService struct {
 //
 // It runs the names kind (addNames), which Compute skips for want of the
 // grants and owners, on the status entries Compute made.
-func AddNames(out *State, gd *v1alpha1.GatewayDNS, domain string, allowed cidr.List, grants contract.Grants,
+func AddNames(out *Result, gd *v1alpha1.GatewayDNS, zone string, allowed cidr.List, grants contract.Grants,
 	clusters []Input, owners map[string]string) []string {
 	if !namesEnabled(gd) {
 		return nil
 	}
-	c := newComputation(gd, domain, allowed, out.Limits.withDefaults(), clusters)
+	c := newComputation(gd, zone, allowed, out.Limits.withDefaults(), clusters)
 	c.out = out
 	for _, st := range out.Clusters {
 		c.entries = append(c.entries, &entry{in: &Input{Name: st.Name}, st: st})
@@ -114,7 +114,7 @@ func addNames(c *computation) {
 		}
 	}
 	published := c.namesPublished()
-	within, cut := limitNames(c.clusters, published, c.gd.Namespace, c.domain, n.grants, c.limits)
+	within, cut := limitNames(c.clusters, published, c.gd.Namespace, c.zone, n.grants, c.limits)
 	for _, in := range c.clusters {
 		if !in.Selected || !published[in.Name] {
 			continue
@@ -176,7 +176,7 @@ func (n *nameInputs) entry(name string) *nameEntry {
 func (c *computation) claimName(in Input, svc NameService, within map[string]bool) {
 	n := c.names
 	ref := in.Name + "/" + svc.Namespace + "/" + svc.Name
-	name, err := contract.NameHostname(svc.Value, c.gd.Namespace, c.domain, n.grants)
+	name, err := contract.NameHostname(svc.Value, c.gd.Namespace, c.zone, n.grants)
 	if err != nil {
 		// Keyed by the value (bounded: a tenant may write anything).
 		e := n.entry(bounded(svc.Value, 253))
@@ -228,7 +228,7 @@ func (c *computation) nameSource(in Input, svc NameService, ref, name string, e 
 			hosts = append(hosts, ing.Hostname)
 		}
 	}
-	addrs := onlyAllowed(contract.Classify(ips, hosts, c.domain), c.allowed)
+	addrs := onlyAllowed(contract.Classify(ips, hosts, c.zone), c.allowed)
 	if len(addrs.Refused) > 0 {
 		e.notes = append(e.notes, ref+" refused: "+listSome(addrs.Refused))
 	}
@@ -271,7 +271,7 @@ func (c *computation) noteNamesCut(cut map[string]string) {
 }
 
 // publishNames decides the reason of each name's status entry, adds the
-// slices of each published one, and sets State.Names, sorted by name.
+// slices of each published one, and sets Result.Names, sorted by name.
 func (c *computation) publishNames() {
 	n := c.names
 	names := make([]string, 0, len(n.byName))
@@ -338,7 +338,7 @@ func bounded(s string, most int) string {
 // NamesPerGatewayDNS together, each cluster in turn (pickNames). within
 // holds, per cluster, the names it may publish; cut, per cluster whose
 // names a limit cut, what its status entry says.
-func limitNames(clusters []Input, published map[string]bool, namespace, domain string, grants contract.Grants,
+func limitNames(clusters []Input, published map[string]bool, namespace, zone string, grants contract.Grants,
 	limits Limits) (within map[string]map[string]bool, cut map[string]string) {
 	within, cut = map[string]map[string]bool{}, map[string]string{}
 	var order []string
@@ -349,7 +349,7 @@ func limitNames(clusters []Input, published map[string]bool, namespace, domain s
 		}
 		var names []string
 		for _, svc := range c.Names {
-			if name, err := contract.NameHostname(svc.Value, namespace, domain, grants); err == nil {
+			if name, err := contract.NameHostname(svc.Value, namespace, zone, grants); err == nil {
 				names = append(names, name)
 			}
 		}

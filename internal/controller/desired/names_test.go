@@ -8,7 +8,6 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -24,18 +23,18 @@ func named(cluster string, svcs ...string) Input {
 		if parts[2] != "" {
 			ips = strings.Split(parts[2], ",")
 		}
-		in.Names = append(in.Names, NameService{Namespace: ns, Name: name, Value: parts[1], Ingress: fixture.IPs(ips...),
+		in.Names = append(in.Names, NameService{Namespace: ns, Name: name, Value: parts[1], Ingress: testfixture.IPs(ips...),
 			EndpointsSynced: true, ReadyEndpoints: 1})
 	}
 	return in
 }
 
-// namesView is the KindName slices of d, as fixture.SliceView.
-func namesView(d State) []string {
+// namesView is the KindName slices of d, as testfixture.SliceView.
+func namesView(d Result) []string {
 	var out []string
 	for _, s := range d.Slices {
 		if s.Labels[contract.LabelRecord] == string(contract.KindName) {
-			out = append(out, fixture.SliceView(s))
+			out = append(out, testfixture.SliceView(s))
 		}
 	}
 	slices.Sort(out)
@@ -43,7 +42,7 @@ func namesView(d State) []string {
 }
 
 // reasonsView is status.names as "<name> <reason>".
-func reasonsView(d State) []string {
+func reasonsView(d Result) []string {
 	var out []string
 	for _, n := range d.Names {
 		out = append(out, n.Name+" "+n.Reason)
@@ -207,7 +206,7 @@ func TestAddNamesBoundsStatus(t *testing.T) {
 	gd.Spec.Names = &v1alpha1.Names{Enabled: true}
 	c := named("cluster-a")
 	for i := range 20 {
-		c.Names = append(c.Names, NameService{Namespace: "x", Name: strings.Repeat("s", i+1), Value: strings.Repeat("x", 10000), Ingress: fixture.IPs("10.1.0.1")})
+		c.Names = append(c.Names, NameService{Namespace: "x", Name: strings.Repeat("s", i+1), Value: strings.Repeat("x", 10000), Ingress: testfixture.IPs("10.1.0.1")})
 	}
 	in := []Input{c}
 	d := Compute(gd, "xcc.test", nil, in)

@@ -1,7 +1,7 @@
 package desired
 
 // Reason is a word of status.clusters[].reason or status.names[].reason:
-// what the desired state says of one source cluster or one name. The
+// what the desired result says of one source cluster or one name. The
 // controller README says what an operator does about each.
 //
 // It is an alias of string: the status API's fields are strings, and the

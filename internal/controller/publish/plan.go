@@ -131,7 +131,7 @@ type Generation struct {
 }
 
 // NewGeneration indexes the slices of d by name.
-func NewGeneration(d desired.State) Generation {
+func NewGeneration(d desired.Result) Generation {
 	s := Generation{Slices: make(map[string]*discoveryv1.EndpointSlice, len(d.Slices)), Keep: maps.Clone(d.Keep)}
 	for _, sl := range d.Slices {
 		s.Slices[sl.Name] = sl

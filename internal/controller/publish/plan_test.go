@@ -9,7 +9,6 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -24,7 +23,7 @@ func names(ss []*discoveryv1.EndpointSlice) []string {
 
 // singleCluster drops the slices of the multi-cluster name from d: these
 // tests are about the per-cluster names and the keep rule they follow.
-func singleCluster(d desired.State) desired.State {
+func singleCluster(d desired.Result) desired.Result {
 	d.Slices = slices.DeleteFunc(slices.Clone(d.Slices), func(s *discoveryv1.EndpointSlice) bool {
 		return s.Labels[contract.LabelRecord] == string(contract.KindGateways)
 	})
@@ -33,7 +32,7 @@ func singleCluster(d desired.State) desired.State {
 
 // good is a selected cluster whose gateway Service has the given IPs.
 func good(name string, addrs ...string) desired.Input {
-	return desired.Input{Name: name, Selected: true, ServiceSynced: true, Service: fixture.LBService(fixture.IPs(addrs...)...)}
+	return desired.Input{Name: name, Selected: true, ServiceSynced: true, Service: testfixture.GatewayService(testfixture.IPs(addrs...)...)}
 }
 
 func TestComputePlan(t *testing.T) {
@@ -164,7 +163,7 @@ func TestComputeDelta(t *testing.T) {
 }
 
 // A cluster whose Services are not listed yet keeps its name slices, and
-// only those: its gateway slices follow the desired state.
+// only those: its gateway slices follow the desired result.
 func TestComputePlanKeepsNamesOnly(t *testing.T) {
 	ref := "dev-team/gw"
 	gw := contract.Build(contract.Source{Namespace: "dev-team", GatewayDNS: "gw", Cluster: "cluster-a", Kind: contract.KindGateway,

@@ -47,7 +47,7 @@ const (
 type Publisher interface {
 	// Publish brings every target to the desired slices of the GatewayDNS
 	// ref ("<ns>/<name>").
-	Publish(ctx context.Context, ref string, d desired.State, targets []Target) Results
+	Publish(ctx context.Context, ref string, d desired.Result, targets []Target) Results
 	// Remove deletes every slice written for ref, and orphans of deleted
 	// GatewayDNS of its namespace, from every target, in the background
 	// as Publish writes; then, in the same write and withSelf, the self
@@ -199,7 +199,7 @@ type snapshot struct {
 	gen   uint64
 	cur   Generation
 	delta Delta
-	d     desired.State
+	d     desired.Result
 	// remove: the write removes every slice of the GatewayDNS (a full
 	// list, never a delta), then, withSelf, the namespace's self marker.
 	remove   bool
@@ -227,9 +227,9 @@ type write struct {
 	detached bool
 }
 
-// observe records the desired state of a sync; the generation moves on
+// observe records the desired result of a sync; the generation moves on
 // when it differs from the last one.
-func (p *record) observe(d desired.State) {
+func (p *record) observe(d desired.Result) {
 	next := NewGeneration(d)
 	dl := ComputeDelta(p.cur, next)
 	if p.gen > 0 && dl.empty() && maps.Equal(p.cur.Keep, next.Keep) {
@@ -323,7 +323,7 @@ func (w *Writer) Remove(ctx context.Context, ref string, targets []Target, withS
 // create the slices the first had just made and list the namespace again.
 // When that write fails, the others are written on their own, as any
 // target; when it timed out, they share its error (same API server).
-func (w *Writer) Publish(ctx context.Context, ref string, d desired.State, targets []Target) Results {
+func (w *Writer) Publish(ctx context.Context, ref string, d desired.Result, targets []Target) Results {
 	w.mu.Lock()
 	p := w.recordLocked(ref)
 	removing := p.removing
@@ -690,7 +690,7 @@ func (w *Writer) removeTarget(ctx context.Context, snap snapshot, old targetStat
 	if known && old.written == snap.gen {
 		return targetResult{state: &old}
 	}
-	_, _, n, err := w.writeFull(ctx, t, ref, desired.State{})
+	_, _, n, err := w.writeFull(ctx, t, ref, desired.Result{})
 	if err == nil && snap.withSelf {
 		namespace, _, _ := strings.Cut(ref, "/")
 		err = w.removeSelf(ctx, t, namespace)
@@ -724,7 +724,7 @@ func (w *Writer) slices(t Target) discoveryclient.EndpointSliceInterface {
 // (computePlan), removing orphans of deleted GatewayDNS of the namespace
 // too. It returns the slices of kept source clusters the target has, and
 // the self marker of ref's namespace if it was listed.
-func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.State) (map[string]string, *discoveryv1.EndpointSlice, int, error) {
+func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.Result) (map[string]string, *discoveryv1.EndpointSlice, int, error) {
 	lctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
 	defer cancel()
 	list, err := w.slices(t).List(lctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{

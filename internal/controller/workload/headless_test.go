@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/utils/ptr"
+
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // A headless export is told of every change of its Service's endpoints;
@@ -21,23 +21,19 @@ func TestEndpointEventsByUse(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	slice := func(addrs ...string) *discoveryv1.EndpointSlice {
-		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "databases", Name: "postgres-1",
-			Labels: map[string]string{discoveryv1.LabelServiceName: "postgres"}}, AddressType: discoveryv1.AddressTypeIPv4}
+		s := testfixture.ServiceEndpoints("databases", "postgres", "postgres-1")
 		for _, a := range addrs {
-			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+			s.Endpoints = append(s.Endpoints, testfixture.Endpoint(a, true))
 		}
 		return s
 	}
-	other := slice("10.9.0.1")
-	other.Name, other.Labels = "other-1", map[string]string{discoveryv1.LabelServiceName: "other"}
-	client := fake.NewClientset(
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "databases", Name: "postgres"}, Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}},
-		slice("10.1.0.5"), other)
+	client := fake.NewClientset(testfixture.HeadlessService(), slice("10.1.0.5"),
+		testfixture.ServiceEndpoints("databases", "other", "other-1", testfixture.Endpoint("10.9.0.1", true)))
 	var calls atomic.Int32
 	m := NewSet(Config{NewClient: func([]byte) (Client, error) { return client, nil }, SliceNamespace: "xcc-dns",
 		OnNamespace: func(string) {}, OnService: func([]string) { calls.Add(1) }, Gauge: func(int) {}})
 	m.Start(ctx)
-	acc := m.Get("dev-team", "cluster-a", &corev1.Secret{Data: map[string][]byte{KubeconfigSecretKey: []byte("k")}}, "dev-team/gw")
+	acc := m.Get("dev-team", "cluster-a", testfixture.KubeconfigSecret("cluster-a", "k"), "dev-team/gw")
 	if acc.Cluster == nil {
 		t.Fatalf("no cluster: %+v", acc)
 	}

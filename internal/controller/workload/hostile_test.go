@@ -16,15 +16,15 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
-	"github.com/xcc-dns/xcc-dns/internal/controller/internal/fixture"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 const hostileUser = "dev-team/gw"
 
 // hostileSet is a Set with real clients (NewClientFromKubeconfig, as in
 // production) under limits, and the Cluster of srv in it.
-func hostileSet(t *testing.T, srv *fixture.HostileAPIServer, limits ReadLimits) (*Set, *Cluster) {
+func hostileSet(t *testing.T, srv *testfixture.HostileAPIServer, limits ReadLimits) (*Set, *Cluster) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -37,8 +37,7 @@ func hostileSet(t *testing.T, srv *fixture.HostileAPIServer, limits ReadLimits) 
 		Limits: limits,
 	})
 	set.Start(ctx)
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "hostile" + KubeconfigSecretSuffix},
-		Data: map[string][]byte{KubeconfigSecretKey: srv.Kubeconfig}}
+	secret := testfixture.KubeconfigSecret("hostile", string(srv.Kubeconfig))
 	acc := set.Get("dev-team", "hostile", secret, hostileUser)
 	if acc.Cluster == nil {
 		t.Fatalf("no client: %s %s", acc.Reason, acc.Message)
@@ -85,15 +84,15 @@ func heapPeak() (stop func() uint64) {
 func TestHostileListsAreCutOff(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		mode fixture.HostileMode
+		mode testfixture.HostileMode
 		want string
 	}{
-		{"an endless list body", fixture.EndlessList, "response body too large: more than 1048576 bytes"},
-		{"endless pages", fixture.EndlessPages, "too many objects: more than"},
-		{"a huge list ignoring the page size", fixture.HugeList, "response body too large"},
+		{"an endless list body", testfixture.EndlessList, "response body too large: more than 1048576 bytes"},
+		{"endless pages", testfixture.EndlessPages, "too many objects: more than"},
+		{"a huge list ignoring the page size", testfixture.HugeList, "response body too large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := fixture.NewHostileAPIServer(t, tc.mode)
+			srv := testfixture.NewHostileAPIServer(t, tc.mode)
 			limits := ReadLimits{ListPageSize: 100, MaxResponseBytes: 1 << 20, MaxObjectsPerCluster: 1000, CutOffRetry: time.Hour}
 			peak := heapPeak()
 			set, w := hostileSet(t, srv, limits)
@@ -139,7 +138,7 @@ func TestHostileListsAreCutOff(t *testing.T) {
 // A list that drips ends at the list timeout; the cluster is not cut
 // off (it is slow, as an unreachable one is) and nothing is synced.
 func TestHostileSlowListTimesOut(t *testing.T) {
-	srv := fixture.NewHostileAPIServer(t, fixture.SlowList)
+	srv := testfixture.NewHostileAPIServer(t, testfixture.SlowList)
 	set, w := hostileSet(t, srv, ReadLimits{ListTimeout: 300 * time.Millisecond})
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
@@ -159,7 +158,7 @@ func TestHostileSlowListTimesOut(t *testing.T) {
 // A watch the server never ends, whatever timeoutSeconds says, is ended
 // by the client and made again.
 func TestHostileWatchIsBounded(t *testing.T) {
-	srv := fixture.NewHostileAPIServer(t, fixture.HangingWatch)
+	srv := testfixture.NewHostileAPIServer(t, testfixture.HangingWatch)
 	set, w := hostileSet(t, srv, ReadLimits{WatchTimeout: time.Second})
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
 		watchedService(set, w, "projectcontour", "envoy", hostileUser)
@@ -190,8 +189,7 @@ func TestWatchedObjectsAreCounted(t *testing.T) {
 		SliceNamespace: "xcc-dns", OnNamespace: func(string) {}, OnService: func([]string) {}, Gauge: func(int) {},
 		Limits: ReadLimits{MaxObjectsPerCluster: 5, CutOffRetry: time.Hour}})
 	set.Start(ctx)
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "c" + KubeconfigSecretSuffix},
-		Data: map[string][]byte{KubeconfigSecretKey: []byte("c")}}
+	secret := testfixture.KubeconfigSecret("c", "c")
 	w := set.Get("dev-team", "c", secret, hostileUser).Cluster
 	uses := map[string]bool{}
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // The cluster-wide Service informer keeps of each Service only what names
@@ -110,11 +111,9 @@ func TestNamesReadiness(t *testing.T) {
 		return s
 	}
 	slice := func(service, name string, ready ...bool) *discoveryv1.EndpointSlice {
-		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name,
-			Labels: map[string]string{discoveryv1.LabelServiceName: service}}, AddressType: discoveryv1.AddressTypeIPv4}
+		s := testfixture.ServiceEndpoints("shop", service, name)
 		for _, r := range ready {
-			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.0.1"},
-				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(r)}})
+			s.Endpoints = append(s.Endpoints, testfixture.Endpoint("10.244.0.1", r))
 		}
 		return s
 	}
@@ -124,7 +123,7 @@ func TestNamesReadiness(t *testing.T) {
 	m := NewSet(Config{NewClient: func([]byte) (Client, error) { return client, nil }, SliceNamespace: "xcc-dns",
 		OnNamespace: func(string) {}, OnService: func([]string) { events.Add(1) }, Gauge: func(int) {}})
 	m.Start(ctx)
-	acc := m.Get("dev-team", "cluster-a", &corev1.Secret{Data: map[string][]byte{KubeconfigSecretKey: []byte("k")}}, "gd")
+	acc := m.Get("dev-team", "cluster-a", testfixture.KubeconfigSecret("cluster-a", "k"), "gd")
 	ready := func() map[string]int {
 		t.Helper()
 		var out map[string]int
