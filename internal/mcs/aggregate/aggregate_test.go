@@ -407,3 +407,32 @@ func TestPortOrderOfOneServiceDoesNotMatter(t *testing.T) {
 		}
 	}
 }
+
+// TestUnexportOfTheOldest: while the oldest export is there its values
+// are the import's; once it is unexported (gone from the input) the next
+// oldest valid one wins and the import stays.
+func TestUnexportOfTheOldest(t *testing.T) {
+	a := exp("a", 0, svc(nil, tcp("http", 80)))
+	b := exp("b", 1, svc(headless, tcp("http", 80)))
+	c := exp("c", 2, svc(nil, tcp("http", 80)))
+	for _, step := range []struct {
+		exports []Export
+		winner  string
+		typ     ImportType
+	}{
+		{[]Export{a, b, c}, "a", ImportClusterSetIP},
+		{[]Export{b, c}, "b", ImportHeadless},
+		{[]Export{c}, "c", ImportClusterSetIP},
+	} {
+		r, err := Aggregate(step.exports)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Imports) != 1 || r.Imports[0].Winner != step.winner || r.Imports[0].Type != step.typ {
+			t.Errorf("%d exports: imports %+v, want one of %s won by %s", len(step.exports), r.Imports, step.typ, step.winner)
+		}
+	}
+	if r, err := Aggregate(nil); err != nil || len(r.Imports)+len(r.Exports) != 0 {
+		t.Errorf("no exports: %+v, %v; want nothing", r, err)
+	}
+}

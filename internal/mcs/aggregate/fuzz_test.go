@@ -116,7 +116,8 @@ func checkImports(t *testing.T, exports []Export, r Result) {
 			t.Fatalf("import %v has no valid export", imp.Key)
 		}
 		if imp.Winner != w.Cluster || imp.Type != importType(w.Service) || imp.SessionAffinity != w.Service.SessionAffinity ||
-			imp.TrafficDistribution != w.Service.TrafficDistribution {
+			imp.TrafficDistribution != w.Service.TrafficDistribution || imp.InternalTrafficPolicy != w.Service.InternalTrafficPolicy ||
+			!sameAffinityConfig(imp.SessionAffinityConfig, w.Service.SessionAffinityConfig) {
 			t.Fatalf("import %+v, want the fields of the oldest valid export %+v", imp, w)
 		}
 		names := map[string]bool{}

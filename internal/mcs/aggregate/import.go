@@ -12,17 +12,13 @@ import (
 func aggregateOne(k Key, group []Export) (*Import, []ExportStatus) {
 	slices.SortFunc(group, comparePrecedence)
 	var valid []Export
-	invalid := map[string]ExportStatus{}
+	var statuses []ExportStatus
 	for _, e := range group {
 		if reason, msg := validity(e); reason != ReasonValid {
-			invalid[e.Cluster] = invalidStatus(e, reason, msg)
+			statuses = append(statuses, invalidStatus(e, reason, msg))
 			continue
 		}
 		valid = append(valid, e)
-	}
-	var statuses []ExportStatus
-	for _, st := range invalid {
-		statuses = append(statuses, st)
 	}
 	var imp *Import
 	if len(valid) > 0 {
@@ -42,11 +38,11 @@ func newImport(k Key, valid []Export, ports []Port) *Import {
 		Key:                   k,
 		Type:                  importType(w),
 		SessionAffinity:       w.SessionAffinity,
-		SessionAffinityConfig: w.SessionAffinityConfig,
 		InternalTrafficPolicy: w.InternalTrafficPolicy,
 		TrafficDistribution:   w.TrafficDistribution,
 		Winner:                valid[0].Cluster,
 	}
+	// A copy: the import must not share memory with its input.
 	if c := w.SessionAffinityConfig; c != nil {
 		imp.SessionAffinityConfig = &SessionAffinityConfig{TimeoutSeconds: c.TimeoutSeconds}
 	}
