@@ -83,245 +83,251 @@ const (
 	ready       = " Ready=True/Exported"
 )
 
+// aggregateCase is one row of TestAggregate: exports in, each import
+// (importView) and each export's status (exportView) out.
+type aggregateCase struct {
+	name    string
+	exports []Export
+	imports []string
+	status  []string
+}
+
+// aggregateCases has a row for each rule of the package comment.
+var aggregateCases = []aggregateCase{
+	{
+		name:    "one export is the import",
+		exports: []Export{exp("a", 0, svc(nil, tcp("http", 80)))},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=a clusters=a"},
+		status:  []string{"a shop/cart " + validOK},
+	},
+	{
+		name: "oldest wins: global fields of the oldest, whatever the input order",
+		exports: []Export{
+			exp("b", 5, svc(func(s *Service) { s.SessionAffinity = SessionAffinityClientIP; s.TrafficDistribution = "PreferClose" }, tcp("http", 80))),
+			exp("a", 0, svc(func(s *Service) { s.InternalTrafficPolicy = "Local" }, tcp("http", 80))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Local winner=a clusters=a,b"},
+		status: []string{
+			"a shop/cart " + validPrefix + "SessionAffinityConflict" + ready + " [sessionAffinity, sessionAffinityConfig, internalTrafficPolicy, trafficDistribution]",
+			"b shop/cart " + validPrefix + "SessionAffinityConflict" + ready + " [sessionAffinity, sessionAffinityConfig, internalTrafficPolicy, trafficDistribution]",
+		},
+	},
+	{
+		name: "the oldest is not the first cluster id",
+		exports: []Export{
+			exp("a", 9, svc(func(s *Service) { s.SessionAffinity = SessionAffinityClientIP }, tcp("http", 80))),
+			exp("z", 1, svc(nil, tcp("http", 80))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=z clusters=a,z"},
+		status: []string{
+			"a shop/cart " + validPrefix + "SessionAffinityConflict" + ready + " [sessionAffinity, sessionAffinityConfig]",
+			"z shop/cart " + validPrefix + "SessionAffinityConflict" + ready + " [sessionAffinity, sessionAffinityConfig]",
+		},
+	},
+	{
+		name: "tie on creation time: the first cluster id wins",
+		exports: []Export{
+			exp("c", 0, svc(headless, tcp("http", 80))),
+			exp("b", 0, svc(nil, tcp("http", 80))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=b clusters=b,c"},
+		status: []string{
+			"b shop/cart " + validPrefix + "TypeConflict" + ready + " [type]",
+			"c shop/cart " + validPrefix + "TypeConflict" + ready + " [type]",
+		},
+	},
+	{
+		name: "type conflict: a headless oldest makes a Headless import",
+		exports: []Export{
+			exp("a", 0, svc(headless, tcp("db", 5432))),
+			exp("b", 1, svc(nil, tcp("db", 5432))),
+			exp("c", 2, svc(headless, tcp("db", 5432))),
+		},
+		imports: []string{"shop/cart Headless ports=db/TCP/5432 sa=None itp=Cluster winner=a clusters=a,b,c"},
+		status: []string{
+			"a shop/cart " + validPrefix + "TypeConflict" + ready + " [type]",
+			"b shop/cart " + validPrefix + "TypeConflict" + ready + " [type]",
+			"c shop/cart " + validPrefix + "TypeConflict" + ready + " [type]",
+		},
+	},
+	{
+		name: "headless everywhere: no conflict",
+		exports: []Export{
+			exp("a", 0, svc(headless, tcp("db", 5432))),
+			exp("b", 1, svc(headless, tcp("db", 5432))),
+		},
+		imports: []string{"shop/cart Headless ports=db/TCP/5432 sa=None itp=Cluster winner=a clusters=a,b"},
+		status:  []string{"a shop/cart " + validOK, "b shop/cart " + validOK},
+	},
+	{
+		name: "port conflict on a name: the oldest's port is kept",
+		exports: []Export{
+			exp("a", 0, svc(nil, tcp("http", 80))),
+			exp("b", 1, svc(nil, tcp("http", 8080))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=a clusters=a,b"},
+		status: []string{
+			"a shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
+			"b shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
+		},
+	},
+	{
+		name: "port conflict on protocol and number under another name",
+		exports: []Export{
+			exp("a", 0, svc(nil, tcp("http", 80))),
+			exp("b", 1, svc(nil, tcp("web", 80))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=a clusters=a,b"},
+		status: []string{
+			"a shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
+			"b shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
+		},
+	},
+	{
+		name: "port conflict on appProtocol",
+		exports: []Export{
+			exp("a", 0, svc(nil, Port{Name: "grpc", Protocol: "TCP", Port: 9090, AppProtocol: "kubernetes.io/h2c"})),
+			exp("b", 1, svc(nil, tcp("grpc", 9090))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=grpc/TCP/9090/kubernetes.io/h2c sa=None itp=Cluster winner=a clusters=a,b"},
+		status: []string{
+			"a shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
+			"b shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
+		},
+	},
+	{
+		name: "port lists in another order and an empty protocol are no conflict",
+		exports: []Export{
+			exp("a", 0, svc(nil, tcp("http", 80), tcp("https", 443), Port{Name: "dns", Protocol: "UDP", Port: 53})),
+			exp("b", 1, svc(nil, Port{Name: "dns", Protocol: "UDP", Port: 53}, Port{Name: "https", Port: 443}, tcp("http", 80))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=dns/UDP/53,http/TCP/80,https/TCP/443 sa=None itp=Cluster winner=a clusters=a,b"},
+		status:  []string{"a shop/cart " + validOK, "b shop/cart " + validOK},
+	},
+	{
+		name: "ports are the union: a port only a newer export declares is added",
+		exports: []Export{
+			exp("a", 0, svc(nil, tcp("http", 80))),
+			exp("b", 1, svc(nil, tcp("http", 80), tcp("metrics", 9100))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80,metrics/TCP/9100 sa=None itp=Cluster winner=a clusters=a,b"},
+		status:  []string{"a shop/cart " + validOK, "b shop/cart " + validOK},
+	},
+	{
+		name: "a clash of the newest only: the middle export names it too",
+		exports: []Export{
+			exp("a", 0, svc(nil, tcp("http", 80))),
+			exp("b", 1, svc(nil, tcp("http", 80))),
+			exp("c", 2, svc(nil, tcp("http", 81), tcp("admin", 82))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=admin/TCP/82,http/TCP/80 sa=None itp=Cluster winner=a clusters=a,b,c"},
+		status: []string{
+			"a shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
+			"b shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
+			"c shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
+		},
+	},
+	{
+		name: "type and ports differ: reason of the first field, every field named",
+		exports: []Export{
+			exp("a", 0, svc(nil, tcp("http", 80))),
+			exp("b", 1, svc(headless, tcp("http", 8080))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=a clusters=a,b"},
+		status: []string{
+			"a shop/cart " + validPrefix + "TypeConflict" + ready + " [type, ports]",
+			"b shop/cart " + validPrefix + "TypeConflict" + ready + " [type, ports]",
+		},
+	},
+	{
+		name: "session affinity config: defaulted and explicit timeouts agree, others conflict",
+		exports: []Export{
+			exp("a", 0, svc(func(s *Service) { s.SessionAffinity = SessionAffinityClientIP }, tcp("http", 80))),
+			exp("b", 1, svc(func(s *Service) {
+				s.SessionAffinity = SessionAffinityClientIP
+				s.SessionAffinityConfig = &SessionAffinityConfig{TimeoutSeconds: DefaultClientIPTimeoutSeconds}
+			}, tcp("http", 80))),
+			exp("c", 2, svc(func(s *Service) {
+				s.SessionAffinity = SessionAffinityClientIP
+				s.SessionAffinityConfig = &SessionAffinityConfig{TimeoutSeconds: 60}
+			}, tcp("http", 80))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=ClientIP(10800s) itp=Cluster winner=a clusters=a,b,c"},
+		status: []string{
+			"a shop/cart " + validPrefix + "SessionAffinityConfigConflict" + ready + " [sessionAffinityConfig]",
+			"b shop/cart " + validPrefix + "SessionAffinityConfigConflict" + ready + " [sessionAffinityConfig]",
+			"c shop/cart " + validPrefix + "SessionAffinityConfigConflict" + ready + " [sessionAffinityConfig]",
+		},
+	},
+	{
+		name:    "ExternalName is invalid and makes no import",
+		exports: []Export{exp("a", 0, svc(func(s *Service) { s.Type = ServiceTypeExternalName; s.ClusterIP = "" }, tcp("http", 80)))},
+		status:  []string{"a shop/cart Valid=False/InvalidServiceType Conflict=False/NotValid Ready=False/NotValid"},
+	},
+	{
+		name:    "a Service without ports is invalid",
+		exports: []Export{exp("a", 0, svc(nil))},
+		status:  []string{"a shop/cart Valid=False/NoServicePorts Conflict=False/NotValid Ready=False/NotValid"},
+	},
+	{
+		name:    "an export without its Service is invalid",
+		exports: []Export{exp("a", 0, nil)},
+		status:  []string{"a shop/cart Valid=False/NoService Conflict=False/NotValid Ready=False/NotValid"},
+	},
+	{
+		name: "an invalid oldest takes no part: the next valid wins, no conflict",
+		exports: []Export{
+			exp("a", 0, svc(func(s *Service) { s.Type = ServiceTypeExternalName }, tcp("http", 9))),
+			exp("b", 1, svc(headless)),
+			exp("c", 2, svc(nil, tcp("http", 80))),
+			exp("d", 3, svc(nil, tcp("http", 80))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=c clusters=c,d"},
+		status: []string{
+			"a shop/cart Valid=False/InvalidServiceType Conflict=False/NotValid Ready=False/NotValid",
+			"b shop/cart Valid=False/NoServicePorts Conflict=False/NotValid Ready=False/NotValid",
+			"c shop/cart " + validOK,
+			"d shop/cart " + validOK,
+		},
+	},
+	{
+		name: "unexport of the oldest (it is gone from the input): the next oldest wins",
+		exports: []Export{
+			exp("b", 1, svc(headless, tcp("http", 8080))),
+			exp("c", 2, svc(nil, tcp("http", 80))),
+		},
+		imports: []string{"shop/cart Headless ports=http/TCP/8080 sa=None itp=Cluster winner=b clusters=b,c"},
+		status: []string{
+			"b shop/cart " + validPrefix + "TypeConflict" + ready + " [type, ports]",
+			"c shop/cart " + validPrefix + "TypeConflict" + ready + " [type, ports]",
+		},
+	},
+	{
+		name: "many namespaces: one import each, sorted; same name elsewhere is another service",
+		exports: []Export{
+			{Cluster: "b", Namespace: "web", Name: "cart", Created: at(0), Service: svc(headless, tcp("http", 80))},
+			{Cluster: "a", Namespace: "shop", Name: "cart", Created: at(5), Service: svc(nil, tcp("http", 80))},
+			{Cluster: "a", Namespace: "web", Name: "api", Created: at(1), Service: svc(nil, tcp("grpc", 9090))},
+			{Cluster: "a", Namespace: "web", Name: "cart", Created: at(1), Service: svc(headless, tcp("http", 80))},
+			{Cluster: "c", Namespace: "ops", Name: "old", Created: at(1), Service: svc(func(s *Service) { s.Type = ServiceTypeExternalName })},
+		},
+		imports: []string{
+			"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=a clusters=a",
+			"web/api ClusterSetIP ports=grpc/TCP/9090 sa=None itp=Cluster winner=a clusters=a",
+			"web/cart Headless ports=http/TCP/80 sa=None itp=Cluster winner=b clusters=a,b",
+		},
+		status: []string{
+			"c ops/old Valid=False/InvalidServiceType Conflict=False/NotValid Ready=False/NotValid",
+			"a shop/cart " + validOK,
+			"a web/api " + validOK,
+			"a web/cart " + validOK,
+			"b web/cart " + validOK,
+		},
+	},
+}
+
 func TestAggregate(t *testing.T) {
-	cases := []struct {
-		name    string
-		exports []Export
-		imports []string
-		status  []string
-	}{
-		{
-			name:    "one export is the import",
-			exports: []Export{exp("a", 0, svc(nil, tcp("http", 80)))},
-			imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=a clusters=a"},
-			status:  []string{"a shop/cart " + validOK},
-		},
-		{
-			name: "oldest wins: global fields of the oldest, whatever the input order",
-			exports: []Export{
-				exp("b", 5, svc(func(s *Service) { s.SessionAffinity = SessionAffinityClientIP; s.TrafficDistribution = "PreferClose" }, tcp("http", 80))),
-				exp("a", 0, svc(func(s *Service) { s.InternalTrafficPolicy = "Local" }, tcp("http", 80))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Local winner=a clusters=a,b"},
-			status: []string{
-				"a shop/cart " + validPrefix + "SessionAffinityConflict" + ready + " [sessionAffinity, sessionAffinityConfig, internalTrafficPolicy, trafficDistribution]",
-				"b shop/cart " + validPrefix + "SessionAffinityConflict" + ready + " [sessionAffinity, sessionAffinityConfig, internalTrafficPolicy, trafficDistribution]",
-			},
-		},
-		{
-			name: "the oldest is not the first cluster id",
-			exports: []Export{
-				exp("a", 9, svc(func(s *Service) { s.SessionAffinity = SessionAffinityClientIP }, tcp("http", 80))),
-				exp("z", 1, svc(nil, tcp("http", 80))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=z clusters=a,z"},
-			status: []string{
-				"a shop/cart " + validPrefix + "SessionAffinityConflict" + ready + " [sessionAffinity, sessionAffinityConfig]",
-				"z shop/cart " + validPrefix + "SessionAffinityConflict" + ready + " [sessionAffinity, sessionAffinityConfig]",
-			},
-		},
-		{
-			name: "tie on creation time: the first cluster id wins",
-			exports: []Export{
-				exp("c", 0, svc(headless, tcp("http", 80))),
-				exp("b", 0, svc(nil, tcp("http", 80))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=b clusters=b,c"},
-			status: []string{
-				"b shop/cart " + validPrefix + "TypeConflict" + ready + " [type]",
-				"c shop/cart " + validPrefix + "TypeConflict" + ready + " [type]",
-			},
-		},
-		{
-			name: "type conflict: a headless oldest makes a Headless import",
-			exports: []Export{
-				exp("a", 0, svc(headless, tcp("db", 5432))),
-				exp("b", 1, svc(nil, tcp("db", 5432))),
-				exp("c", 2, svc(headless, tcp("db", 5432))),
-			},
-			imports: []string{"shop/cart Headless ports=db/TCP/5432 sa=None itp=Cluster winner=a clusters=a,b,c"},
-			status: []string{
-				"a shop/cart " + validPrefix + "TypeConflict" + ready + " [type]",
-				"b shop/cart " + validPrefix + "TypeConflict" + ready + " [type]",
-				"c shop/cart " + validPrefix + "TypeConflict" + ready + " [type]",
-			},
-		},
-		{
-			name: "headless everywhere: no conflict",
-			exports: []Export{
-				exp("a", 0, svc(headless, tcp("db", 5432))),
-				exp("b", 1, svc(headless, tcp("db", 5432))),
-			},
-			imports: []string{"shop/cart Headless ports=db/TCP/5432 sa=None itp=Cluster winner=a clusters=a,b"},
-			status:  []string{"a shop/cart " + validOK, "b shop/cart " + validOK},
-		},
-		{
-			name: "port conflict on a name: the oldest's port is kept",
-			exports: []Export{
-				exp("a", 0, svc(nil, tcp("http", 80))),
-				exp("b", 1, svc(nil, tcp("http", 8080))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=a clusters=a,b"},
-			status: []string{
-				"a shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
-				"b shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
-			},
-		},
-		{
-			name: "port conflict on protocol and number under another name",
-			exports: []Export{
-				exp("a", 0, svc(nil, tcp("http", 80))),
-				exp("b", 1, svc(nil, tcp("web", 80))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=a clusters=a,b"},
-			status: []string{
-				"a shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
-				"b shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
-			},
-		},
-		{
-			name: "port conflict on appProtocol",
-			exports: []Export{
-				exp("a", 0, svc(nil, Port{Name: "grpc", Protocol: "TCP", Port: 9090, AppProtocol: "kubernetes.io/h2c"})),
-				exp("b", 1, svc(nil, tcp("grpc", 9090))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=grpc/TCP/9090/kubernetes.io/h2c sa=None itp=Cluster winner=a clusters=a,b"},
-			status: []string{
-				"a shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
-				"b shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
-			},
-		},
-		{
-			name: "port lists in another order and an empty protocol are no conflict",
-			exports: []Export{
-				exp("a", 0, svc(nil, tcp("http", 80), tcp("https", 443), Port{Name: "dns", Protocol: "UDP", Port: 53})),
-				exp("b", 1, svc(nil, Port{Name: "dns", Protocol: "UDP", Port: 53}, Port{Name: "https", Port: 443}, tcp("http", 80))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=dns/UDP/53,http/TCP/80,https/TCP/443 sa=None itp=Cluster winner=a clusters=a,b"},
-			status:  []string{"a shop/cart " + validOK, "b shop/cart " + validOK},
-		},
-		{
-			name: "ports are the union: a port only a newer export declares is added",
-			exports: []Export{
-				exp("a", 0, svc(nil, tcp("http", 80))),
-				exp("b", 1, svc(nil, tcp("http", 80), tcp("metrics", 9100))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80,metrics/TCP/9100 sa=None itp=Cluster winner=a clusters=a,b"},
-			status:  []string{"a shop/cart " + validOK, "b shop/cart " + validOK},
-		},
-		{
-			name: "a clash of the newest only: the middle export names it too",
-			exports: []Export{
-				exp("a", 0, svc(nil, tcp("http", 80))),
-				exp("b", 1, svc(nil, tcp("http", 80))),
-				exp("c", 2, svc(nil, tcp("http", 81), tcp("admin", 82))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=admin/TCP/82,http/TCP/80 sa=None itp=Cluster winner=a clusters=a,b,c"},
-			status: []string{
-				"a shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
-				"b shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
-				"c shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
-			},
-		},
-		{
-			name: "type and ports differ: reason of the first field, every field named",
-			exports: []Export{
-				exp("a", 0, svc(nil, tcp("http", 80))),
-				exp("b", 1, svc(headless, tcp("http", 8080))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=a clusters=a,b"},
-			status: []string{
-				"a shop/cart " + validPrefix + "TypeConflict" + ready + " [type, ports]",
-				"b shop/cart " + validPrefix + "TypeConflict" + ready + " [type, ports]",
-			},
-		},
-		{
-			name: "session affinity config: defaulted and explicit timeouts agree, others conflict",
-			exports: []Export{
-				exp("a", 0, svc(func(s *Service) { s.SessionAffinity = SessionAffinityClientIP }, tcp("http", 80))),
-				exp("b", 1, svc(func(s *Service) {
-					s.SessionAffinity = SessionAffinityClientIP
-					s.SessionAffinityConfig = &SessionAffinityConfig{TimeoutSeconds: DefaultClientIPTimeoutSeconds}
-				}, tcp("http", 80))),
-				exp("c", 2, svc(func(s *Service) {
-					s.SessionAffinity = SessionAffinityClientIP
-					s.SessionAffinityConfig = &SessionAffinityConfig{TimeoutSeconds: 60}
-				}, tcp("http", 80))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=ClientIP(10800s) itp=Cluster winner=a clusters=a,b,c"},
-			status: []string{
-				"a shop/cart " + validPrefix + "SessionAffinityConfigConflict" + ready + " [sessionAffinityConfig]",
-				"b shop/cart " + validPrefix + "SessionAffinityConfigConflict" + ready + " [sessionAffinityConfig]",
-				"c shop/cart " + validPrefix + "SessionAffinityConfigConflict" + ready + " [sessionAffinityConfig]",
-			},
-		},
-		{
-			name:    "ExternalName is invalid and makes no import",
-			exports: []Export{exp("a", 0, svc(func(s *Service) { s.Type = ServiceTypeExternalName; s.ClusterIP = "" }, tcp("http", 80)))},
-			status:  []string{"a shop/cart Valid=False/InvalidServiceType Conflict=False/NotValid Ready=False/NotValid"},
-		},
-		{
-			name:    "a Service without ports is invalid",
-			exports: []Export{exp("a", 0, svc(nil))},
-			status:  []string{"a shop/cart Valid=False/NoServicePorts Conflict=False/NotValid Ready=False/NotValid"},
-		},
-		{
-			name:    "an export without its Service is invalid",
-			exports: []Export{exp("a", 0, nil)},
-			status:  []string{"a shop/cart Valid=False/NoService Conflict=False/NotValid Ready=False/NotValid"},
-		},
-		{
-			name: "an invalid oldest takes no part: the next valid wins, no conflict",
-			exports: []Export{
-				exp("a", 0, svc(func(s *Service) { s.Type = ServiceTypeExternalName }, tcp("http", 9))),
-				exp("b", 1, svc(headless)),
-				exp("c", 2, svc(nil, tcp("http", 80))),
-				exp("d", 3, svc(nil, tcp("http", 80))),
-			},
-			imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=c clusters=c,d"},
-			status: []string{
-				"a shop/cart Valid=False/InvalidServiceType Conflict=False/NotValid Ready=False/NotValid",
-				"b shop/cart Valid=False/NoServicePorts Conflict=False/NotValid Ready=False/NotValid",
-				"c shop/cart " + validOK,
-				"d shop/cart " + validOK,
-			},
-		},
-		{
-			name: "unexport of the oldest (it is gone from the input): the next oldest wins",
-			exports: []Export{
-				exp("b", 1, svc(headless, tcp("http", 8080))),
-				exp("c", 2, svc(nil, tcp("http", 80))),
-			},
-			imports: []string{"shop/cart Headless ports=http/TCP/8080 sa=None itp=Cluster winner=b clusters=b,c"},
-			status: []string{
-				"b shop/cart " + validPrefix + "TypeConflict" + ready + " [type, ports]",
-				"c shop/cart " + validPrefix + "TypeConflict" + ready + " [type, ports]",
-			},
-		},
-		{
-			name: "many namespaces: one import each, sorted; same name elsewhere is another service",
-			exports: []Export{
-				{Cluster: "b", Namespace: "web", Name: "cart", Created: at(0), Service: svc(headless, tcp("http", 80))},
-				{Cluster: "a", Namespace: "shop", Name: "cart", Created: at(5), Service: svc(nil, tcp("http", 80))},
-				{Cluster: "a", Namespace: "web", Name: "api", Created: at(1), Service: svc(nil, tcp("grpc", 9090))},
-				{Cluster: "a", Namespace: "web", Name: "cart", Created: at(1), Service: svc(headless, tcp("http", 80))},
-				{Cluster: "c", Namespace: "ops", Name: "old", Created: at(1), Service: svc(func(s *Service) { s.Type = ServiceTypeExternalName })},
-			},
-			imports: []string{
-				"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=a clusters=a",
-				"web/api ClusterSetIP ports=grpc/TCP/9090 sa=None itp=Cluster winner=a clusters=a",
-				"web/cart Headless ports=http/TCP/80 sa=None itp=Cluster winner=b clusters=a,b",
-			},
-			status: []string{
-				"c ops/old Valid=False/InvalidServiceType Conflict=False/NotValid Ready=False/NotValid",
-				"a shop/cart " + validOK,
-				"a web/api " + validOK,
-				"a web/cart " + validOK,
-				"b web/cart " + validOK,
-			},
-		},
-	}
-	for _, tt := range cases {
+	for _, tt := range aggregateCases {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := Aggregate(tt.exports)
 			if err != nil {
