@@ -1,0 +1,32 @@
+// Package aggregate computes, from the ServiceExports seen in every member
+// of a clusterset, one import per namespace/name and the conditions of
+// each export, by the rules of KEP-1645 (the Multi-Cluster Services API).
+// Aggregate is a pure function of its input, so every rule is a table
+// test without a client; the controller reads the members and writes what
+// it returns.
+//
+// The rules, and the choices this package makes where the KEP leaves one:
+//
+//   - An export is valid when its Service exists, is not of type
+//     ExternalName and has at least one port. An invalid export takes no
+//     part in conflicts and alone makes no import.
+//   - Precedence: the oldest valid export (creation time of the
+//     ServiceExport) first; exports of one instant are ordered by cluster
+//     id, so every controller replica computes the same winner.
+//   - Type (ClusterSetIP or Headless), sessionAffinity and its config,
+//     internalTrafficPolicy and trafficDistribution are global: the
+//     winner's values are the import's.
+//   - Ports are the union of the valid exports' ports, merged first by
+//     name, then by protocol and port; where two clash, the one of the
+//     export with precedence is kept (KEP: "the conflict resolution
+//     policy will determine which of the duplicated ports are used").
+//     A port one export adds and no other declares is no conflict.
+//   - Conflict: the KEP sets it "on all ServiceExports for the conflicted
+//     service". Every valid export of a conflicted import says True and
+//     names the fields; an export whose own values lost names the fields
+//     it differs in, the others name every field any export differs in.
+//   - Ready says the export takes part in the import (it is valid). That
+//     the import is written in every member is the controller's to add.
+//
+// The reasons (reasons.go) are the words of the conditions' reason field.
+package aggregate

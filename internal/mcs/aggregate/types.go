@@ -1,0 +1,138 @@
+package aggregate
+
+import "time"
+
+// ServiceType is a Service's spec.type. Only ExternalName changes what an
+// export is: a NodePort or LoadBalancer Service is exported as the
+// ClusterIP Service it also is.
+type ServiceType string
+
+// Service types, as the Kubernetes API spells them.
+const (
+	ServiceTypeClusterIP    ServiceType = "ClusterIP"
+	ServiceTypeNodePort     ServiceType = "NodePort"
+	ServiceTypeLoadBalancer ServiceType = "LoadBalancer"
+	ServiceTypeExternalName ServiceType = "ExternalName"
+)
+
+// ClusterIPNone is spec.clusterIP of a headless Service.
+const ClusterIPNone = "None"
+
+// DefaultProtocol is the protocol of a port that names none, as the API
+// server defaults it; applied here so an input that skipped defaulting
+// does not conflict with one that did not.
+const DefaultProtocol = "TCP"
+
+// ImportType is a ServiceImport's spec.type.
+type ImportType string
+
+// Import types of the MCS API.
+const (
+	ImportClusterSetIP ImportType = "ClusterSetIP"
+	ImportHeadless     ImportType = "Headless"
+)
+
+// Port is one port of a Service as an import sees it: the fields a
+// client uses. targetPort and nodePort stay in each member.
+type Port struct {
+	Name        string
+	Protocol    string
+	Port        int32
+	AppProtocol string
+}
+
+// SessionAffinityConfig is the ClientIP config of a Service's
+// sessionAffinity; nil when the Service has none.
+type SessionAffinityConfig struct {
+	TimeoutSeconds int32
+}
+
+// Service is what the aggregator reads of an exported Service.
+type Service struct {
+	Type                  ServiceType
+	ClusterIP             string
+	Ports                 []Port
+	SessionAffinity       string
+	SessionAffinityConfig *SessionAffinityConfig
+	InternalTrafficPolicy string
+	TrafficDistribution   string
+}
+
+// Export is one ServiceExport as seen in one member: its cluster id,
+// namespace and name, its creation time and its Service (nil when the
+// member has no Service of that name).
+type Export struct {
+	Cluster   string
+	Namespace string
+	Name      string
+	Created   time.Time
+	Service   *Service
+}
+
+// Key is the namespace/name that namespace sameness makes one service in
+// every member.
+type Key struct {
+	Namespace string
+	Name      string
+}
+
+func (e Export) key() Key { return Key{Namespace: e.Namespace, Name: e.Name} }
+
+// Import is what every member gets for one namespace/name that at least
+// one valid export names.
+type Import struct {
+	Key
+	Type                  ImportType
+	Ports                 []Port
+	SessionAffinity       string
+	SessionAffinityConfig *SessionAffinityConfig
+	InternalTrafficPolicy string
+	TrafficDistribution   string
+	// Winner is the cluster id of the export with precedence.
+	Winner string
+	// Clusters are the cluster ids of the valid exports, sorted.
+	Clusters []string
+}
+
+// ConditionType is the type of a ServiceExport condition.
+type ConditionType string
+
+// ServiceExport conditions of the MCS API.
+const (
+	ConditionValid    ConditionType = "Valid"
+	ConditionConflict ConditionType = "Conflict"
+	ConditionReady    ConditionType = "Ready"
+)
+
+// ConditionStatus is a condition's status.
+type ConditionStatus string
+
+// Condition statuses; the aggregator always knows, so never Unknown.
+const (
+	StatusTrue  ConditionStatus = "True"
+	StatusFalse ConditionStatus = "False"
+)
+
+// Condition is one condition of an export: type, status, reason, message.
+type Condition struct {
+	Type    ConditionType
+	Status  ConditionStatus
+	Reason  Reason
+	Message string
+}
+
+// ExportStatus is what the aggregator says of one export: its conditions
+// in the order Valid, Conflict, Ready, and the fields it conflicts in.
+type ExportStatus struct {
+	Cluster string
+	Key
+	Conditions     []Condition
+	ConflictFields []Field
+}
+
+// Result is the output of Aggregate: imports sorted by namespace/name,
+// export statuses sorted by namespace/name then cluster id.
+type Result struct {
+	Imports []Import
+	Exports []ExportStatus
+}
