@@ -145,20 +145,5 @@ func (l *NodeLab) HelmUpgrade(ctx context.Context, c *NodeCluster, chart string,
 // WaitStatefulSetRolledOut waits until every replica of the StatefulSet
 // runs its current template and is ready.
 func (c *NodeCluster) WaitStatefulSetRolledOut(ctx context.Context, ns, name string, timeout time.Duration) error {
-	return waitFor(ctx, nil, timeout, fmt.Sprintf("StatefulSet %s/%s of %s rolled out", ns, name, c.Name), func(ctx context.Context) error {
-		s, err := c.Client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		want := int32(1)
-		if s.Spec.Replicas != nil {
-			want = *s.Spec.Replicas
-		}
-		if s.Status.ObservedGeneration < s.Generation || s.Status.UpdateRevision != s.Status.CurrentRevision ||
-			s.Status.UpdatedReplicas != want || s.Status.ReadyReplicas != want {
-			return fmt.Errorf("revision %s of %s, %d updated, %d ready of %d", s.Status.CurrentRevision, s.Status.UpdateRevision,
-				s.Status.UpdatedReplicas, s.Status.ReadyReplicas, want)
-		}
-		return nil
-	})
+	return waitStatefulSet(ctx, c.Cluster, ns, name, timeout)
 }

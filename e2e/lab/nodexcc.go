@@ -217,8 +217,10 @@ func (l *NodeLab) startEnvoy(ctx context.Context, c *NodeCluster) error {
 	return createGateway(ctx, c.Cluster, Gateway{IPs: []string{c.GatewayAddress()}})
 }
 
+// waitStatefulSet waits until every replica of the StatefulSet runs its
+// current template (after an install or an upgrade alike) and is ready.
 func waitStatefulSet(ctx context.Context, c *Cluster, ns, name string, timeout time.Duration) error {
-	return waitFor(ctx, nil, timeout, fmt.Sprintf("StatefulSet %s/%s of %s ready", ns, name, c.Name), func(ctx context.Context) error {
+	return waitFor(ctx, nil, timeout, fmt.Sprintf("StatefulSet %s/%s of %s rolled out", ns, name, c.Name), func(ctx context.Context) error {
 		s, err := c.Client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -227,8 +229,10 @@ func waitStatefulSet(ctx context.Context, c *Cluster, ns, name string, timeout t
 		if s.Spec.Replicas != nil {
 			want = *s.Spec.Replicas
 		}
-		if s.Status.ObservedGeneration < s.Generation || s.Status.UpdatedReplicas != want || s.Status.ReadyReplicas != want {
-			return fmt.Errorf("%d of %d replicas updated, %d ready", s.Status.UpdatedReplicas, want, s.Status.ReadyReplicas)
+		if s.Status.ObservedGeneration < s.Generation || s.Status.UpdateRevision != s.Status.CurrentRevision ||
+			s.Status.UpdatedReplicas != want || s.Status.ReadyReplicas != want {
+			return fmt.Errorf("revision %s of %s, %d updated, %d ready of %d", s.Status.CurrentRevision, s.Status.UpdateRevision,
+				s.Status.UpdatedReplicas, s.Status.ReadyReplicas, want)
 		}
 		return nil
 	})
