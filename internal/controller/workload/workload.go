@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
+
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 )
@@ -69,6 +71,7 @@ type ClientFactory func(kubeconfig []byte) (Client, error)
 type typedClient struct {
 	core      *typedcorev1.CoreV1Client
 	discovery *typeddiscoveryv1.DiscoveryV1Client
+	mcs       *mcsclient.MulticlusterV1beta1Client
 }
 
 func (c *typedClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
@@ -76,7 +79,12 @@ func (c *typedClient) DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface {
 	return c.discovery
 }
 
-var _ Client = (*typedClient)(nil)
+func (c *typedClient) MulticlusterV1beta1() mcsclient.MulticlusterV1beta1Interface { return c.mcs }
+
+var (
+	_ Client    = (*typedClient)(nil)
+	_ MCSClient = (*typedClient)(nil)
+)
 
 // NewClientFromKubeconfig builds the client of a workload cluster from the
 // kubeconfig of its Secret, using its inline data only (package
@@ -114,7 +122,14 @@ func NewClientFromKubeconfig(data []byte, policy kubeconfig.Policy, maxResponseB
 	if err != nil {
 		return nil, fmt.Errorf("client from kubeconfig: %w", err)
 	}
-	return &typedClient{core: core, discovery: discovery}, nil
+	// The MCS API is a CRD: JSON only.
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	mcs, err := mcsclient.NewForConfigAndClient(jsonCfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("client from kubeconfig: %w", err)
+	}
+	return &typedClient{core: core, discovery: discovery, mcs: mcs}, nil
 }
 
 // Set keeps one client per workload cluster, one Namespace informer on
@@ -176,7 +191,9 @@ type Cluster struct {
 	// names is the cluster-wide Service informer of spec.names, if a
 	// GatewayDNS uses it.
 	names *namesWatch
-	users map[string]bool
+	// exports are the informers of a clusterset member (exports.go).
+	exports *exportsWatch
+	users   map[string]bool
 	// reads bounds what is read from the cluster (limits.go).
 	reads           *reads
 	notifyNamespace func()
@@ -444,6 +461,16 @@ func (m *Set) Release(user string, keep map[string]map[string]bool) {
 				nw.cancel()
 				w.names = nil
 				klog.FromContext(m.ctx).Info("Stopped watching the Services of workload cluster for names", "cluster", key)
+			}
+		}
+		if ew := w.exports; ew != nil {
+			if !refs[ExportsRef] {
+				delete(ew.users, user)
+			}
+			if len(ew.users) == 0 {
+				ew.cancel()
+				w.exports = nil
+				klog.FromContext(m.ctx).Info("Stopped watching the ServiceExports of workload cluster", "cluster", key)
 			}
 		}
 		if !keepCluster {

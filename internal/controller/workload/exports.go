@@ -1,0 +1,201 @@
+package workload
+
+import (
+	"context"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
+)
+
+// ExportsRef is the ref under which Release keeps a cluster's informers
+// for the Multi-Cluster Services API (its ServiceExports and Namespaces).
+const ExportsRef = "*exports"
+
+// MCSClient is the Multi-Cluster Services API (multicluster.x-k8s.io) of a
+// workload cluster. It is apart from Client because only the members of a
+// clusterset need it, and a CRD speaks JSON, not protobuf; the production
+// client has both.
+type MCSClient interface {
+	MulticlusterV1beta1() mcsclient.MulticlusterV1beta1Interface
+}
+
+// MCS returns the cluster's Multi-Cluster Services client, if its client
+// has one.
+func (w *Cluster) MCS() (MCSClient, bool) {
+	c, ok := w.client.(MCSClient)
+	return c, ok
+}
+
+// exportsWatch is what a clusterset reads of a member besides the exported
+// Services (WatchService): every ServiceExport, and every Namespace, since
+// an import is written only where its namespace exists.
+type exportsWatch struct {
+	exports    *objectWatch
+	namespaces *objectWatch
+	cancel     context.CancelFunc
+	users      map[string]bool
+}
+
+// WatchExports makes sure the ServiceExports and Namespaces of w are
+// watched for user (a clusterset): started here and nowhere else (again
+// after a cut-off, once the cluster is no longer cut off). A client
+// without the MCS API watches nothing; Exports then never syncs. Reading
+// is Exports, which never starts anything.
+func (m *Set) WatchExports(w *Cluster, user string) {
+	mcs, ok := w.MCS()
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ew := w.exports
+	if ew != nil && (ew.exports.cut() || ew.namespaces.cut()) {
+		ew.cancel()
+		w.exports = nil
+		ew = nil
+	}
+	if ew == nil && w.reads.cut() != "" {
+		return
+	}
+	if ew == nil {
+		ctx, cancel := context.WithCancel(w.ctx)
+		ew = &exportsWatch{cancel: cancel, users: map[string]bool{}}
+		notify := func() { m.onService(m.exportsUsersOf(ew)) }
+		ew.exports = watchExports(mcs, w.reads, notify)
+		ew.namespaces = watchNamespaces(w.client, w.reads, notify)
+		ew.exports.run(ctx, notify)
+		ew.namespaces.run(ctx, notify)
+		w.exports = ew
+		klog.FromContext(m.ctx).Info("Watching the ServiceExports of workload cluster", "cluster", w.key)
+	}
+	ew.users[user] = true
+}
+
+// Exports returns the cached ServiceExports of w, sorted by namespace and
+// name, and the names of its Namespaces that are not being deleted.
+// synced is false until both informers, started by WatchExports, have
+// listed (unreachable, cut off, or the MCS CRDs not installed).
+func (m *Set) Exports(w *Cluster) (exports []*mcsv1beta1.ServiceExport, namespaces map[string]bool, synced bool) {
+	m.mu.Lock()
+	ew := w.exports
+	m.mu.Unlock()
+	if ew == nil || !ew.exports.HasSynced() || !ew.namespaces.HasSynced() {
+		return nil, nil, false
+	}
+	for _, o := range ew.exports.store.List() {
+		if e, ok := o.(*mcsv1beta1.ServiceExport); ok {
+			exports = append(exports, e)
+		}
+	}
+	sort.Slice(exports, func(i, j int) bool {
+		return exports[i].Namespace+"/"+exports[i].Name < exports[j].Namespace+"/"+exports[j].Name
+	})
+	namespaces = map[string]bool{}
+	for _, o := range ew.namespaces.store.List() {
+		if ns, ok := o.(*corev1.Namespace); ok && ns.DeletionTimestamp == nil {
+			namespaces[ns.Name] = true
+		}
+	}
+	return exports, namespaces, true
+}
+
+func (m *Set) exportsUsersOf(ew *exportsWatch) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(ew.users))
+	for u := range ew.users {
+		out = append(out, u)
+	}
+	return out
+}
+
+// watchExports is the cluster-wide ServiceExport informer of a member.
+func watchExports(client MCSClient, r *reads, onChange func()) *objectWatch {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.MulticlusterV1beta1().ServiceExports(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.MulticlusterV1beta1().ServiceExports(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}
+	return newInformer(r, "ServiceExports of every namespace", lw, cache.InformerOptions{
+		ObjectType: &mcsv1beta1.ServiceExport{},
+		Handler:    onEvery(onChange),
+		Transform:  exportForCache,
+	})
+}
+
+// watchNamespaces is the cluster-wide Namespace informer of a member.
+func watchNamespaces(client Client, r *reads, onChange func()) *objectWatch {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().Namespaces().List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Namespaces().Watch(ctx, o)
+		},
+	}
+	return newInformer(r, "Namespaces", lw, cache.InformerOptions{
+		ObjectType: &corev1.Namespace{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			// Only a namespace that comes or goes changes where imports go.
+			AddFunc: func(any) { onChange() },
+			UpdateFunc: func(old, cur any) {
+				o, _ := old.(*corev1.Namespace)
+				n, _ := cur.(*corev1.Namespace)
+				if o == nil || n == nil || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
+					onChange()
+				}
+			},
+			DeleteFunc: func(any) { onChange() },
+		},
+		Transform: namespaceForCache,
+	})
+}
+
+// onEvery calls onChange on every event.
+func onEvery(onChange func()) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { onChange() },
+		UpdateFunc: func(any, any) { onChange() },
+		DeleteFunc: func(any) { onChange() },
+	}
+}
+
+// exportForCache keeps of a ServiceExport what the aggregator and the
+// status writes read: identity, creation time and conditions (no labels,
+// annotations, exported labels or managedFields, which a member's users
+// choose and may make large). Idempotent.
+func exportForCache(obj any) (any, error) {
+	e, ok := obj.(*mcsv1beta1.ServiceExport)
+	if !ok {
+		return obj, nil
+	}
+	return &mcsv1beta1.ServiceExport{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: e.Name, Namespace: e.Namespace, UID: e.UID, ResourceVersion: e.ResourceVersion,
+			Generation: e.Generation, CreationTimestamp: e.CreationTimestamp, DeletionTimestamp: e.DeletionTimestamp,
+		},
+		Status: mcsv1beta1.ServiceExportStatus{Conditions: e.Status.Conditions},
+	}, nil
+}
+
+// namespaceForCache keeps a Namespace's name, UID and deletion mark.
+// Idempotent.
+func namespaceForCache(obj any) (any, error) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion, DeletionTimestamp: ns.DeletionTimestamp,
+	}}, nil
+}

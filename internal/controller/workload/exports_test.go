@@ -1,0 +1,125 @@
+package workload
+
+import (
+	"context"
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsfake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
+
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
+)
+
+// memberClient is a member's client in tests: the fake core clientset and
+// the fake MCS clientset.
+type memberClient struct {
+	*fake.Clientset
+	mcs *mcsfake.Clientset
+}
+
+func (c memberClient) MulticlusterV1beta1() mcsclient.MulticlusterV1beta1Interface {
+	return c.mcs.MulticlusterV1beta1()
+}
+
+var _ MCSClient = memberClient{}
+
+// The export informer keeps identity, creation time and conditions only,
+// idempotently.
+func TestExportForCache(t *testing.T) {
+	created := metav1.NewTime(time.Unix(100, 0))
+	cond := []metav1.Condition{{Type: "Valid", Status: metav1.ConditionTrue, Reason: "Valid"}}
+	in := &mcsv1beta1.ServiceExport{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u", ResourceVersion: "4", Generation: 2,
+			CreationTimestamp: created, Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"big": "x"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec:   mcsv1beta1.ServiceExportSpec{ExportedLabels: map[string]string{"l": "v"}},
+		Status: mcsv1beta1.ServiceExportStatus{Conditions: cond},
+	}
+	want := &mcsv1beta1.ServiceExport{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u", ResourceVersion: "4", Generation: 2, CreationTimestamp: created},
+		Status:     mcsv1beta1.ServiceExportStatus{Conditions: cond},
+	}
+	got, err := exportForCache(in)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("exportForCache = %+v, %v\nwant %+v", got, err, want)
+	}
+	if again, _ := exportForCache(got); !reflect.DeepEqual(again, want) {
+		t.Errorf("not idempotent: %+v", again)
+	}
+}
+
+// WatchExports starts the informers of a member; Exports lists its exports
+// sorted and its live namespaces, follows changes with an event for the
+// clusterset, and Release stops them.
+func TestWatchExports(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	export := func(ns, name string) *mcsv1beta1.ServiceExport {
+		return &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	gone := metav1.Now()
+	client := memberClient{
+		Clientset: fake.NewClientset(
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "old", DeletionTimestamp: &gone, Finalizers: []string{"kubernetes"}}}),
+		mcs: mcsfake.NewSimpleClientset(export("shop", "web"), export("shop", "api")),
+	}
+	var events atomic.Int32
+	m := NewSet(Config{NewClient: func([]byte) (Client, error) { return client, nil }, SliceNamespace: "xcc-dns",
+		OnNamespace: func(string) {}, OnService: func(users []string) {
+			if reflect.DeepEqual(users, []string{"set"}) {
+				events.Add(1)
+			}
+		}, Gauge: func(int) {}})
+	m.Start(ctx)
+	acc := m.Get("dev-team", "cluster-a", testfixture.KubeconfigSecret("cluster-a", "k"), "set")
+	if _, _, synced := m.Exports(acc.Cluster); synced {
+		t.Fatal("synced before WatchExports")
+	}
+	m.WatchExports(acc.Cluster, "set")
+	names := func() (out []string, nss map[string]bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+			exports, namespaces, synced := m.Exports(acc.Cluster)
+			out, nss = nil, namespaces
+			for _, e := range exports {
+				out = append(out, e.Namespace+"/"+e.Name)
+			}
+			return synced, nil
+		})
+		if err != nil {
+			t.Fatal("never synced")
+		}
+		return out, nss
+	}
+	got, nss := names()
+	if want := []string{"shop/api", "shop/web"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("exports %q, want %q", got, want)
+	}
+	if want := map[string]bool{"shop": true}; !reflect.DeepEqual(nss, want) {
+		t.Errorf("namespaces %v, want %v (one being deleted is none)", nss, want)
+	}
+	before := events.Load()
+	if err := client.mcs.MulticlusterV1beta1().ServiceExports("shop").Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		got, _ := names()
+		return reflect.DeepEqual(got, []string{"shop/web"}) && events.Load() > before, nil
+	})
+	if err != nil {
+		t.Errorf("unexport not seen, or no event: exports %q, events %d", got, events.Load()-before)
+	}
+	m.Release("set", nil)
+	if clusters, _, _ := m.Watched(); clusters != 0 {
+		t.Errorf("%d clusters watched after the last user went", clusters)
+	}
+}
