@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 )
 
@@ -83,7 +84,8 @@ func hasReady(obj any) bool {
 // endpointsForCache keeps of an EndpointSlice what health and a headless
 // export read: its name, namespace, resourceVersion, address type and
 // ports, and of each endpoint its addresses, hostname and conditions
-// (no node, zone, hints, targetRef, labels or annotations). Idempotent.
+// (no node, zone, hints, targetRef, labels or annotations), and the
+// managed-by label when it is this controller's. Idempotent.
 func endpointsForCache(obj any) (any, error) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
@@ -92,6 +94,9 @@ func endpointsForCache(obj any) (any, error) {
 	kept := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{
 		Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion,
 	}, AddressType: s.AddressType, Ports: s.Ports}
+	if v := s.Labels[contract.LabelManagedBy]; v == contract.ManagedByValue {
+		kept.Labels = map[string]string{contract.LabelManagedBy: v}
+	}
 	if len(s.Endpoints) > 0 {
 		kept.Endpoints = make([]discoveryv1.Endpoint, 0, len(s.Endpoints))
 	}
@@ -112,7 +117,9 @@ func (m *Set) endpointSlices(w *Cluster, namespace, name string) (out []*discove
 		return nil, false
 	}
 	for _, o := range sw.endpoints.store.List() {
-		if s, ok := o.(*discoveryv1.EndpointSlice); ok {
+		// Slices this controller wrote (a clusterset's imported endpoints)
+		// are never read back as the Service's own.
+		if s, ok := o.(*discoveryv1.EndpointSlice); ok && s.Labels[contract.LabelManagedBy] != contract.ManagedByValue {
 			out = append(out, s)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	mcsfake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
 
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -121,5 +122,36 @@ func TestWatchExports(t *testing.T) {
 	m.Release("set", nil)
 	if clusters, _, _ := m.Watched(); clusters != 0 {
 		t.Errorf("%d clusters watched after the last user went", clusters)
+	}
+}
+
+// A Service's EndpointSlices as read never include those this controller
+// wrote beside them (a clusterset's imported endpoints carry the same
+// service-name label): what a member exports is its own pods only.
+func TestEndpointsLeaveOutOurSlices(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	own := testfixture.ServiceEndpoints("shop", "web", "web-1")
+	own.Endpoints = append(own.Endpoints, testfixture.Endpoint("10.244.0.1", true))
+	imported := testfixture.ServiceEndpoints("shop", "web", "web-imported")
+	imported.Labels[contract.LabelManagedBy] = contract.ManagedByValue
+	imported.Endpoints = append(imported.Endpoints, testfixture.Endpoint("10.245.0.1", true))
+	client := fake.NewClientset(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}, own, imported)
+	m := NewSet(Config{NewClient: func([]byte) (Client, error) { return client, nil }, SliceNamespace: "xcc-dns",
+		OnNamespace: func(string) {}, OnService: func([]string) {}, Gauge: func(int) {}})
+	m.Start(ctx)
+	acc := m.Get("dev-team", "cluster-a", testfixture.KubeconfigSecret("cluster-a", "k"), "set")
+	m.WatchService(acc.Cluster, "shop", "web", "set", true)
+	var got []string
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		slices, synced := m.Endpoints(acc.Cluster, "shop", "web")
+		got = nil
+		for _, s := range slices {
+			got = append(got, s.Name)
+		}
+		return synced, nil
+	})
+	if err != nil || !reflect.DeepEqual(got, []string{"web-1"}) {
+		t.Errorf("slices %q (%v), want only web-1", got, err)
 	}
 }

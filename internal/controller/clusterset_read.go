@@ -1,0 +1,92 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+)
+
+// memberRead is what one sync read of a member of a clusterset: its
+// exports as the aggregator takes them, the EndpointSlices of each
+// exported Service, and its namespaces. synced is false while any of it
+// has not been listed (unreachable, cut off, the MCS CRDs missing): the
+// member then keeps what it last exported.
+type memberRead struct {
+	id         string
+	exports    []aggregate.Export
+	endpoints  map[aggregate.Key][]*discoveryv1.EndpointSlice
+	namespaces map[string]bool
+	// own are the member's ServiceExports as cached, for their status.
+	own    []*mcsv1beta1.ServiceExport
+	synced bool
+}
+
+// readMember reads member w (cluster id id) for user, the clusterset's
+// key, starting the informers it needs: every ServiceExport and
+// Namespace, and per export its Service and that Service's
+// EndpointSlices. The keep map (cluster key -> refs) gets every ref read,
+// for Release.
+func (c *Controller) readMember(w *workload.Cluster, id, user string, keep map[string]map[string]bool) memberRead {
+	refs := keep[w.Key()]
+	if refs == nil {
+		refs = map[string]bool{}
+		keep[w.Key()] = refs
+	}
+	refs[workload.ExportsRef] = true
+	c.workloads.WatchExports(w, user)
+	exports, namespaces, synced := c.workloads.Exports(w)
+	r := memberRead{id: id, namespaces: namespaces, own: exports, synced: synced,
+		endpoints: map[aggregate.Key][]*discoveryv1.EndpointSlice{}}
+	for _, e := range exports {
+		if e.DeletionTimestamp != nil {
+			continue
+		}
+		refs[e.Namespace+"/"+e.Name] = true
+		c.workloads.WatchService(w, e.Namespace, e.Name, user, true)
+		svc, svcSynced := c.workloads.Service(w, e.Namespace, e.Name)
+		slices, epSynced := c.workloads.Endpoints(w, e.Namespace, e.Name)
+		if !svcSynced || !epSynced {
+			r.synced = false
+			continue
+		}
+		x := exportOf(id, e, svc)
+		r.exports = append(r.exports, x)
+		r.endpoints[aggregate.Key{Namespace: e.Namespace, Name: e.Name}] = slices
+	}
+	return r
+}
+
+// exportOf is a member's ServiceExport and the Service it names (nil when
+// there is none) as the aggregator reads them.
+func exportOf(cluster string, e *mcsv1beta1.ServiceExport, svc *corev1.Service) aggregate.Export {
+	x := aggregate.Export{Cluster: cluster, Namespace: e.Namespace, Name: e.Name, Created: e.CreationTimestamp.Time}
+	if svc == nil || svc.DeletionTimestamp != nil {
+		return x
+	}
+	s := &aggregate.Service{
+		Type:            aggregate.ServiceType(svc.Spec.Type),
+		ClusterIP:       svc.Spec.ClusterIP,
+		SessionAffinity: string(svc.Spec.SessionAffinity),
+	}
+	if cfg := svc.Spec.SessionAffinityConfig; cfg != nil && cfg.ClientIP != nil && cfg.ClientIP.TimeoutSeconds != nil {
+		s.SessionAffinityConfig = &aggregate.SessionAffinityConfig{TimeoutSeconds: *cfg.ClientIP.TimeoutSeconds}
+	}
+	if p := svc.Spec.InternalTrafficPolicy; p != nil {
+		s.InternalTrafficPolicy = string(*p)
+	}
+	if d := svc.Spec.TrafficDistribution; d != nil {
+		s.TrafficDistribution = *d
+	}
+	for _, p := range svc.Spec.Ports {
+		port := aggregate.Port{Name: p.Name, Protocol: string(p.Protocol), Port: p.Port}
+		if p.AppProtocol != nil {
+			port.AppProtocol = *p.AppProtocol
+		}
+		s.Ports = append(s.Ports, port)
+	}
+	x.Service = s
+	return x
+}
