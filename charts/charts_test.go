@@ -277,6 +277,18 @@ func TestRenderedManagement(t *testing.T) {
 			t.Errorf("controller ClusterRole grants %s: %s", forbidden, rules)
 		}
 	}
+	// ClusterSets are read and only their status written: no finalizer.
+	for _, want := range []string{
+		`{"apiGroups":["xcc-dns.io"],"resources":["clustersets"],"verbs":["get","list","watch"]}`,
+		`{"apiGroups":["xcc-dns.io"],"resources":["clustersets/status"],"verbs":["update","patch"]}`,
+	} {
+		if !strings.Contains(rules, want) {
+			t.Errorf("controller ClusterRole lacks %s: %s", want, rules)
+		}
+	}
+	if n := strings.Count(rules, `"xcc-dns.io"`); n != 2 {
+		t.Errorf("controller ClusterRole has %d rules on xcc-dns.io, want the 2 above: %s", n, rules)
+	}
 }
 
 // The operator's allowed CIDRs reach the controller as one flag, and only
