@@ -277,6 +277,18 @@ func TestRenderedManagement(t *testing.T) {
 			t.Errorf("controller ClusterRole grants %s: %s", forbidden, rules)
 		}
 	}
+	// ClusterSets are read and only their status written: no finalizer.
+	for _, want := range []string{
+		`{"apiGroups":["xcc-dns.io"],"resources":["clustersets"],"verbs":["get","list","watch"]}`,
+		`{"apiGroups":["xcc-dns.io"],"resources":["clustersets/status"],"verbs":["update","patch"]}`,
+	} {
+		if !strings.Contains(rules, want) {
+			t.Errorf("controller ClusterRole lacks %s: %s", want, rules)
+		}
+	}
+	if n := strings.Count(rules, `"xcc-dns.io"`); n != 2 {
+		t.Errorf("controller ClusterRole has %d rules on xcc-dns.io, want the 2 above: %s", n, rules)
+	}
 }
 
 // The operator's allowed CIDRs reach the controller as one flag, and only
@@ -424,6 +436,13 @@ func TestRenderedTypes(t *testing.T) {
 				typed = &rbacv1.ClusterRoleBinding{}
 			case "NetworkPolicy":
 				typed = &networkingv1.NetworkPolicy{}
+			case "CustomResourceDefinition":
+				// The MCS CRDs are upstream's (files/mcs), checked against
+				// them by TestWorkloadMCSCRDs rather than decoded here.
+				if _, ok := mcsCRDFiles(t)[fmt.Sprint(name)]; !ok {
+					t.Errorf("%s: CRD %v is not one of files/mcs", c.golden, name)
+				}
+				continue
 			default:
 				t.Errorf("%s: %s %v: kind not checked; add it to this test", c.golden, kind, name)
 				continue
@@ -820,4 +839,82 @@ func durationArg(t *testing.T, args any, name string) time.Duration {
 		}
 	}
 	return 0
+}
+
+// mcsCRDFiles returns the CRDs of the workload chart's files/mcs by name.
+func mcsCRDFiles(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(workloadChart, "files", "mcs", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := map[string]map[string]any{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd map[string]any
+		if err := yaml.Unmarshal(b, &crd); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		crds[fmt.Sprint(get(crd, "metadata", "name"))] = crd
+	}
+	return crds
+}
+
+// TestWorkloadMCSCRDs: by default the chart installs the ServiceExport and
+// ServiceImport CRDs exactly as files/mcs has them (v1beta1 stored,
+// v1alpha1 served), kept on uninstall; with mcs.crds=false none, for a
+// cluster where another MCS implementation owns them.
+func TestWorkloadMCSCRDs(t *testing.T) {
+	files := mcsCRDFiles(t)
+	want := []string{"serviceexports.multicluster.x-k8s.io", "serviceimports.multicluster.x-k8s.io"}
+	if len(files) != len(want) {
+		t.Fatalf("files/mcs holds %d CRDs, want %v (run make generate)", len(files), want)
+	}
+	crdsOf := func(args ...string) map[string]map[string]any {
+		objs := objects(t, render(t, renderCase{chart: workloadChart, args: append([]string{"-f", "testdata/workload-values.yaml"}, args...)}))
+		out := map[string]map[string]any{}
+		for _, o := range objs {
+			if o["kind"] == "CustomResourceDefinition" {
+				out[fmt.Sprint(get(o, "metadata", "name"))] = o
+			}
+		}
+		return out
+	}
+
+	for _, args := range [][]string{nil, {"--set", "mcs.crds=true"}} {
+		got := crdsOf(args...)
+		if len(got) != len(want) {
+			t.Errorf("%v: rendered %d CRDs, want %v", args, len(got), want)
+		}
+		for _, name := range want {
+			crd, file := got[name], files[name]
+			if crd == nil || file == nil {
+				t.Errorf("%v: CRD %s rendered %t, in files/mcs %t", args, name, crd != nil, file != nil)
+				continue
+			}
+			if a := get(crd, "metadata", "annotations", "helm.sh/resource-policy"); a != "keep" {
+				t.Errorf("%s: helm.sh/resource-policy %v, want keep: an uninstall would delete every object of the kind", name, a)
+			}
+			if l := get(crd, "metadata", "labels", "multicluster.x-k8s.io/release-version"); l != get(file, "metadata", "labels", "multicluster.x-k8s.io/release-version") {
+				t.Errorf("%s: release-version label %v, files/mcs has %v", name, l, get(file, "metadata", "labels", "multicluster.x-k8s.io/release-version"))
+			}
+			if g, w := mustJSON(t, crd["spec"]), mustJSON(t, file["spec"]); g != w {
+				t.Errorf("%s: rendered spec differs from files/mcs:\n%s", name, lineDiff(w, g))
+			}
+			versions := map[string]string{}
+			list, _ := get(crd, "spec", "versions").([]any)
+			for _, v := range list {
+				versions[fmt.Sprint(get(v, "name"))] = fmt.Sprintf("served=%v storage=%v", get(v, "served"), get(v, "storage"))
+			}
+			if w := map[string]string{"v1alpha1": "served=true storage=false", "v1beta1": "served=true storage=true"}; fmt.Sprint(versions) != fmt.Sprint(w) {
+				t.Errorf("%s: versions %v, want %v", name, versions, w)
+			}
+		}
+	}
+	if got := crdsOf("--set", "mcs.crds=false"); len(got) != 0 {
+		t.Errorf("mcs.crds=false: rendered CRDs %v", got)
+	}
 }
