@@ -112,6 +112,7 @@ var suite = []struct {
 	{"HostileQueries", shared, testHostileQueries},
 	{"Headless", shared, testHeadless},
 	{"Names", shared, testNames},
+	{"MCS", shared, testMCS},
 	{"ControllerFailover", shared, testControllerFailover},
 
 	{"BenchServeKills", bench, testBenchServeKills},

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,6 +68,9 @@ type Config struct {
 	Dynamic dynamic.Interface
 	// ClusterResource is the served version of cluster.x-k8s.io clusters.
 	ClusterResource schema.GroupVersionResource
+	// ClusterSets runs the Multi-Cluster Services half (clusterset.go):
+	// the ClusterSet CRD is served.
+	ClusterSets bool
 	// NewClient builds workload cluster clients (workload.NewClientFromKubeconfig in production).
 	NewClient      workload.ClientFactory
 	SliceNamespace string
@@ -120,6 +124,10 @@ type Controller struct {
 	// names are the names each GatewayDNS claims, compared between the
 	// GatewayDNS of a namespace to find the older one (names.go).
 	names *nameClaims
+
+	// sets is the ClusterSet half (clusterset.go); nil when the CRD is
+	// not served.
+	sets *clusterSets
 }
 
 // New builds the controller and registers its informers; Run starts them.
@@ -164,7 +172,15 @@ func New(cfg Config) *Controller {
 		},
 		DeleteFunc: func(obj any) { c.enqueueNamespaceOf(obj) },
 	})
-	onClusterish := watch.OnEvent(c.enqueueNamespaceOf)
+	if cfg.ClusterSets {
+		c.sets = c.newClusterSets()
+	}
+	onClusterish := watch.OnEvent(func(obj any) {
+		c.enqueueNamespaceOf(obj)
+		if m := watch.Meta(obj); m != nil {
+			c.enqueueClusterSetsIn(m.GetNamespace())
+		}
+	})
 	_, _ = c.clusters.AddEventHandler(onClusterish)
 	_, _ = secretInf.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
@@ -176,7 +192,10 @@ func New(cfg Config) *Controller {
 	c.workloads = workload.NewSet(workload.Config{
 		NewClient:      cfg.NewClient,
 		SliceNamespace: cfg.SliceNamespace,
-		OnNamespace:    c.enqueueAllIn,
+		OnNamespace: func(namespace string) {
+			c.enqueueAllIn(namespace)
+			c.enqueueClusterSetsIn(namespace)
+		},
 		OnService:      c.serviceChanged,
 		Gauge:          func(n int) { cfg.Metrics.ClustersWatched.Set(float64(n)) },
 		Limits:         cfg.ReadLimits,
@@ -254,7 +273,11 @@ func (c *Controller) enqueueAllIn(namespace string) {
 
 // serviceChanged notes when a gateway Service changed, for the propagation
 // metric, and enqueues the GatewayDNS that watch it.
-func (c *Controller) serviceChanged(users []string) {
+func (c *Controller) serviceChanged(all []string) {
+	users, sets := clusterSetUsers(all)
+	for _, key := range sets {
+		c.sets.queue.Add(key)
+	}
 	now := time.Now()
 	for _, u := range users {
 		c.memory.of(u, "").noteServiceEvent(now)
@@ -285,7 +308,12 @@ func (c *Controller) Run(ctx context.Context, ready chan<- struct{}) error {
 	if ready != nil {
 		close(ready)
 	}
+	var sets sync.WaitGroup
+	if c.sets != nil {
+		sets.Go(func() { c.sets.queue.Run(ctx, c.cfg.Workers) })
+	}
 	c.queue.Run(ctx, c.cfg.Workers)
+	sets.Wait()
 	// Writes still running in the background end with ctx.
 	c.publisher.Wait()
 	logger.Info("Workers stopped")

@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
@@ -209,6 +210,8 @@ type management struct {
 	kube       kubernetes.Interface
 	dyn        dynamic.Interface
 	clusterGVR schema.GroupVersionResource
+	// clusterSets: the ClusterSet CRD is served.
+	clusterSets bool
 }
 
 // connectManagement builds the management clients from kubeconfigPath
@@ -230,7 +233,7 @@ func connectManagement(kubeconfigPath string) (management, error) {
 	if err != nil {
 		return management{}, err
 	}
-	return management{kube: kube, dyn: dyn, clusterGVR: clusterGVR}, nil
+	return management{kube: kube, dyn: dyn, clusterGVR: clusterGVR, clusterSets: servesClusterSets(kube.Discovery())}, nil
 }
 
 // newEventRecorder records Events on the management cluster (and logs
@@ -275,7 +278,7 @@ func (o Options) controllerRunner(mgmt management, metrics *Metrics, recorder re
 			return workload.NewClientFromKubeconfig(data, policy, o.ReadLimits.MaxResponseBytes)
 		}
 		c := New(Config{
-			Kube: mgmt.kube, Dynamic: mgmt.dyn, ClusterResource: mgmt.clusterGVR, NewClient: newClient,
+			Kube: mgmt.kube, Dynamic: mgmt.dyn, ClusterResource: mgmt.clusterGVR, ClusterSets: mgmt.clusterSets, NewClient: newClient,
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
 			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits, ReadLimits: o.ReadLimits,
 			State: &state.ConfigMaps{Client: mgmt.kube, Namespace: o.StateNamespace},
@@ -464,6 +467,23 @@ func firstError(err error, srvErr <-chan error) error {
 
 // discoverClusterResource picks the served cluster.x-k8s.io version,
 // preferring v1beta2; CAPI v1.11 serves both, older releases only v1beta1.
+// servesClusterSets reports whether the management cluster serves the
+// ClusterSet CRD. A management chart older than it has not installed it
+// (Helm installs a chart's CRDs on install only): the GatewayDNS half then
+// runs alone rather than wait for a cache that never syncs.
+func servesClusterSets(d discovery.DiscoveryInterface) bool {
+	list, err := d.ServerResourcesForGroupVersion(xccv1alpha1.SchemeGroupVersion.String())
+	if err != nil {
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == xccv1alpha1.ClusterSetResource.Resource {
+			return true
+		}
+	}
+	return false
+}
+
 func discoverClusterResource(d discovery.DiscoveryInterface) (schema.GroupVersionResource, error) {
 	var errs []error
 	for _, v := range clusterAPIVersions {

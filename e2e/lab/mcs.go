@@ -1,0 +1,192 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The Multi-Cluster Services API as the lab uses it: a ClusterSet on the
+// management cluster, ServiceExports and ServiceImports in the workload
+// clusters (the workload chart installs their CRDs).
+var (
+	ClusterSetGVR    = schema.GroupVersionResource{Group: "xcc-dns.io", Version: "v1alpha1", Resource: "clustersets"}
+	ServiceExportGVR = schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1beta1", Resource: "serviceexports"}
+	ServiceImportGVR = schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1beta1", Resource: "serviceimports"}
+)
+
+// ClusterSetZone is the zone of the MCS DNS specification.
+const ClusterSetZone = "clusterset.local"
+
+// ClusterSetHost is the name of the import namespace/name.
+func ClusterSetHost(namespace, name string) string {
+	return fmt.Sprintf("%s.%s.svc.%s", name, namespace, ClusterSetZone)
+}
+
+// ClusterSetYAML is a ClusterSet of ClusterNamespace selecting the
+// walkthrough's labelled Clusters.
+func ClusterSetYAML(name string) string {
+	return fmt.Sprintf(`apiVersion: xcc-dns.io/v1alpha1
+kind: ClusterSet
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  clusterSelector:
+    matchLabels:
+      %s: "%s"
+`, name, ClusterNamespace, SelectorLabel, SelectorValue)
+}
+
+// ExportedService is a Service the lab exports: its ports, and the
+// endpoints written as the endpoint slice controller would (nothing else
+// writes them in the lab).
+type ExportedService struct {
+	Namespace, Name string
+	Headless        bool
+	Ports           []corev1.ServicePort
+	// Pods are the ready endpoints, hostname (may be empty) and address.
+	Pods []HeadlessPod
+}
+
+// CreateExportedService creates, in w, the namespace, the Service, its
+// EndpointSlice and the ServiceExport of s.
+func CreateExportedService(ctx context.Context, w *Cluster, s ExportedService) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.Namespace}}
+	if _, err := w.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s on %s: %w", s.Namespace, w.Name, err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": s.Name}, Ports: s.Ports},
+	}
+	if s.Headless {
+		svc.Spec.ClusterIP = corev1.ClusterIPNone
+	}
+	if _, err := w.Client.CoreV1().Services(s.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create Service %s/%s on %s: %w", s.Namespace, s.Name, w.Name, err)
+	}
+	slice := HeadlessEndpointSlice(s.Name+"-lab", s.Pods)
+	slice.Namespace = s.Namespace
+	slice.Labels[discoveryv1.LabelServiceName] = s.Name
+	if !s.Headless {
+		delete(slice.Labels, corev1.IsHeadlessService)
+	}
+	for i := range slice.Endpoints {
+		slice.Endpoints[i].TargetRef.Namespace = s.Namespace
+		if *slice.Endpoints[i].Hostname == "" {
+			slice.Endpoints[i].Hostname = nil
+		}
+	}
+	slice.Ports = nil
+	for _, p := range s.Ports {
+		slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: ptr(p.Name), Protocol: ptr(p.Protocol), Port: ptr(p.TargetPort.IntVal)})
+	}
+	if _, err := w.Client.DiscoveryV1().EndpointSlices(s.Namespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create EndpointSlice of %s/%s on %s: %w", s.Namespace, s.Name, w.Name, err)
+	}
+	return Export(ctx, w, s.Namespace, s.Name)
+}
+
+// Export creates the ServiceExport namespace/name in w.
+func Export(ctx context.Context, w *Cluster, namespace, name string) error {
+	e := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceExport",
+		"metadata": map[string]any{"name": name, "namespace": namespace},
+	}}
+	if _, err := w.Dynamic.Resource(ServiceExportGVR).Namespace(namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create ServiceExport %s/%s on %s: %w", namespace, name, w.Name, err)
+	}
+	return nil
+}
+
+// Unexport deletes the ServiceExport namespace/name in w, if it is there.
+func Unexport(ctx context.Context, w *Cluster, namespace, name string) error {
+	err := w.Dynamic.Resource(ServiceExportGVR).Namespace(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete ServiceExport %s/%s on %s: %w", namespace, name, w.Name, err)
+	}
+	return nil
+}
+
+// DeleteExportedService deletes the ServiceExport, the Service and its
+// lab EndpointSlice, if they are there.
+func DeleteExportedService(ctx context.Context, w *Cluster, namespace, name string) error {
+	if err := Unexport(ctx, w, namespace, name); err != nil {
+		return err
+	}
+	err := w.Client.CoreV1().Services(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Service %s/%s on %s: %w", namespace, name, w.Name, err)
+	}
+	err = w.Client.DiscoveryV1().EndpointSlices(namespace).Delete(ctx, name+"-lab", metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete EndpointSlice of %s/%s on %s: %w", namespace, name, w.Name, err)
+	}
+	return nil
+}
+
+// Import is what the lab reads of a ServiceImport.
+type Import struct {
+	Type     string
+	IPs      []string
+	Ports    []string // "<name>/<protocol>/<port>"
+	Clusters []string
+}
+
+// GetImport reads the ServiceImport namespace/name of w; nil when there
+// is none.
+func GetImport(ctx context.Context, w *Cluster, namespace, name string) (*Import, error) {
+	u, err := w.Dynamic.Resource(ServiceImportGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get ServiceImport %s/%s on %s: %w", namespace, name, w.Name, err)
+	}
+	imp := &Import{}
+	imp.Type, _, _ = unstructured.NestedString(u.Object, "spec", "type")
+	imp.IPs, _, _ = unstructured.NestedStringSlice(u.Object, "spec", "ips")
+	ports, _, _ := unstructured.NestedSlice(u.Object, "spec", "ports")
+	for _, p := range ports {
+		m, _ := p.(map[string]any)
+		imp.Ports = append(imp.Ports, fmt.Sprintf("%v/%v/%v", m["name"], m["protocol"], m["port"]))
+	}
+	clusters, _, _ := unstructured.NestedSlice(u.Object, "status", "clusters")
+	for _, c := range clusters {
+		m, _ := c.(map[string]any)
+		imp.Clusters = append(imp.Clusters, fmt.Sprint(m["cluster"]))
+	}
+	return imp, nil
+}
+
+// ExportConditions reads the conditions of the ServiceExport
+// namespace/name of w: type -> "<status>/<reason>".
+func ExportConditions(ctx context.Context, w *Cluster, namespace, name string) (map[string]string, error) {
+	u, err := w.Dynamic.Resource(ServiceExportGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get ServiceExport %s/%s on %s: %w", namespace, name, w.Name, err)
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	out := map[string]string{}
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		out[fmt.Sprint(m["type"])] = fmt.Sprintf("%v/%v", m["status"], m["reason"])
+	}
+	return out, nil
+}
+
+// DeleteClusterSet deletes the ClusterSet namespace/name, if it is there.
+func DeleteClusterSet(ctx context.Context, mgmt *Cluster, namespace, name string) error {
+	err := mgmt.Dynamic.Resource(ClusterSetGVR).Namespace(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete ClusterSet %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}

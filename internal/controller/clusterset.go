@@ -1,0 +1,177 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+	"github.com/xcc-dns/xcc-dns/internal/watch"
+)
+
+// The Multi-Cluster Services half of the controller: ClusterSets, each
+// synced by its own queue and the same pipeline as a GatewayDNS (read the
+// members, aggregate, compute each member's objects, write them, status).
+// It shares the Cluster and Secret informers and the workload
+// connections; the users it registers with them are ClusterSet keys
+// behind clusterSetUser, so the two halves never release each other's
+// informers or take each other's events.
+
+// clusterSetUser prefixes a ClusterSet's key where the workload
+// connections name their users.
+const clusterSetUser = "clusterset:"
+
+// clusterSetQueue is the work queue name of ClusterSets.
+const clusterSetQueue = "xcc-dns-clusterset"
+
+// clusterSets is the state of the ClusterSet half.
+type clusterSets struct {
+	informer cache.SharedIndexInformer
+	queue    *watch.Queue
+
+	mu sync.Mutex
+	// memory is what each ClusterSet's syncs remember, by key.
+	memory map[string]*setMemory
+}
+
+// setMemory is what the controller remembers of one ClusterSet between
+// syncs.
+type setMemory struct {
+	uid types.UID
+	// exports are the last exports read from each member, by cluster id:
+	// a member that cannot be read keeps them, as gateway names keep a
+	// cluster's last records, so an outage neither moves an import's
+	// winner nor removes it.
+	exports map[string]memberRead
+	// written are the members (cluster keys) holding objects of this
+	// ClusterSet, by cluster id: where removal must go.
+	written map[string]string
+}
+
+// memoryOf returns the memory of the ClusterSet key, new when the key
+// names another object (uid) than remembered.
+func (s *clusterSets) memoryOf(key string, uid types.UID) *setMemory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.memory[key]
+	if m == nil || (uid != "" && m.uid != uid) {
+		m = &setMemory{uid: uid, exports: map[string]memberRead{}, written: map[string]string{}}
+		s.memory[key] = m
+	}
+	return m
+}
+
+func (s *clusterSets) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.memory, key)
+}
+
+// enqueueClusterSetsIn enqueues every ClusterSet of namespace: a Cluster,
+// a kubeconfig Secret or another ClusterSet there changes their members.
+func (c *Controller) enqueueClusterSetsIn(namespace string) {
+	if c.sets == nil {
+		return
+	}
+	objs, err := c.sets.informer.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("list ClusterSets in %q: %w", namespace, err))
+		return
+	}
+	for _, o := range objs {
+		c.sets.queue.Enqueue(o)
+	}
+}
+
+// clusterSetUsers splits the users of a workload informer into
+// GatewayDNS keys and ClusterSet keys.
+func clusterSetUsers(users []string) (gatewayDNS, sets []string) {
+	for _, u := range users {
+		if key, ok := strings.CutPrefix(u, clusterSetUser); ok {
+			sets = append(sets, key)
+		} else {
+			gatewayDNS = append(gatewayDNS, u)
+		}
+	}
+	return gatewayDNS, sets
+}
+
+// toClusterSet converts the informer's object.
+func toClusterSet(obj any) (*xccv1alpha1.ClusterSet, error) {
+	u, ok := watch.Unwrap(obj).(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("ClusterSet informer delivered %T", obj)
+	}
+	cs := &xccv1alpha1.ClusterSet{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cs); err != nil {
+		return nil, fmt.Errorf("decode ClusterSet %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return cs, nil
+}
+
+// syncClusterSetKey is the ClusterSet queue's sync.
+func (c *Controller) syncClusterSetKey(ctx context.Context, key string) error {
+	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "clusterSet", key))
+	c.cfg.Metrics.Syncs.Inc()
+	obj, exists, err := c.sets.informer.GetIndexer().GetByKey(key)
+	if err != nil {
+		return fmt.Errorf("get ClusterSet %s from cache: %w", key, err)
+	}
+	if !exists {
+		klog.FromContext(ctx).V(2).Info("ClusterSet gone; removing its imports")
+		return c.removeClusterSet(ctx, key)
+	}
+	cs, err := toClusterSet(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return nil
+	}
+	return c.syncClusterSet(ctx, key, cs)
+}
+
+// clusterSetFailed reports a failed ClusterSet sync; the queue requeues it.
+func (c *Controller) clusterSetFailed(ctx context.Context, key string, err error, retries int) {
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "clusterSet", key)
+	if apierrors.IsConflict(err) {
+		logger.V(2).Info("Conflict writing ClusterSet; requeued", "err", err.Error())
+		return
+	}
+	c.cfg.Metrics.SyncErrors.Inc()
+	logger.Error(err, "ClusterSet sync failed; requeued", "retries", retries)
+}
+
+// exportsOf flattens the members' reads into the aggregator's input.
+func exportsOf(reads map[string]memberRead) []aggregate.Export {
+	var out []aggregate.Export
+	for _, r := range reads {
+		out = append(out, r.exports...)
+	}
+	return out
+}
+
+// newClusterSets registers the ClusterSet informer and queue of c.
+func (c *Controller) newClusterSets() *clusterSets {
+	s := &clusterSets{memory: map[string]*setMemory{}}
+	s.queue = watch.New(watch.Config{Name: clusterSetQueue, Sync: c.syncClusterSetKey, Failed: c.clusterSetFailed})
+	s.informer = c.dynInf.ForResource(xccv1alpha1.ClusterSetResource).Informer()
+	c.synced = append(c.synced, s.informer.HasSynced)
+	// Every ClusterSet of the namespace: which one owns a Cluster
+	// selected by two depends on both.
+	_, _ = s.informer.AddEventHandler(watch.OnEvent(func(obj any) {
+		s.queue.Enqueue(obj)
+		if m := watch.Meta(obj); m != nil {
+			c.enqueueClusterSetsIn(m.GetNamespace())
+		}
+	}))
+	return s
+}

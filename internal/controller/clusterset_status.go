@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/member"
+)
+
+// Reasons of a ClusterSet's Ready condition.
+const (
+	setReasonWritten     = "Written"
+	setReasonWriteFailed = "WriteFailed"
+	setReasonUnreachable = "MembersUnreachable"
+	setReasonNoMembers   = "NoMembers"
+)
+
+// memberWrites is what writing the members did: the error of each member
+// whose objects were not all written, by cluster id.
+type memberWrites struct {
+	errs map[string]error
+}
+
+func (w memberWrites) err() error {
+	var errs []error
+	for _, id := range slices.Sorted(mapsKeys(w.errs)) {
+		errs = append(errs, fmt.Errorf("member %s: %w", id, w.errs[id]))
+	}
+	return errors.Join(errs...)
+}
+
+func mapsKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// clusterSetStatus is the status of cs after a sync: one entry per
+// selected Cluster (refused ones first, as member returns them), counts,
+// and Ready: True when every member was read and written.
+func clusterSetStatus(cs *xccv1alpha1.ClusterSet, res member.Result, members []setMember, reads map[string]memberRead,
+	agg aggregate.Result, written memberWrites) xccv1alpha1.ClusterSetStatus {
+	st := xccv1alpha1.ClusterSetStatus{ObservedGeneration: cs.Generation, Imports: int32(len(agg.Imports))}
+	for _, e := range agg.Exports {
+		if len(e.Conditions) > 0 && e.Conditions[0].Status == aggregate.StatusTrue {
+			st.Exports++
+		}
+	}
+	entries := make([]xccv1alpha1.MemberStatus, 0, len(res.Refused)+len(members))
+	for _, m := range res.Refused {
+		entries = append(entries, xccv1alpha1.MemberStatus{Name: m.Cluster, ClusterID: m.ClusterID, Reason: m.Reason, Message: m.Message})
+	}
+	var unreachable []string
+	for _, m := range members {
+		msg := m.Message
+		switch {
+		case m.access != "":
+			msg = "no client: " + m.access
+			unreachable = append(unreachable, m.ClusterID)
+		case !reads[m.ClusterID].synced:
+			msg = "not read yet or unreachable: serving its last known exports"
+			if why := m.cluster.Unreachable(); why != "" {
+				msg = why
+			}
+			unreachable = append(unreachable, m.ClusterID)
+		case written.errs[m.ClusterID] != nil:
+			msg = "write failed: " + written.errs[m.ClusterID].Error()
+		}
+		entries = append(entries, xccv1alpha1.MemberStatus{Name: m.Cluster, ClusterID: m.ClusterID, Reason: m.Reason, Message: msg})
+	}
+	st.SelectedClusters = int32(len(entries))
+	st.Members = int32(len(members))
+	if len(entries) > xccv1alpha1.MaxMemberStatuses {
+		st.OmittedClusters = int32(len(entries) - xccv1alpha1.MaxMemberStatuses)
+		entries = entries[:xccv1alpha1.MaxMemberStatuses]
+	}
+	st.Clusters = entries
+	ready := metav1.Condition{Type: xccv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: setReasonWritten,
+		Message: fmt.Sprintf("%d imports written in %d members", len(agg.Imports), len(members)), ObservedGeneration: cs.Generation}
+	switch {
+	case res.SelectorError != "":
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "InvalidSelector", res.SelectorError
+	case len(members) == 0:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, setReasonNoMembers, "no selected Cluster is a member"
+	case len(written.errs) > 0:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, setReasonWriteFailed, written.err().Error()
+	case len(unreachable) > 0:
+		ready.Status, ready.Reason = metav1.ConditionFalse, setReasonUnreachable
+		ready.Message = "members not read, their last exports kept: " + strings.Join(unreachable, ", ")
+	}
+	st.Conditions = slices.Clone(cs.Status.Conditions)
+	meta.SetStatusCondition(&st.Conditions, ready)
+	return st
+}
+
+// updateClusterSetStatus writes st unless it is what cs has.
+func (c *Controller) updateClusterSetStatus(ctx context.Context, cs *xccv1alpha1.ClusterSet, st xccv1alpha1.ClusterSetStatus) error {
+	if equality.Semantic.DeepEqual(cs.Status, st) {
+		return nil
+	}
+	cp := cs.DeepCopy()
+	cp.Status = st
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cp)
+	if err != nil {
+		return fmt.Errorf("convert ClusterSet %s/%s: %w", cs.Namespace, cs.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(xccv1alpha1.ClusterSetKind)
+	_, err = c.cfg.Dynamic.Resource(xccv1alpha1.ClusterSetResource).Namespace(cs.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update status of ClusterSet %s/%s: %w", cs.Namespace, cs.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/member"
+	"github.com/xcc-dns/xcc-dns/internal/watch"
+)
+
+// setMember is one member of a ClusterSet and its connection; cluster is
+// nil when the controller has no client for it (its kubeconfig Secret is
+// missing or refused), which status says in access.
+type setMember struct {
+	member.Member
+	cluster *workload.Cluster
+	access  string
+}
+
+// syncClusterSet brings the imports of one ClusterSet in line, in the
+// steps of a GatewayDNS sync: read every member (caches only), aggregate
+// (pure), compute each member's objects (pure), write them, status.
+func (c *Controller) syncClusterSet(ctx context.Context, key string, cs *xccv1alpha1.ClusterSet) error {
+	mem := c.sets.memoryOf(key, cs.UID)
+	user := clusterSetUser + key
+	res, members, err := c.membership(cs, user)
+	if err != nil {
+		return err
+	}
+	keep := map[string]map[string]bool{}
+	reads := c.readMembers(mem, members, user, keep)
+	agg, err := aggregate.Aggregate(exportsOf(reads))
+	if err != nil {
+		// Only input the readers never make (an empty cluster id) fails.
+		return fmt.Errorf("aggregate the exports of %s: %w", key, err)
+	}
+	written := c.writeMembers(ctx, mem, members, reads, agg)
+	c.removeLeftMembers(ctx, mem, members)
+	c.workloads.Release(user, keep)
+	st := clusterSetStatus(cs, res, members, reads, agg, written)
+	if err := c.updateClusterSetStatus(ctx, cs, st); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Synced ClusterSet", "members", len(members), "imports", len(agg.Imports), "failed", len(written.errs))
+	return errors.Join(written.err())
+}
+
+// membership resolves which Clusters of cs's namespace are its members,
+// with their cluster ids (package member), and connects to each for
+// user. A member that cannot be reached is still a member: its last
+// exports are kept.
+func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, user string) (member.Result, []setMember, error) {
+	setObjs, err := c.sets.informer.GetIndexer().ByIndex(cache.NamespaceIndex, cs.Namespace)
+	if err != nil {
+		return member.Result{}, nil, fmt.Errorf("list ClusterSets in %q: %w", cs.Namespace, err)
+	}
+	var sets []member.ClusterSet
+	for _, o := range setObjs {
+		other, err := toClusterSet(o)
+		if err != nil || other.DeletionTimestamp != nil {
+			continue
+		}
+		sets = append(sets, member.ClusterSet{Name: other.Name, Created: other.CreationTimestamp.Time, Selector: other.Spec.ClusterSelector})
+	}
+	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, cs.Namespace)
+	if err != nil {
+		return member.Result{}, nil, fmt.Errorf("list clusters in %q: %w", cs.Namespace, err)
+	}
+	access := map[string]setMember{}
+	var clusters []member.Cluster
+	for _, o := range clusterObjs {
+		u, ok := watch.Unwrap(o).(*unstructured.Unstructured)
+		if !ok || u.GetDeletionTimestamp() != nil {
+			continue
+		}
+		mc := member.Cluster{Name: u.GetName(), Labels: u.GetLabels(), Created: u.GetCreationTimestamp().Time, Installed: true}
+		if selects(cs, u.GetLabels()) && member.ValidClusterID(u.GetName()) == nil {
+			sm, err := c.connect(cs.Namespace, u.GetName(), user)
+			if err != nil {
+				return member.Result{}, nil, err
+			}
+			access[mc.Name] = sm
+			if sm.cluster != nil {
+				if _, has, synced := sm.cluster.SliceNamespace(c.cfg.SliceNamespace); synced {
+					mc.Installed = has
+				}
+			}
+		}
+		clusters = append(clusters, mc)
+	}
+	var mine member.Result
+	for _, r := range member.Resolve(sets, clusters) {
+		if r.Name == cs.Name {
+			mine = r
+		}
+	}
+	members := make([]setMember, 0, len(mine.Members))
+	for _, m := range mine.Members {
+		sm := access[m.Cluster]
+		sm.Member = m
+		members = append(members, sm)
+	}
+	return mine, members, nil
+}
+
+// selects reports whether cs's selector picks a Cluster of these labels;
+// a selector that does not parse picks none (member reports it).
+func selects(cs *xccv1alpha1.ClusterSet, l map[string]string) bool {
+	sel, err := metav1.LabelSelectorAsSelector(&cs.Spec.ClusterSelector)
+	return err == nil && sel.Matches(labels.Set(l))
+}
+
+// connect returns the connection to the Cluster namespace/name for user,
+// or why there is none.
+func (c *Controller) connect(namespace, name, user string) (setMember, error) {
+	secret, err := c.secrets.Secrets(namespace).Get(name + workload.KubeconfigSecretSuffix)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return setMember{}, fmt.Errorf("get kubeconfig Secret of cluster %s/%s: %w", namespace, name, err)
+	}
+	acc := c.workloads.Get(namespace, name, secret, user)
+	if acc.Cluster == nil {
+		return setMember{access: fmt.Sprintf("%s: %s", acc.Reason, acc.Message)}, nil
+	}
+	return setMember{cluster: acc.Cluster}, nil
+}
+
+// readMembers reads every member (readMember), keeping for one that
+// cannot be read what it last exported, and remembers each read.
+func (c *Controller) readMembers(mem *setMemory, members []setMember, user string, keep map[string]map[string]bool) map[string]memberRead {
+	reads := map[string]memberRead{}
+	for _, m := range members {
+		var r memberRead
+		if m.cluster != nil {
+			r = c.readMember(m.cluster, m.ClusterID, user, keep)
+		}
+		if r.synced && m.cluster.CutOff() == "" {
+			mem.exports[m.ClusterID] = r
+		} else if last, ok := mem.exports[m.ClusterID]; ok {
+			r.id, r.exports, r.endpoints = m.ClusterID, last.exports, last.endpoints
+		}
+		reads[m.ClusterID] = r
+	}
+	// A member that left takes its exports with it.
+	for id := range mem.exports {
+		if _, ok := reads[id]; !ok {
+			delete(mem.exports, id)
+		}
+	}
+	return reads
+}
+
+// sortedIDs returns the keys of reads in order.
+func sortedIDs(reads map[string]memberRead) []string {
+	out := make([]string, 0, len(reads))
+	for id := range reads {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
