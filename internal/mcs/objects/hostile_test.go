@@ -53,6 +53,8 @@ func TestComputeHostileEndpoints(t *testing.T) {
 		{"one address twice, second address ignored", []*discoveryv1.EndpointSlice{slice("s", v4, db,
 			ep("10.1.0.1"), ep("10.1.0.1"), ep("10.1.0.2", func(e *discoveryv1.Endpoint) { e.Addresses = append(e.Addresses, "8.8.8.8") }))},
 			[]string{"a IPv4 headless ports=db/TCP/5432 eps=10.1.0.1,10.1.0.2"}, 0},
+		{"one address in two slices", []*discoveryv1.EndpointSlice{slice("t", v4, db, ep("10.1.0.1", hostname("db-1"))), slice("s", v4, db, ep("10.1.0.1", hostname("db-0")))},
+			[]string{"a IPv4 headless ports=db/TCP/5432 eps=10.1.0.1(db-0)"}, 0},
 		{"bad, foreign and repeated ports", []*discoveryv1.EndpointSlice{slice("s", v4, []discoveryv1.EndpointPort{
 			port("db", 5432), port("db", 6000), port("Bad_Name", 1), port("db", 0),
 			{Name: ptr.To("db"), Protocol: ptr.To(corev1.Protocol("ICMP")), Port: ptr.To(int32(1))},
