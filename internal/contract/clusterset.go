@@ -302,3 +302,20 @@ func ClusterSetShapes() []Shape {
 		{Kind: "clusterset SRV", Labels: labels(port, proto, s, ns, svc), SRV: true},
 	}
 }
+
+// CheckClusterSetZone refuses a clusterset zone (empty: none) that is not
+// a domain name, or that equals, holds or lies inside the zone of the
+// other kinds: each zone's guard and records must own their subtree alone.
+func CheckClusterSetZone(zone, clusterSetZone string) error {
+	if clusterSetZone == "" {
+		return nil
+	}
+	cs, z := skydnsrecord.CanonicalName(clusterSetZone), skydnsrecord.CanonicalName(zone)
+	if err := skydnsrecord.ValidateName(cs); err != nil {
+		return fmt.Errorf("clusterset zone %q: %w", clusterSetZone, err)
+	}
+	if skydnsrecord.IsSubdomain(cs, z) || skydnsrecord.IsSubdomain(z, cs) {
+		return fmt.Errorf("clusterset zone %q: equal to, inside or above the zone %q", clusterSetZone, zone)
+	}
+	return nil
+}
