@@ -17,8 +17,8 @@ func init() { subcommands["corefile"] = runCorefile }
 
 // runCorefile is `xcc-syncer corefile --out FILE [serve's flags]`: writes
 // the file the DNS server's top-level Corefile imports (internal/guard),
-// generated from the name grammar for the zone, grants and reverse CIDRs
-// serve has. It takes every flag of serve, so the chart passes it the very
+// generated from the name grammar for the zone, grants, reverse CIDRs and
+// clusterset zone serve has. It takes every flag of serve, so the chart passes it the very
 // list serve gets and the two cannot disagree.
 func runCorefile(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("corefile", flag.ExitOnError)
@@ -33,7 +33,7 @@ func runCorefile(_ context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--name-grants: %w", err)
 	}
-	cfg := guard.Config{Zone: o.Domain, Grants: grants, ReverseCIDRs: o.ReverseCIDRs}
+	cfg := guard.Config{Zone: o.Domain, Grants: grants, ReverseCIDRs: o.ReverseCIDRs, ClusterSetZone: o.ClusterSetZone}
 	if *out == "-" {
 		return guard.Write(os.Stdout, cfg)
 	}

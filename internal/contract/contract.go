@@ -78,7 +78,9 @@ const (
 // MultiCluster reports whether the records of a name of kind k are made
 // from the slices of several source clusters together, by health and
 // locality (Select), rather than from each slice alone.
-func (k Kind) MultiCluster() bool { return k == KindGateways || k == KindName || k == KindHeadless }
+func (k Kind) MultiCluster() bool {
+	return k == KindGateways || k == KindName || k == KindHeadless || k == KindClusterSet
+}
 
 // Bounds of what one slice may carry.
 const (

@@ -72,8 +72,13 @@ type Shape struct {
 	// SRV: the name answers SRV and nothing else; no other name answers
 	// SRV (its answer would name the record keys below the asked name).
 	SRV bool
+	// TXT: the name answers TXT and nothing else (dns-version of the
+	// clusterset zone).
+	TXT bool
 	// Root: a subtree that holds only names of Shapes (a structured
 	// subtree or a grant's suffix); any other name below it is refused.
+	// A Root shape without labels closes the whole zone (the clusterset
+	// zone): no name is put there by hand.
 	Root bool
 }
 
@@ -272,6 +277,9 @@ func (v Verdict) ReadsEtcd(qtype string) bool {
 	}
 	if v.Shape == nil {
 		return true
+	}
+	if v.Shape.TXT {
+		return qtype == "TXT"
 	}
 	return v.Shape.SRV == (qtype == "SRV")
 }

@@ -348,6 +348,16 @@ func (h HeadlessEndpoints) Recheck(allowed cidr.List, zone string) HeadlessEndpo
 // Callers refuse more than MaxAddressesPerSlice endpoints of one port set
 // and family before building.
 func BuildHeadless(src Source, eps HeadlessEndpoints) []*discoveryv1.EndpointSlice {
+	return buildEndpointSlices(eps, !src.Unhealthy, func(family string, t discoveryv1.AddressType) *discoveryv1.EndpointSlice {
+		return newSlice(src, family, t)
+	})
+}
+
+// buildEndpointSlices writes endpoints of one cluster as slices, one per
+// port set and address family, each from newSlice (the kind's labels and
+// annotations) and named for the family and port set: what KindHeadless
+// and a Headless KindClusterSet import share.
+func buildEndpointSlices(eps HeadlessEndpoints, ready bool, newSlice func(family string, t discoveryv1.AddressType) *discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
 	var out []*discoveryv1.EndpointSlice
 	for _, g := range eps.Groups {
 		key := portsKey(g.Ports)
@@ -358,15 +368,13 @@ func BuildHeadless(src Source, eps HeadlessEndpoints) []*discoveryv1.EndpointSli
 			if len(f.eps) == 0 {
 				continue
 			}
-			s := newSlice(src, strings.ToLower(string(f.t))+"-"+key, f.t)
-			for _, p := range g.Ports {
-				s.Ports = append(s.Ports, discoveryv1.EndpointPort{Name: ptr.To(p.Name), Protocol: ptr.To(p.Protocol), Port: ptr.To(p.Port)})
-			}
+			s := newSlice(strings.ToLower(string(f.t))+"-"+key, f.t)
+			s.Ports = endpointPorts(g.Ports)
 			for _, e := range f.eps {
 				ep := discoveryv1.Endpoint{
 					Addresses: []string{e.Address},
 					Conditions: discoveryv1.EndpointConditions{
-						Ready: ptr.To(!src.Unhealthy), Serving: ptr.To(true), Terminating: ptr.To(false),
+						Ready: ptr.To(ready), Serving: ptr.To(true), Terminating: ptr.To(false),
 					},
 				}
 				if e.Hostname != "" {
@@ -376,6 +384,15 @@ func BuildHeadless(src Source, eps HeadlessEndpoints) []*discoveryv1.EndpointSli
 			}
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// endpointPorts writes ports as a slice's ports.
+func endpointPorts(ports []Port) []discoveryv1.EndpointPort {
+	var out []discoveryv1.EndpointPort
+	for _, p := range ports {
+		out = append(out, discoveryv1.EndpointPort{Name: ptr.To(p.Name), Protocol: ptr.To(p.Protocol), Port: ptr.To(p.Port)})
 	}
 	return out
 }

@@ -102,6 +102,22 @@ func newSlice(src Source, family string, t discoveryv1.AddressType) *discoveryv1
 	return s
 }
 
+// parseTTL reads the TTL annotation, def when it is not set or refused.
+func parseTTL(annotations map[string]string, def uint32) (ttl uint32, problems []error) {
+	v, set := annotations[AnnotationTTL]
+	if !set {
+		return def, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 32)
+	switch {
+	case err != nil:
+		return def, []error{fmt.Errorf("annotation %s=%q: %w; using %d", AnnotationTTL, v, err, def)}
+	case n < MinTTL || n > MaxTTL:
+		return def, []error{fmt.Errorf("annotation %s=%q: outside %d..%d; using %d", AnnotationTTL, v, MinTTL, MaxTTL, def)}
+	}
+	return uint32(n), nil
+}
+
 // Parsed is what a slice asks serve to publish.
 type Parsed struct {
 	Hostname
@@ -123,6 +139,11 @@ type Parsed struct {
 	// serving endpoint with its own label, and the named ports.
 	Pods  []HeadlessPod
 	Ports []Port
+	// ClusterSetIP marks a KindClusterSet slice of a ClusterSetIP import:
+	// Hosts are the member's ClusterSetIPs and each named port is an SRV
+	// name with target the import's name. Otherwise a KindClusterSet slice
+	// is a Headless import's, read as KindHeadless is.
+	ClusterSetIP bool
 }
 
 // Parse reads a slice the way serve publishes it. ok is false for a slice
@@ -150,9 +171,9 @@ func ParseGranted(slice *discoveryv1.EndpointSlice, zone string, grants Grants) 
 	if p.Hostname, err = ParseHostnameGranted(hostname, ns, gd, zone, grants); err != nil {
 		return Parsed{}, false, []error{fmt.Errorf("annotation %s: %w", AnnotationHostname, err)}
 	}
-	p.TTL = skydnsrecord.DefaultTTL
+	ttl := uint32(skydnsrecord.DefaultTTL)
 	if p.Kind.MultiCluster() {
-		p.TTL = DefaultGatewaysTTL
+		ttl = DefaultGatewaysTTL
 		p.Source = slice.Labels[LabelSourceCluster]
 		if err := ValidateLabel(p.Source); err != nil {
 			return Parsed{}, false, []error{fmt.Errorf("label %s=%q: the source cluster of a %s name: %w", LabelSourceCluster, p.Source, p.Kind, err)}
@@ -161,17 +182,7 @@ func ParseGranted(slice *discoveryv1.EndpointSlice, zone string, grants Grants) 
 			return Parsed{}, false, []error{err}
 		}
 	}
-	if v, set := slice.Annotations[AnnotationTTL]; set {
-		n, err := strconv.ParseUint(v, 10, 32)
-		switch {
-		case err != nil:
-			problems = append(problems, fmt.Errorf("annotation %s=%q: %w; using %d", AnnotationTTL, v, err, p.TTL))
-		case n < MinTTL || n > MaxTTL:
-			problems = append(problems, fmt.Errorf("annotation %s=%q: outside %d..%d; using %d", AnnotationTTL, v, MinTTL, MaxTTL, p.TTL))
-		default:
-			p.TTL = uint32(n)
-		}
-	}
+	p.TTL, problems = parseTTL(slice.Annotations, ttl)
 	if p.Kind == KindHeadless {
 		ok, more := parseHeadless(slice, zone, &p)
 		if !ok {

@@ -33,6 +33,9 @@ const (
 
 	// DefaultZone is the zone forwarded to the xcc-dns server.
 	DefaultZone = "xcc.test"
+	// DefaultClusterSetZone is the MCS DNS specification's zone, forwarded
+	// beside it unless the flag is empty (contract.DefaultClusterSetZone).
+	DefaultClusterSetZone = "clusterset.local"
 	// DNSPort is the port cluster DNS serves on; the block listens there
 	// like the kubeadm default `.:53` block does.
 	DNSPort = "53"
@@ -54,6 +57,9 @@ const (
 type Options struct {
 	// Zone is the zone forwarded; DefaultZone when empty.
 	Zone string
+	// ClusterSetZone is forwarded too, when set: the zone of the MCS DNS
+	// specification (clusterset.local) that the xcc-dns server also serves.
+	ClusterSetZone string
 	// ForwardTo is the xcc-dns Service address, ip or ip:port (IPv6 with a
 	// port as [ip]:port). Required unless Remove.
 	ForwardTo string
@@ -106,6 +112,13 @@ func block(o Options) (string, error) {
 		return "", err
 	}
 	keys := []string{z + ":" + DNSPort}
+	if o.ClusterSetZone != "" {
+		cs, err := normalizeZone(o.ClusterSetZone)
+		if err != nil {
+			return "", err
+		}
+		keys = append(keys, cs+":"+DNSPort)
+	}
 	for _, p := range reverse {
 		keys = append(keys, p.String()+":"+DNSPort)
 	}
@@ -248,7 +261,8 @@ func findBlock(s string) (*span, error) {
 }
 
 // checkZonesFree refuses to add a second server block on port 53 for the
-// zone or a reverse zone of o: CoreDNS would not start with two (for
+// zone, the clusterset zone or a reverse zone of o (another MCS
+// implementation may serve clusterset.local already): CoreDNS would not start with two (for
 // example a block added by hand as the original walkthrough did). The user
 // removes theirs, then patches.
 func checkZonesFree(corefile string, o Options) error {
@@ -257,6 +271,13 @@ func checkZonesFree(corefile string, o Options) error {
 		return err
 	}
 	want := map[string]bool{plugin.Name(z).Normalize(): true}
+	if o.ClusterSetZone != "" {
+		cs, err := normalizeZone(o.ClusterSetZone)
+		if err != nil {
+			return err
+		}
+		want[plugin.Name(cs).Normalize()] = true
+	}
 	for _, p := range o.ReverseCIDRs {
 		hosts, _, err := plugin.SplitHostPort(p.String())
 		if err != nil {

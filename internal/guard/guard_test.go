@@ -119,48 +119,95 @@ var seeds = []string{
 	"xn--bcher-kva.dev-team.names.xcc.test", "-.dev-team.names.xcc.test",
 }
 
+// csSeeds are names of every shape of the clusterset zone, and others.
+var csSeeds = []string{
+	"clusterset.local", "svc.clusterset.local", "dev-team.svc.clusterset.local", "db.dev-team.svc.clusterset.local",
+	"_all.db.dev-team.svc.clusterset.local", "cluster-a.db.dev-team.svc.clusterset.local", "pg-0.cluster-a.db.dev-team.svc.clusterset.local",
+	"_pg._tcp.db.dev-team.svc.clusterset.local", "_tcp.db.dev-team.svc.clusterset.local", "_pg._tls.db.dev-team.svc.clusterset.local",
+	"x.pg-0.cluster-a.db.dev-team.svc.clusterset.local", "_any._tcp.db.dev-team.svc.clusterset.local", "any.db.dev-team.svc.clusterset.local",
+	"dns-version.clusterset.local", "x.dns-version.clusterset.local", "foo.clusterset.local", "a.b.clusterset.local", "ns.dns.clusterset.local",
+	"db.custom.clusterset.local", "/.clusterset.local", `\047.svc.clusterset.local`, "x./.dev-team.svc.clusterset.local", "any.clusterset.local",
+	`\*.svc.clusterset.local`, "_x.svc.clusterset.local", "DB.Dev-Team.SVC.clusterset.local", "_pg._tcp.cluster-a.db.dev-team.svc.clusterset.local",
+}
+
+// zones are the guards under test: the zone with grants, and the closed
+// clusterset zone.
+func zones(t testing.TB) []struct {
+	name   string
+	shapes []contract.Shape
+	seeds  []string
+} {
+	return []struct {
+		name   string
+		shapes []contract.Shape
+		seeds  []string
+	}{{testZone, testShapes(t), seeds}, {csZone, contract.ClusterSetShapes(), csSeeds}}
+}
+
+const csZone = "clusterset.local"
+
 var qtypes = []string{"A", "AAAA", "SRV", "TXT", "CNAME", "PTR", "SOA", "NS"}
 
 // TestGuardIsTheGrammar: the generated rewrites and templates, run as
 // CoreDNS runs them, do to every seed name and type what the grammar says.
 func TestGuardIsTheGrammar(t *testing.T) {
-	shapes := testShapes(t)
-	z := Forward(testZone, shapes)
-	for _, seed := range seeds {
-		name, ok := wire(seed + ".")
-		if !ok {
-			t.Fatalf("seed %q is no DNS name", seed)
-		}
-		for _, qtype := range qtypes {
-			if name == testZone+"." && (qtype == "SOA" || qtype == "NS") {
-				continue // answered by the apex templates
+	for _, zone := range zones(t) {
+		z := Forward(zone.name, zone.shapes)
+		for _, seed := range zone.seeds {
+			name, ok := wire(seed + ".")
+			if !ok {
+				t.Fatalf("seed %q is no DNS name", seed)
 			}
-			got, w := decide(t, z, name, qtype), want(contract.ClassifyQuery(name, testZone, shapes), qtype)
-			if got != w {
-				t.Errorf("%s %s: guard %+v, grammar %+v", name, qtype, got, w)
+			for _, qtype := range qtypes {
+				if name == zone.name+"." && (qtype == "SOA" || qtype == "NS") {
+					continue // answered by the apex templates
+				}
+				got, w := decide(t, z, name, qtype), want(contract.ClassifyQuery(name, zone.name, zone.shapes), qtype)
+				if got != w {
+					t.Errorf("%s %s: guard %+v, grammar %+v", name, qtype, got, w)
+				}
 			}
 		}
 	}
 }
 
+// The clusterset zone is closed: a name of no shape is refused there,
+// where the other zone would let it reach etcd as a name put by hand.
+func TestClusterSetZoneClosed(t *testing.T) {
+	z := Forward(csZone, contract.ClusterSetShapes())
+	for _, name := range []string{"foo.clusterset.local.", "db.custom.clusterset.local.", "ns.dns.clusterset.local."} {
+		if got := decide(t, z, name, "A"); got.rcode != "NXDOMAIN" {
+			t.Errorf("%s: %+v, want NXDOMAIN", name, got)
+		}
+	}
+	if got := decide(t, z, "dns-version.clusterset.local.", "TXT"); got.stored != "dns-version.clusterset.local" {
+		t.Errorf("dns-version TXT: %+v, want a read of its key", got)
+	}
+}
+
 // FuzzGuard holds the generated guard and the grammar equal on any name
-// DNS can carry below the zone.
+// DNS can carry below either zone (the clusterset zone when the byte
+// choosing the type is odd in its high bit).
 func FuzzGuard(f *testing.F) {
 	for i, s := range seeds {
 		f.Add(strings.TrimSuffix(strings.TrimSuffix(s, testZone), "."), uint8(i))
 	}
-	shapes := testShapes(f)
-	z := Forward(testZone, shapes)
+	for i, s := range csSeeds {
+		f.Add(strings.TrimSuffix(strings.TrimSuffix(s, csZone), "."), uint8(128+i))
+	}
+	all := zones(f)
+	guards := []Zone{Forward(all[0].name, all[0].shapes), Forward(all[1].name, all[1].shapes)}
 	f.Fuzz(func(t *testing.T, prefix string, typ uint8) {
-		name, ok := wire(prefix + "." + testZone + ".")
+		zone, z := all[typ>>7], guards[typ>>7]
+		name, ok := wire(prefix + "." + zone.name + ".")
 		if !ok {
 			return
 		}
-		qtype := qtypes[int(typ)%len(qtypes)]
-		if name == testZone+"." && (qtype == "SOA" || qtype == "NS") {
+		qtype := qtypes[int(typ&127)%len(qtypes)]
+		if name == zone.name+"." && (qtype == "SOA" || qtype == "NS") {
 			return
 		}
-		got, w := decide(t, z, name, qtype), want(contract.ClassifyQuery(name, testZone, shapes), qtype)
+		got, w := decide(t, z, name, qtype), want(contract.ClassifyQuery(name, zone.name, zone.shapes), qtype)
 		if got != w {
 			t.Errorf("%q %s: guard %+v, grammar %+v", name, qtype, got, w)
 		}

@@ -89,8 +89,18 @@ var indexers = cache.Indexers{
 // records of its named ports (srvRecords). It holds at most
 // contract.MaxRecordsPerName, taken from the picked sources in turn
 // (fairHosts), so that a cut leaves every source some.
+//
+// The records of an import's name (contract.KindClusterSet) are laid out
+// as a headless name's, with no locality and no health (policy All): X
+// at HeadlessAllName(X), the names of each source of a Headless import
+// (clusterSetSourceRecords), and the SRV names, whose target for a
+// ClusterSetIP import is X itself.
 func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsrecord.Set, contract.Answer, []error) {
 	var problems []error
+	clusterSet := len(parsed) > 0 && parsed[0].Kind == contract.KindClusterSet
+	if clusterSet {
+		parsed, problems = oneImportType(name, parsed)
+	}
 	bySource := map[string]*contract.SourceHosts{}
 	var loc contract.Locality
 	var ttl uint32
@@ -121,7 +131,7 @@ func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsr
 	answer := contract.Select(loc, sources, self)
 	owner := MultiOwner(name)
 	at := name
-	if len(parsed) > 0 && parsed[0].Kind == contract.KindHeadless {
+	if len(parsed) > 0 && (parsed[0].Kind == contract.KindHeadless || clusterSet) {
 		at = contract.HeadlessAllName(name)
 		if len(answer.Hosts) > contract.MaxRecordsPerName {
 			problems = append(problems, fmt.Errorf("name %s: %d addresses, more than %d; answering %d, taken from the sources in turn", name, len(answer.Hosts), contract.MaxRecordsPerName, contract.MaxRecordsPerName))
@@ -139,13 +149,17 @@ func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsr
 	if at != name {
 		problems = append(problems, srvRecords(records, name, owner, ttl, parsed, answer)...)
 	}
+	if clusterSet {
+		clusterSetSourceRecords(records, parsed, owner)
+	}
 	return records, answer, problems
 }
 
 // srvRecords adds to records the SRV records of the headless name name:
 // for each named port, one per pod of the sources answer picked (their
 // ready pods; every pod when no source is healthy) that has a name of its
-// own, target that name. Each SRV name holds at most
+// own, target that name; for the slices of a ClusterSetIP import, one
+// per named port, target name itself. Each SRV name holds at most
 // contract.MaxRecordsPerName records and no more than fit, with their
 // targets' addresses, in one DNS message (contract.SRVAnswerBudget): an
 // answer cut by the DNS server loses its additional section and leaves
@@ -172,6 +186,18 @@ func srvRecords(records skydnsrecord.Set, name, owner string, ttl uint32, parsed
 			addresses[target] = f
 		}
 	}
+	if slices.ContainsFunc(parsed, func(p contract.Parsed) bool { return p.ClusterSetIP }) {
+		// A ClusterSetIP import's one target is the name itself.
+		for _, h := range answer.Hosts {
+			f := addresses[name]
+			if strings.Contains(h, ":") {
+				f.ipv6++
+			} else {
+				f.ipv4++
+			}
+			addresses[name] = f
+		}
+	}
 	// The targets of each SRV name, per picked source.
 	bySRV := map[string][][]srvTarget{}
 	var srvNames []string
@@ -185,6 +211,9 @@ func srvRecords(records skydnsrecord.Set, name, owner string, ttl uint32, parsed
 				if _, ok := bySRV[srv]; !ok {
 					bySRV[srv] = make([][]srvTarget, len(answer.Selected))
 					srvNames = append(srvNames, srv)
+				}
+				if p.ClusterSetIP {
+					bySRV[srv][i] = append(bySRV[srv][i], srvTarget{name: name, port: int(port.Port)})
 				}
 				for _, pod := range p.Pods {
 					if pod.Label == "" || (!pod.Ready && !answer.Fallback) {
@@ -343,7 +372,12 @@ func (s *Syncer) multiRecords(ctx context.Context, name string) (skydnsrecord.Se
 	if len(parsed) == 0 {
 		return nil, nil
 	}
-	self := s.self(ctx, namespace)
+	var self []string
+	if parsed[0].Kind != contract.KindClusterSet {
+		// An import's namespace is a workload cluster's, not the
+		// GatewayDNS namespace a self marker names; no locality applies.
+		self = s.self(ctx, namespace)
+	}
 	records, answer, problems := MultiRecords(name, parsed, self)
 	for _, p := range problems {
 		s.metrics.RefusedInputs.Inc()

@@ -28,7 +28,9 @@ func nameRecord(dir string, leaves skydnsrecord.Set) (string, skydnsrecord.Recor
 	var best skydnsrecord.Record
 	found := false
 	for _, r := range leaves {
-		if isNameOwner(r.Owner) {
+		// A TXT record (dns-version) makes none: the etcd plugin would
+		// answer its CNAME query with a CNAME to nothing.
+		if isNameOwner(r.Owner) || r.Host == "" {
 			continue
 		}
 		if !found || better(r, best) {

@@ -54,6 +54,9 @@ type Options struct {
 	// NameGrants is --name-grants, "<ns>=<suffix>[;...]": names granted to
 	// namespaces besides <label>.<ns>.names.<zone> (contract.ParseGrants).
 	NameGrants string
+	// ClusterSetZone is --clusterset-zone: the zone of the MCS DNS
+	// specification, where the clusterset slices' records go; empty: none.
+	ClusterSetZone string
 	// ShutdownDelay is how long serve goes on (etcd answering, /readyz
 	// saying "shutting down") after it is told to stop, so that a CoreDNS
 	// draining beside it still reads records.
@@ -78,6 +81,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("--name-grants: %w", err)
 	}
+	if err := contract.CheckClusterSetZone(o.Domain, o.ClusterSetZone); err != nil {
+		return fmt.Errorf("--clusterset-zone: %w", err)
+	}
 	ctx, stopping := delayStop(ctx, o.ShutdownDelay)
 	kube := o.Client
 	if kube == nil {
@@ -97,12 +103,13 @@ func Run(ctx context.Context, o Options) error {
 		Client:          kube,
 		Namespace:       o.Namespace,
 		Domain:          o.Domain,
-		Store:           store.New(db.cli, o.Domain).WithNames(reverseZones(o.ReverseCIDRs)...),
+		Store:           store.New(db.cli, o.Domain).WithNames(ownedZones(o)...),
 		Metrics:         NewMetrics(reg),
 		ReconcilePeriod: o.ReconcilePeriod,
 		MaxRecords:      o.MaxRecords,
 		ReverseCIDRs:    o.ReverseCIDRs,
 		NameGrants:      grants,
+		ClusterSetZone:  o.ClusterSetZone,
 	})
 
 	// Records on disk from an earlier run are worth answering before this
@@ -275,6 +282,16 @@ func keepSpace(ctx context.Context, cli *clientv3.Client, endpoint string, quota
 	case trimmed:
 		logger.V(1).Info("Trimmed etcd's history: the database had passed half its quota", "quotaBytes", quota)
 	}
+}
+
+// ownedZones are the zones the store owns beside o.Domain: the reverse
+// zones and the clusterset zone.
+func ownedZones(o Options) []string {
+	zones := reverseZones(o.ReverseCIDRs)
+	if o.ClusterSetZone != "" {
+		zones = append(zones, o.ClusterSetZone)
+	}
+	return zones
 }
 
 // reverseZones names the reverse zones that hold the addresses of cidrs.

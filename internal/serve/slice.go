@@ -71,7 +71,17 @@ func (s *Syncer) parse(slice *discoveryv1.EndpointSlice) (contract.Parsed, bool,
 	if hit && r.obj == slice {
 		return r.parsed, r.ok, r.problems
 	}
-	p, ok, problems := contract.ParseGranted(slice, s.zone, s.grants)
+	var p contract.Parsed
+	var ok bool
+	var problems []error
+	switch {
+	case !contract.IsClusterSet(slice):
+		p, ok, problems = contract.ParseGranted(slice, s.zone, s.grants)
+	case s.clusterSetZone != "":
+		p, ok, problems = contract.ParseClusterSet(slice, s.clusterSetZone)
+	}
+	// A clusterset slice while the clusterset zone is off publishes
+	// nothing, and is no problem: the controller writes them regardless.
 	s.readMu.Lock()
 	s.read[key] = readSlice{obj: slice, parsed: p, ok: ok, problems: problems}
 	s.readMu.Unlock()

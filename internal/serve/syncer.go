@@ -50,6 +50,9 @@ const (
 // Syncer turns the EndpointSlices of one namespace into records.
 type Syncer struct {
 	zone string
+	// clusterSetZone is the zone of the clusterset slices' records
+	// (--clusterset-zone), canonical; empty: such slices publish nothing.
+	clusterSetZone string
 	// grants are the operator's name grants (--name-grants): a KindName
 	// slice may publish a name granted to its namespace.
 	grants          contract.Grants
@@ -116,6 +119,10 @@ type Config struct {
 	// NameGrants are the operator's grants of names to namespaces,
 	// checked again here: the controller's check is not trusted.
 	NameGrants contract.Grants
+	// ClusterSetZone is the zone of the MCS DNS specification; empty:
+	// none. The Store must own it (store.WithNames), and it must not
+	// overlap Domain (contract.CheckClusterSetZone).
+	ClusterSetZone string
 }
 
 // New wires a Syncer to an informer on the EndpointSlices of cfg.Namespace.
@@ -137,6 +144,7 @@ func New(cfg Config) (*Syncer, informers.SharedInformerFactory) {
 	}
 	s := &Syncer{
 		zone:            skydnsrecord.CanonicalName(cfg.Domain),
+		clusterSetZone:  canonicalOrEmpty(cfg.ClusterSetZone),
 		grants:          cfg.NameGrants,
 		namespace:       cfg.Namespace,
 		indexer:         inf.Informer().GetIndexer(),
@@ -314,6 +322,9 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 		for k, r := range records {
 			desired[k] = r
 		}
+	}
+	for k, r := range s.versionRecords() {
+		desired[k] = r
 	}
 	if s.afterList != nil {
 		s.afterList()

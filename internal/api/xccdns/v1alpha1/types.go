@@ -62,10 +62,10 @@ type ClusterSetSpec struct {
 type MemberStatus struct {
 	// Name of the Cluster.
 	Name string `json:"name"`
-	// ClusterID is the id the Cluster has, or asked for, in the
-	// clusterset: the value of its ClusterProperty cluster.clusterset.k8s.io,
-	// else its name. Unset when the Cluster is in another ClusterSet or
-	// the workload chart is not installed in it.
+	// ClusterID is the id the Cluster has in the clusterset (the value of
+	// its ClusterProperty cluster.clusterset.k8s.io, else its name), or
+	// the one it asked for when that is another member's. Unset for the
+	// other reasons; an invalid id is quoted in the message.
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
 	// Reason is Member, or why not: Conflict (an older ClusterSet has

@@ -1,0 +1,246 @@
+package objects
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+)
+
+// maxImportIPs is the most spec.ips a ServiceImport holds: one per family.
+const maxImportIPs = 2
+
+// Input is what one member's objects are computed from.
+type Input struct {
+	// Cluster is the member's cluster id.
+	Cluster string
+	// Namespaces are the namespaces that exist in the member.
+	Namespaces map[string]bool
+	// Result is the aggregator's result over the whole clusterset.
+	Result aggregate.Result
+	// Imports holds, per import, what the member and the sources say.
+	Imports map[aggregate.Key]ImportState
+	// Limits bound each source's endpoints; zero fields take defaults.
+	Limits Limits
+}
+
+// ImportState is what is known of one import beyond the aggregator.
+type ImportState struct {
+	// Endpoints are the EndpointSlices of each source cluster's exported
+	// Service, by cluster id, as read. Only the import's clusters are used.
+	Endpoints map[string][]*discoveryv1.EndpointSlice
+	// ClusterIPs are those the member's API server allocated to the
+	// derived Service, read back; empty until allocated.
+	ClusterIPs []string
+	// Written says the import is written in every reachable member, the
+	// condition of Ready on the exports of it.
+	Written bool
+}
+
+// ExportStatus is the conditions one of the member's own ServiceExports
+// should have: Valid, Conflict, Ready. LastTransitionTime and
+// ObservedGeneration are the writer's to set.
+type ExportStatus struct {
+	Namespace, Name string
+	Conditions      []metav1.Condition
+}
+
+// Objects are the desired objects of one member, each list in a fixed
+// order (namespace, then name).
+type Objects struct {
+	Imports  []*mcsv1beta1.ServiceImport
+	Services []*corev1.Service
+	Slices   []*discoveryv1.EndpointSlice
+	Exports  []ExportStatus
+	// Refused lists what a source offered and the member does not get.
+	Refused []string
+}
+
+// Compute returns the desired objects of the member in.Cluster.
+func Compute(in Input) Objects {
+	var out Objects
+	lim := in.Limits.orDefaults()
+	for _, imp := range in.Result.Imports {
+		if !in.Namespaces[imp.Namespace] {
+			continue
+		}
+		st := in.Imports[imp.Key]
+		derived := DerivedServiceName(imp.Namespace, imp.Name)
+		out.Imports = append(out.Imports, serviceImport(imp, st.ClusterIPs))
+		if imp.Type == aggregate.ImportClusterSetIP {
+			out.Services = append(out.Services, derivedService(imp, derived))
+		}
+		for _, cluster := range imp.Clusters {
+			src, refused := readSource(cluster, cluster == in.Cluster, st.Endpoints[cluster], imp, lim)
+			out.Slices = append(out.Slices, sourceSlices(imp, derived, src)...)
+			out.Refused = append(out.Refused, prefixAll(fmt.Sprintf("import %s/%s: ", imp.Namespace, imp.Name), refused)...)
+		}
+	}
+	slices.SortFunc(out.Slices, func(a, b *discoveryv1.EndpointSlice) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	out.Exports = exportStatuses(in)
+	return out
+}
+
+// serviceImport is the ServiceImport of imp in a member whose derived
+// Service has clusterIPs (only a ClusterSetIP import has ips).
+func serviceImport(imp aggregate.Import, clusterIPs []string) *mcsv1beta1.ServiceImport {
+	si := &mcsv1beta1.ServiceImport{
+		ObjectMeta: metav1.ObjectMeta{Name: imp.Name, Namespace: imp.Namespace, Labels: baseLabels(imp.Name)},
+		Spec: mcsv1beta1.ServiceImportSpec{
+			Type:                  mcsv1beta1.ServiceImportType(imp.Type),
+			SessionAffinity:       corev1.ServiceAffinity(imp.SessionAffinity),
+			SessionAffinityConfig: affinityConfig(imp.SessionAffinityConfig),
+			InternalTrafficPolicy: optional[corev1.ServiceInternalTrafficPolicy](imp.InternalTrafficPolicy),
+			TrafficDistribution:   optional[string](imp.TrafficDistribution),
+		},
+	}
+	for _, p := range imp.Ports {
+		si.Spec.Ports = append(si.Spec.Ports, mcsv1beta1.ServicePort{
+			Name: p.Name, Protocol: corev1.Protocol(p.Protocol), Port: p.Port, AppProtocol: optional[string](p.AppProtocol),
+		})
+	}
+	if imp.Type == aggregate.ImportClusterSetIP {
+		si.Spec.IPs, si.Spec.IPFamilies = importIPs(clusterIPs)
+	}
+	for _, c := range imp.Clusters {
+		si.Status.Clusters = append(si.Status.Clusters, mcsv1beta1.ClusterStatus{Cluster: c})
+	}
+	return si
+}
+
+// importIPs keeps the valid addresses of the derived Service's
+// ClusterIPs, in their order (the first is the primary family), at most
+// one per family, and their families.
+func importIPs(clusterIPs []string) ([]string, []corev1.IPFamily) {
+	var ips []string
+	var families []corev1.IPFamily
+	for _, s := range clusterIPs {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" || len(ips) == maxImportIPs {
+			continue
+		}
+		f := corev1.IPv6Protocol
+		if a.Unmap().Is4() {
+			f = corev1.IPv4Protocol
+		}
+		if slices.Contains(families, f) {
+			continue
+		}
+		ips, families = append(ips, a.Unmap().String()), append(families, f)
+	}
+	return ips, families
+}
+
+// derivedService is the selectorless Service kube-proxy programs the
+// ClusterSetIP of imp with; its endpoints are the slices of this package.
+func derivedService(imp aggregate.Import, name string) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: imp.Namespace, Labels: baseLabels(imp.Name)},
+		Spec: corev1.ServiceSpec{
+			Type:                  corev1.ServiceTypeClusterIP,
+			IPFamilyPolicy:        ptr.To(corev1.IPFamilyPolicyPreferDualStack),
+			SessionAffinity:       corev1.ServiceAffinity(imp.SessionAffinity),
+			SessionAffinityConfig: affinityConfig(imp.SessionAffinityConfig),
+			InternalTrafficPolicy: optional[corev1.ServiceInternalTrafficPolicy](imp.InternalTrafficPolicy),
+			TrafficDistribution:   optional[string](imp.TrafficDistribution),
+		},
+	}
+	for _, p := range imp.Ports {
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{
+			Name: p.Name, Protocol: corev1.Protocol(p.Protocol), Port: p.Port,
+			TargetPort: intstr.FromInt32(p.Port), AppProtocol: optional[string](p.AppProtocol),
+		})
+	}
+	return s
+}
+
+// sourceSlices are the slices of one source: per port set and family,
+// chunks of MaxEndpointsPerSlice endpoints.
+func sourceSlices(imp aggregate.Import, derived string, src source) []*discoveryv1.EndpointSlice {
+	var out []*discoveryv1.EndpointSlice
+	for _, g := range src.groups {
+		for _, f := range []struct {
+			t   discoveryv1.AddressType
+			eps []endpoint
+		}{{discoveryv1.AddressTypeIPv4, g.ipv4}, {discoveryv1.AddressTypeIPv6, g.ipv6}} {
+			for i, chunk := range chunks(f.eps, MaxEndpointsPerSlice) {
+				s := newSlice(imp, derived, src.cluster, f.t, g, i)
+				for _, e := range chunk {
+					s.Endpoints = append(s.Endpoints, sliceEndpoint(e))
+				}
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func newSlice(imp aggregate.Import, derived, cluster string, t discoveryv1.AddressType, g *group, index int) *discoveryv1.EndpointSlice {
+	labels := baseLabels(imp.Name)
+	labels[LabelSliceManagedBy] = ManagedByValue
+	labels[LabelSourceCluster] = cluster
+	labels[LabelKubeServiceName] = derived
+	if imp.Type == aggregate.ImportHeadless {
+		labels[LabelHeadless] = ""
+	}
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: sliceName(derived, cluster, t, g.key, index), Namespace: imp.Namespace, Labels: labels},
+		AddressType: t,
+	}
+	for _, p := range g.ports {
+		s.Ports = append(s.Ports, *p.DeepCopy())
+	}
+	return s
+}
+
+// sliceEndpoint writes an endpoint as ready, serving and not terminating:
+// only such endpoints are read.
+func sliceEndpoint(e endpoint) discoveryv1.Endpoint {
+	ep := discoveryv1.Endpoint{
+		Addresses:  []string{e.address},
+		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+	}
+	if e.hostname != "" {
+		ep.Hostname = ptr.To(e.hostname)
+	}
+	if e.nodeName != "" {
+		ep.NodeName = ptr.To(e.nodeName)
+	}
+	return ep
+}
+
+func chunks[T any](s []T, n int) [][]T {
+	var out [][]T
+	for len(s) > 0 {
+		k := min(n, len(s))
+		out = append(out, s[:k])
+		s = s[k:]
+	}
+	return out
+}
+
+func affinityConfig(c *aggregate.SessionAffinityConfig) *corev1.SessionAffinityConfig {
+	if c == nil {
+		return nil
+	}
+	return &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(c.TimeoutSeconds)}}
+}
+
+// optional is nil for "" (a field the API leaves unset), else a pointer.
+func optional[T ~string](s string) *T {
+	if s == "" {
+		return nil
+	}
+	return ptr.To(T(s))
+}
