@@ -56,6 +56,9 @@ type setMemory struct {
 	// written are the members (cluster keys) holding objects of this
 	// ClusterSet, by cluster id: where removal must go.
 	written map[string]string
+	// allWritten: the last sync wrote every member it read, which the
+	// exports' Ready condition says.
+	allWritten bool
 }
 
 // memoryOf returns the memory of the ClusterSet key, new when the key

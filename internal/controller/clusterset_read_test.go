@@ -30,7 +30,7 @@ func TestExportOf(t *testing.T) {
 	}}
 	want := aggregate.Export{Cluster: "a", Namespace: "shop", Name: "web", Created: created, Service: &aggregate.Service{
 		Type: aggregate.ServiceTypeClusterIP, ClusterIP: "10.96.0.10",
-		Ports: []aggregate.Port{{Name: "http", Protocol: "TCP", Port: 80, AppProtocol: "http"}, {Protocol: "UDP", Port: 53}},
+		Ports:           []aggregate.Port{{Name: "http", Protocol: "TCP", Port: 80, AppProtocol: "http"}, {Protocol: "UDP", Port: 53}},
 		SessionAffinity: "ClientIP", SessionAffinityConfig: &aggregate.SessionAffinityConfig{TimeoutSeconds: 60},
 		InternalTrafficPolicy: "Local", TrafficDistribution: "PreferClose",
 	}}

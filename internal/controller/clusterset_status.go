@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,18 +36,10 @@ type memberWrites struct {
 
 func (w memberWrites) err() error {
 	var errs []error
-	for _, id := range slices.Sorted(mapsKeys(w.errs)) {
+	for _, id := range slices.Sorted(maps.Keys(w.errs)) {
 		errs = append(errs, fmt.Errorf("member %s: %w", id, w.errs[id]))
 	}
 	return errors.Join(errs...)
-}
-
-func mapsKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // clusterSetStatus is the status of cs after a sync: one entry per

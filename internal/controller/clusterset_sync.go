@@ -47,7 +47,7 @@ func (c *Controller) syncClusterSet(ctx context.Context, key string, cs *xccv1al
 		return fmt.Errorf("aggregate the exports of %s: %w", key, err)
 	}
 	written := c.writeMembers(ctx, mem, members, reads, agg)
-	c.removeLeftMembers(ctx, mem, members)
+	c.removeLeftMembers(ctx, mem, members, user)
 	c.workloads.Release(user, keep)
 	st := clusterSetStatus(cs, res, members, reads, agg, written)
 	if err := c.updateClusterSetStatus(ctx, cs, st); err != nil {

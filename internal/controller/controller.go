@@ -75,6 +75,8 @@ type Config struct {
 	NewClient      workload.ClientFactory
 	SliceNamespace string
 	Domain         string
+	// ClusterSetZone is the zone of the MCS DNS names (clusterset.local).
+	ClusterSetZone string
 	Resync         time.Duration
 	Workers        int
 	Metrics        *Metrics
@@ -138,6 +140,9 @@ func New(cfg Config) *Controller {
 	if cfg.Workers == 0 {
 		cfg.Workers = DefaultWorkers
 	}
+	if cfg.ClusterSetZone == "" {
+		cfg.ClusterSetZone = contract.DefaultClusterSetZone
+	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
@@ -196,9 +201,9 @@ func New(cfg Config) *Controller {
 			c.enqueueAllIn(namespace)
 			c.enqueueClusterSetsIn(namespace)
 		},
-		OnService:      c.serviceChanged,
-		Gauge:          func(n int) { cfg.Metrics.ClustersWatched.Set(float64(n)) },
-		Limits:         cfg.ReadLimits,
+		OnService: c.serviceChanged,
+		Gauge:     func(n int) { cfg.Metrics.ClustersWatched.Set(float64(n)) },
+		Limits:    cfg.ReadLimits,
 	})
 	c.publisher = publish.NewWriter(publish.Config{
 		SliceNamespace: cfg.SliceNamespace,

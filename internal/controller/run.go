@@ -62,9 +62,11 @@ var clusterAPIVersions = []string{"v1beta2", "v1beta1"}
 
 // Options are the settings of `xcc-syncer controller`.
 type Options struct {
-	Kubeconfig              string // management cluster; empty: in-cluster
-	SliceNamespace          string
-	Domain                  string
+	Kubeconfig     string // management cluster; empty: in-cluster
+	SliceNamespace string
+	Domain         string
+	// ClusterSetZone is the zone of the Multi-Cluster Services names.
+	ClusterSetZone          string
 	AllowedCIDRs            cidr.List // gateway and control-plane addresses must lie in one; empty: any
 	HTTPAddress             string
 	LeaderElect             bool
@@ -103,6 +105,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; empty: in-cluster config")
 	fs.StringVar(&o.SliceNamespace, "slice-namespace", DefaultSliceNamespace, "namespace in each workload cluster that receives EndpointSlices; its presence opts the cluster in")
 	fs.StringVar(&o.Domain, "domain", DefaultDomain, "DNS zone of the published names")
+	fs.StringVar(&o.ClusterSetZone, "clusterset-zone", contract.DefaultClusterSetZone, "DNS zone of the Multi-Cluster Services names of ClusterSets (<svc>.<ns>.svc.<zone>); serve needs the same value")
 	fs.Var(&o.AllowedCIDRs, "allowed-cidrs", "comma-separated CIDRs that gateway and control-plane addresses must lie in (e.g. 192.0.2.0/24,2001:db8::/32); a CIDR with host bits set is refused at start; empty: any")
 	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress, "once the management caches have synced, or while this replica stands by")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a coordination Lease so only one replica writes")
@@ -279,7 +282,7 @@ func (o Options) controllerRunner(mgmt management, metrics *Metrics, recorder re
 		}
 		c := New(Config{
 			Kube: mgmt.kube, Dynamic: mgmt.dyn, ClusterResource: mgmt.clusterGVR, ClusterSets: mgmt.clusterSets, NewClient: newClient,
-			SliceNamespace: o.SliceNamespace, Domain: o.Domain, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
+			SliceNamespace: o.SliceNamespace, Domain: o.Domain, ClusterSetZone: o.ClusterSetZone, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
 			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits, ReadLimits: o.ReadLimits,
 			State: &state.ConfigMaps{Client: mgmt.kube, Namespace: o.StateNamespace},
 		})

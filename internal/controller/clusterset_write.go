@@ -1,0 +1,292 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+)
+
+// writeMembers writes each member that was read: its MCS objects
+// (package apply) and the contract slices serve answers the clusterset
+// zone from. A member that was not read is not written; it keeps what it
+// has.
+func (c *Controller) writeMembers(ctx context.Context, mem *setMemory, members []setMember,
+	reads map[string]memberRead, agg aggregate.Result) memberWrites {
+	w := memberWrites{errs: map[string]error{}}
+	endpoints := map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice{}
+	for id, r := range reads {
+		for k, s := range r.endpoints {
+			if endpoints[k] == nil {
+				endpoints[k] = map[string][]*discoveryv1.EndpointSlice{}
+			}
+			endpoints[k][id] = s
+		}
+	}
+	for _, m := range members {
+		r := reads[m.ClusterID]
+		if m.cluster == nil || !r.synced {
+			continue
+		}
+		mem.written[m.ClusterID] = m.cluster.Key()
+		if err := c.writeMember(ctx, m, r, agg, endpoints, mem.allWritten); err != nil {
+			w.errs[m.ClusterID] = err
+		}
+	}
+	mem.allWritten = len(w.errs) == 0
+	return w
+}
+
+// writeMember brings one member to its objects. The ClusterSetIPs are the
+// member's API server's to allocate: a derived Service made in this
+// write gets its address only then, so the member's objects are computed
+// and written a second time with it.
+func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
+	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, allWritten bool) error {
+	client, ok := memberClient(m)
+	if !ok {
+		return errors.New("its client has no Multi-Cluster Services API")
+	}
+	existing, err := apply.List(ctx, client)
+	if err != nil {
+		return err
+	}
+	ips := derivedClusterIPs(existing)
+	var objs objects.Objects
+	for round := 0; round < 2; round++ {
+		objs = objects.Compute(objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg,
+			Imports: importStates(agg, endpoints, ips, allWritten)})
+		res, err := apply.Apply(ctx, client, objs, existing, metav1.Now())
+		if err != nil {
+			return err
+		}
+		if maps.EqualFunc(res.ClusterIPs, ips, slices.Equal) {
+			break
+		}
+		maps.Copy(ips, res.ClusterIPs)
+		if existing, err = apply.List(ctx, client); err != nil {
+			return err
+		}
+	}
+	for _, line := range objs.Refused {
+		klog.FromContext(ctx).V(2).Info("Endpoint not imported", "member", m.ClusterID, "why", line)
+	}
+	return c.writeClusterSetSlices(ctx, m.cluster, c.clusterSetSlices(objs, agg, endpoints, ips))
+}
+
+// memberClient is the apply.Member of a member's workload client.
+func memberClient(m setMember) (apply.Member, bool) {
+	mcs, ok := m.cluster.MCS()
+	if !ok {
+		return apply.Member{}, false
+	}
+	kube := m.cluster.Client()
+	return apply.Member{
+		Cluster:  m.ClusterID,
+		Imports:  func(ns string) apply.ImportClient { return mcs.MulticlusterV1beta1().ServiceImports(ns) },
+		Exports:  func(ns string) apply.ExportClient { return mcs.MulticlusterV1beta1().ServiceExports(ns) },
+		Services: func(ns string) apply.ServiceClient { return kube.CoreV1().Services(ns) },
+		Slices:   func(ns string) apply.SliceClient { return kube.DiscoveryV1().EndpointSlices(ns) },
+	}, true
+}
+
+// derivedClusterIPs are the ClusterIPs the member's derived Services have.
+func derivedClusterIPs(existing apply.Existing) map[aggregate.Key][]string {
+	out := map[aggregate.Key][]string{}
+	for _, s := range existing.Services {
+		if len(s.Spec.ClusterIPs) > 0 {
+			out[aggregate.Key{Namespace: s.Namespace, Name: s.Labels[objects.LabelServiceName]}] = s.Spec.ClusterIPs
+		}
+	}
+	return out
+}
+
+// importStates is what objects.Compute reads per import besides the
+// aggregate: the sources' endpoints, the member's ClusterIPs, and whether
+// the last sync wrote every member (Ready).
+func importStates(agg aggregate.Result, endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice,
+	ips map[aggregate.Key][]string, allWritten bool) map[aggregate.Key]objects.ImportState {
+	out := make(map[aggregate.Key]objects.ImportState, len(agg.Imports))
+	for _, imp := range agg.Imports {
+		out[imp.Key] = objects.ImportState{Endpoints: endpoints[imp.Key], ClusterIPs: ips[imp.Key], Written: allWritten}
+	}
+	return out
+}
+
+// clusterSetSlices are the contract slices of the member's imports: a
+// ClusterSetIP import answers the member's own ClusterSetIPs, a Headless
+// one every source's ready endpoints, checked as serve checks them.
+func (c *Controller) clusterSetSlices(objs objects.Objects, agg aggregate.Result,
+	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, ips map[aggregate.Key][]string) []*discoveryv1.EndpointSlice {
+	byKey := map[aggregate.Key]aggregate.Import{}
+	for _, imp := range agg.Imports {
+		byKey[imp.Key] = imp
+	}
+	var out []*discoveryv1.EndpointSlice
+	for _, si := range objs.Imports {
+		imp, ok := byKey[aggregate.Key{Namespace: si.Namespace, Name: si.Name}]
+		if !ok {
+			continue
+		}
+		ci := contract.ClusterSetImport{Namespace: imp.Namespace, Name: imp.Name, Type: contract.ImportType(imp.Type)}
+		if imp.Type == aggregate.ImportHeadless {
+			for _, id := range imp.Clusters {
+				eps := contract.ReadyEndpoints(endpoints[imp.Key][id], c.cfg.AllowedCIDRs, c.cfg.ClusterSetZone)
+				ci.Sources = append(ci.Sources, contract.ClusterSetSource{Cluster: id, Endpoints: eps})
+			}
+		} else {
+			ci.IPs = ips[imp.Key]
+			for _, p := range imp.Ports {
+				ci.Ports = append(ci.Ports, contract.Port{Name: p.Name, Protocol: corev1Protocol(p.Protocol), Port: p.Port})
+			}
+		}
+		out = append(out, contract.BuildClusterSet(ci, c.cfg.ClusterSetZone)...)
+	}
+	return out
+}
+
+// clusterSetSelector selects the contract slices of clustersets in a
+// member's slice namespace: a member is in one clusterset at a time, so
+// every one of them is its set's.
+func clusterSetSelector() string {
+	return labels.SelectorFromSet(labels.Set{contract.LabelManagedBy: contract.ManagedByValue,
+		contract.LabelRecord: string(contract.KindClusterSet)}).String()
+}
+
+// writeClusterSetSlices makes the member's slice namespace hold want, and
+// no other clusterset slice.
+func (c *Controller) writeClusterSetSlices(ctx context.Context, w *workload.Cluster, want []*discoveryv1.EndpointSlice) error {
+	client := w.Client().DiscoveryV1().EndpointSlices(c.cfg.SliceNamespace)
+	lctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
+	defer cancel()
+	list, err := client.List(lctx, metav1.ListOptions{LabelSelector: clusterSetSelector()})
+	if err != nil {
+		return fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", w.Key(), c.cfg.SliceNamespace, err)
+	}
+	have := map[string]*discoveryv1.EndpointSlice{}
+	for i := range list.Items {
+		have[list.Items[i].Name] = &list.Items[i]
+	}
+	var errs []error
+	for _, s := range want {
+		s.Namespace = c.cfg.SliceNamespace
+		old, ok := have[s.Name]
+		delete(have, s.Name)
+		switch {
+		case !ok:
+			_, err = client.Create(ctx, s, metav1.CreateOptions{})
+		case sliceChanged(old, s):
+			s.ResourceVersion = old.ResourceVersion
+			_, err = client.Update(ctx, s, metav1.UpdateOptions{})
+		default:
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("write EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, s.Name, w.Key(), err))
+		}
+	}
+	for name := range have {
+		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, name, w.Key(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sliceChanged reports whether a written slice differs from the wanted
+// one in what serve reads.
+func sliceChanged(have, want *discoveryv1.EndpointSlice) bool {
+	return !equality.Semantic.DeepEqual(have.Labels, want.Labels) || !equality.Semantic.DeepEqual(have.Annotations, want.Annotations) ||
+		have.AddressType != want.AddressType || !equality.Semantic.DeepEqual(have.Endpoints, want.Endpoints) ||
+		!equality.Semantic.DeepEqual(have.Ports, want.Ports)
+}
+
+// removeMember takes every object of a clusterset out of the member w:
+// its MCS objects (only those labelled the controller's) and its contract
+// slices.
+func (c *Controller) removeMember(ctx context.Context, m setMember) error {
+	client, ok := memberClient(m)
+	if !ok {
+		return nil
+	}
+	existing, err := apply.List(ctx, client)
+	if err != nil {
+		return err
+	}
+	_, err = apply.Apply(ctx, client, objects.Objects{}, existing, metav1.Now())
+	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster, nil))
+}
+
+func corev1Protocol(p string) corev1.Protocol { return corev1.Protocol(p) }
+
+// removeLeftMembers removes the objects of the clusterset from the
+// Clusters that were members and are not now (unselected, refused,
+// deleted); one that cannot be reached is tried again at the next sync.
+func (c *Controller) removeLeftMembers(ctx context.Context, mem *setMemory, members []setMember, user string) {
+	now := map[string]bool{}
+	for _, m := range members {
+		now[m.ClusterID] = true
+	}
+	for id, key := range mem.written {
+		if now[id] {
+			continue
+		}
+		if err := c.removeFrom(ctx, id, key, user); err != nil {
+			klog.FromContext(ctx).Info("Removing the imports of a former member failed; retried at the next sync", "member", id, "err", err)
+			continue
+		}
+		delete(mem.written, id)
+	}
+}
+
+// removeFrom removes the clusterset's objects from the Cluster key
+// (<namespace>/<name>), cluster id id.
+func (c *Controller) removeFrom(ctx context.Context, id, key, user string) error {
+	namespace, name, _ := strings.Cut(key, "/")
+	sm, err := c.connect(namespace, name, user)
+	if err != nil {
+		return err
+	}
+	if sm.cluster == nil {
+		return errors.New(sm.access)
+	}
+	sm.ClusterID = id
+	return c.removeMember(ctx, sm)
+}
+
+// removeClusterSet removes what the ClusterSet key made, in every member
+// it wrote, and forgets it once that is done.
+func (c *Controller) removeClusterSet(ctx context.Context, key string) error {
+	mem := c.sets.memoryOf(key, "")
+	user := clusterSetUser + key
+	var errs []error
+	for id, cluster := range mem.written {
+		if err := c.removeFrom(ctx, id, cluster, user); err != nil {
+			errs = append(errs, fmt.Errorf("member %s: %w", id, err))
+			continue
+		}
+		delete(mem.written, id)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("remove the imports of ClusterSet %s: %w", key, errors.Join(errs...))
+	}
+	c.workloads.Release(user, nil)
+	c.sets.forget(key)
+	return nil
+}
