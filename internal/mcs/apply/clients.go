@@ -1,0 +1,73 @@
+package apply
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsclientset "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+	typedmcsv1beta1 "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
+)
+
+// ObjectClient is what the writer does with one kind in one namespace:
+// the methods of the typed clients it uses, and no more.
+type ObjectClient[T metav1.Object, L any] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+}
+
+// ImportClient writes ServiceImports, whose status has its own subresource.
+type ImportClient interface {
+	ObjectClient[*mcsv1beta1.ServiceImport, *mcsv1beta1.ServiceImportList]
+	UpdateStatus(ctx context.Context, obj *mcsv1beta1.ServiceImport, opts metav1.UpdateOptions) (*mcsv1beta1.ServiceImport, error)
+}
+
+// ServiceClient writes derived Services.
+type ServiceClient = ObjectClient[*corev1.Service, *corev1.ServiceList]
+
+// SliceClient writes EndpointSlices.
+type SliceClient = ObjectClient[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList]
+
+// ExportClient reads ServiceExports and writes only their status: the
+// export is the user's, its status the controller's.
+type ExportClient interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*mcsv1beta1.ServiceExportList, error)
+	UpdateStatus(ctx context.Context, obj *mcsv1beta1.ServiceExport, opts metav1.UpdateOptions) (*mcsv1beta1.ServiceExport, error)
+}
+
+// The typed clients are what a Member wraps.
+var (
+	_ ImportClient  = typedmcsv1beta1.ServiceImportInterface(nil)
+	_ ExportClient  = typedmcsv1beta1.ServiceExportInterface(nil)
+	_ ServiceClient = typedcorev1.ServiceInterface(nil)
+	_ SliceClient   = typeddiscoveryv1.EndpointSliceInterface(nil)
+)
+
+// Member is one member's clients, per namespace ("" lists every one).
+type Member struct {
+	// Cluster is the member's cluster id, for errors.
+	Cluster  string
+	Imports  func(namespace string) ImportClient
+	Exports  func(namespace string) ExportClient
+	Services func(namespace string) ServiceClient
+	Slices   func(namespace string) SliceClient
+}
+
+// NewMember wraps a member's typed clientsets (real or fake).
+func NewMember(cluster string, kube kubernetes.Interface, mcs mcsclientset.Interface) Member {
+	return Member{
+		Cluster:  cluster,
+		Imports:  func(ns string) ImportClient { return mcs.MulticlusterV1beta1().ServiceImports(ns) },
+		Exports:  func(ns string) ExportClient { return mcs.MulticlusterV1beta1().ServiceExports(ns) },
+		Services: func(ns string) ServiceClient { return kube.CoreV1().Services(ns) },
+		Slices:   func(ns string) SliceClient { return kube.DiscoveryV1().EndpointSlices(ns) },
+	}
+}

@@ -1,0 +1,30 @@
+// Package apply writes one member's Multi-Cluster Services objects: it
+// diffs the desired objects of internal/mcs/objects against what the
+// member holds (ComputePlan, pure) and makes the member equal to them
+// (Apply), through small interfaces around the typed clients (Member) so
+// the fake clientsets of client-go and mcs-api stand in for tests.
+//
+// What it holds to:
+//
+//   - Only objects labelled as the controller's (objects.Ours) are ever
+//     updated or deleted, and only those are listed. An object of a
+//     desired name that is not the controller's (a user's ServiceImport,
+//     a Service someone named like a derived one) is left alone and
+//     reported as a conflict (ErrNotOurs); the import's dependent objects
+//     are then not written in that member either. Deletes carry the UID
+//     listed as a precondition, updates its resourceVersion, so an object
+//     replaced meanwhile is not touched.
+//   - Order: ServiceImports first (their UIDs are the owners of the rest;
+//     status.clusters through the status subresource), derived Services
+//     next (their ClusterIPs are read back into Result, for the caller to
+//     compute the objects again with them), EndpointSlices, then
+//     ServiceExport status through the status subresource; deletes in the
+//     reverse order: slices, Services, ServiceImports. Owned objects would
+//     go with their ServiceImport anyway; deleting them explicitly does not
+//     wait for the member's garbage collector.
+//   - An export's condition keeps its lastTransitionTime while its status
+//     stays the same (meta.SetStatusCondition); an export whose conditions
+//     are unchanged is not written.
+//   - One failure does not stop the other objects: every error is
+//     collected, wrapped with the object and member, and returned joined.
+package apply

@@ -1,0 +1,182 @@
+package apply
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+)
+
+// ErrNotOurs is wrapped when a desired object's name is held by an object
+// the controller did not write: it is never overwritten.
+var ErrNotOurs = errors.New("an object of that name exists and is not labelled as the controller's")
+
+// Existing is what a member holds: the controller's ServiceImports,
+// Services and EndpointSlices (List lists only those), and the
+// member's ServiceExports, whose status the controller writes.
+type Existing struct {
+	Imports  []*mcsv1beta1.ServiceImport
+	Services []*corev1.Service
+	Slices   []*discoveryv1.EndpointSlice
+	Exports  []*mcsv1beta1.ServiceExport
+}
+
+// Changes are the writes of one kind. Update holds the existing object
+// with the desired fields set, so it carries the resourceVersion read.
+type Changes[T any] struct {
+	Create, Update, Delete []T
+}
+
+// Plan is what to write so a member holds the desired objects.
+type Plan struct {
+	Imports Changes[*mcsv1beta1.ServiceImport]
+	// ImportStatus are existing imports whose status.clusters change.
+	ImportStatus []*mcsv1beta1.ServiceImport
+	Services     Changes[*corev1.Service]
+	Slices       Changes[*discoveryv1.EndpointSlice]
+	// Exports are ServiceExports whose conditions change.
+	Exports []*mcsv1beta1.ServiceExport
+	// Conflicts name each desired object whose name is held by another's.
+	Conflicts []error
+}
+
+// ComputePlan diffs desired against existing; it is pure. now is the
+// lastTransitionTime of a condition whose status changes.
+func ComputePlan(desired objects.Objects, existing Existing, now metav1.Time) Plan {
+	var p Plan
+	var c []error
+	p.Imports, c = diff(desired.Imports, existing.Imports, "ServiceImport", false, sameImport, mergeImport)
+	p.Conflicts = append(p.Conflicts, c...)
+	p.Services, c = diff(desired.Services, existing.Services, "Service", false, sameService, mergeService)
+	p.Conflicts = append(p.Conflicts, c...)
+	p.Slices, c = diff(desired.Slices, existing.Slices, "EndpointSlice", true, sameSlice, mergeSlice)
+	p.Conflicts = append(p.Conflicts, c...)
+	p.Slices = retyped(p.Slices, existing.Slices)
+	p.ImportStatus = importStatus(desired.Imports, existing.Imports)
+	p.Exports = exportStatus(desired.Exports, existing.Exports, now)
+	return p
+}
+
+type nsName struct{ namespace, name string }
+
+func keyOf(o metav1.Object) nsName { return nsName{o.GetNamespace(), o.GetName()} }
+
+func compareObjects[T metav1.Object](a, b T) int {
+	return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+}
+
+// diff is the plan of one kind: desired names missing are created, those
+// that differ updated (merge), the controller's objects no longer desired
+// deleted. A desired name held by an object not the controller's is a
+// conflict, never a write.
+func diff[T metav1.Object](desired, existing []T, kind string, slice bool, same func(e, d T) bool, merge func(e, d T) T) (Changes[T], []error) {
+	var ch Changes[T]
+	var conflicts []error
+	have := map[nsName]T{}
+	for _, e := range existing {
+		have[keyOf(e)] = e
+	}
+	want := map[nsName]bool{}
+	for _, d := range desired {
+		k := keyOf(d)
+		want[k] = true
+		e, ok := have[k]
+		switch {
+		case !ok:
+			ch.Create = append(ch.Create, d)
+		case !objects.Ours(e.GetLabels(), slice):
+			conflicts = append(conflicts, fmt.Errorf("%s %s/%s: %w", kind, k.namespace, k.name, ErrNotOurs))
+		case !same(e, d):
+			ch.Update = append(ch.Update, merge(e, d))
+		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(have), func(a, b nsName) int {
+		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
+	}) {
+		if e := have[k]; !want[k] && objects.Ours(e.GetLabels(), slice) {
+			ch.Delete = append(ch.Delete, e)
+		}
+	}
+	return ch, conflicts
+}
+
+// retyped moves the update of a slice whose addressType someone changed
+// to a delete: addressType is immutable, so the update would fail at
+// every sync; the next sync creates the slice again.
+func retyped(ch Changes[*discoveryv1.EndpointSlice], existing []*discoveryv1.EndpointSlice) Changes[*discoveryv1.EndpointSlice] {
+	have := map[nsName]*discoveryv1.EndpointSlice{}
+	for _, e := range existing {
+		have[keyOf(e)] = e
+	}
+	var update []*discoveryv1.EndpointSlice
+	for _, u := range ch.Update {
+		if e := have[keyOf(u)]; e.AddressType != u.AddressType {
+			ch.Delete = append(ch.Delete, e)
+			continue
+		}
+		update = append(update, u)
+	}
+	ch.Update = update
+	slices.SortFunc(ch.Delete, compareObjects)
+	return ch
+}
+
+// importStatus lists the controller's existing imports whose
+// status.clusters differ from the desired, with the desired clusters.
+func importStatus(desired, existing []*mcsv1beta1.ServiceImport) []*mcsv1beta1.ServiceImport {
+	have := map[nsName]*mcsv1beta1.ServiceImport{}
+	for _, e := range existing {
+		if objects.Ours(e.Labels, false) {
+			have[keyOf(e)] = e
+		}
+	}
+	var out []*mcsv1beta1.ServiceImport
+	for _, d := range desired {
+		e, ok := have[keyOf(d)]
+		if !ok || slices.Equal(e.Status.Clusters, d.Status.Clusters) {
+			continue
+		}
+		u := e.DeepCopy()
+		u.Status.Clusters = slices.Clone(d.Status.Clusters)
+		out = append(out, u)
+	}
+	return out
+}
+
+// exportStatus sets the desired conditions on each existing export of
+// the member that has them, keeping conditions of other types and the
+// lastTransitionTime of a condition whose status is unchanged; only the
+// exports that change are returned.
+func exportStatus(desired []objects.ExportStatus, existing []*mcsv1beta1.ServiceExport, now metav1.Time) []*mcsv1beta1.ServiceExport {
+	have := map[nsName]*mcsv1beta1.ServiceExport{}
+	for _, e := range existing {
+		have[keyOf(e)] = e
+	}
+	var out []*mcsv1beta1.ServiceExport
+	for _, d := range desired {
+		e, ok := have[nsName{d.Namespace, d.Name}]
+		if !ok {
+			continue
+		}
+		u := e.DeepCopy()
+		changed := false
+		for _, c := range d.Conditions {
+			c.ObservedGeneration, c.LastTransitionTime = e.Generation, now
+			changed = meta.SetStatusCondition(&u.Status.Conditions, c) || changed
+		}
+		if changed {
+			out = append(out, u)
+		}
+	}
+	slices.SortFunc(out, compareObjects)
+	return out
+}

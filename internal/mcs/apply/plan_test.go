@@ -1,0 +1,263 @@
+package apply
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+)
+
+var (
+	t0   = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	then = metav1.NewTime(t0)
+	now  = metav1.NewTime(t0.Add(time.Hour))
+)
+
+// desiredOf computes member a's objects for exports of shop/<name> in
+// clusters a and b, each with endpoints 10.<n>.0.1.
+func desiredOf(t *testing.T, written bool, names ...string) objects.Objects {
+	t.Helper()
+	var exports []aggregate.Export
+	imports := map[aggregate.Key]objects.ImportState{}
+	for _, n := range names {
+		k := aggregate.Key{Namespace: "shop", Name: n}
+		st := objects.ImportState{Written: written, ClusterIPs: []string{"10.96.0.10"}, Endpoints: map[string][]*discoveryv1.EndpointSlice{}}
+		for i, c := range []string{"a", "b"} {
+			exports = append(exports, aggregate.Export{Cluster: c, Namespace: "shop", Name: n, Created: t0,
+				Service: &aggregate.Service{Type: aggregate.ServiceTypeClusterIP, Ports: []aggregate.Port{{Name: "http", Protocol: "TCP", Port: 80}}}})
+			st.Endpoints[c] = []*discoveryv1.EndpointSlice{{AddressType: discoveryv1.AddressTypeIPv4,
+				Ports:     []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080))}},
+				Endpoints: []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.%d.0.1", i)}}}}}
+		}
+		imports[k] = st
+	}
+	res, err := aggregate.Aggregate(exports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objects.Compute(objects.Input{Cluster: "a", Namespaces: map[string]bool{"shop": true}, Result: res, Imports: imports})
+}
+
+// existingOf is what a member holds after desired was written, as the
+// API server returns it (UIDs, resourceVersions, a cluster IP).
+func existingOf(d objects.Objects, exports ...string) Existing {
+	var ex Existing
+	for _, o := range d.Imports {
+		c := o.DeepCopy()
+		c.UID, c.ResourceVersion = types.UID("uid-"+o.Name), "1"
+		ex.Imports = append(ex.Imports, c)
+	}
+	for _, o := range d.Services {
+		c := o.DeepCopy()
+		c.ResourceVersion, c.Spec.ClusterIP, c.Spec.ClusterIPs = "1", "10.96.0.10", []string{"10.96.0.10"}
+		c.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+		ex.Services = append(ex.Services, c)
+	}
+	for _, o := range d.Slices {
+		c := o.DeepCopy()
+		c.ResourceVersion = "1"
+		ex.Slices = append(ex.Slices, c)
+	}
+	for _, n := range exports {
+		ex.Exports = append(ex.Exports, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: n, Generation: 3}})
+	}
+	return ex
+}
+
+// planView is a plan as lines "<verb> <Kind> <ns>/<name>".
+func planView(p Plan) []string {
+	var v []string
+	add := func(verb, kind string, objs ...metav1.Object) {
+		for _, o := range objs {
+			v = append(v, fmt.Sprintf("%s %s %s/%s", verb, kind, o.GetNamespace(), o.GetName()))
+		}
+	}
+	for _, c := range []struct {
+		kind string
+		ch   [3][]metav1.Object
+	}{
+		{"ServiceImport", [3][]metav1.Object{asObjects(p.Imports.Create), asObjects(p.Imports.Update), asObjects(p.Imports.Delete)}},
+		{"Service", [3][]metav1.Object{asObjects(p.Services.Create), asObjects(p.Services.Update), asObjects(p.Services.Delete)}},
+		{"EndpointSlice", [3][]metav1.Object{asObjects(p.Slices.Create), asObjects(p.Slices.Update), asObjects(p.Slices.Delete)}},
+	} {
+		add("create", c.kind, c.ch[0]...)
+		add("update", c.kind, c.ch[1]...)
+		add("delete", c.kind, c.ch[2]...)
+	}
+	add("status", "ServiceImport", asObjects(p.ImportStatus)...)
+	add("status", "ServiceExport", asObjects(p.Exports)...)
+	for _, err := range p.Conflicts {
+		v = append(v, "conflict "+err.Error())
+	}
+	return v
+}
+
+func asObjects[T metav1.Object](in []T) []metav1.Object {
+	out := make([]metav1.Object, len(in))
+	for i, o := range in {
+		out[i] = o
+	}
+	return out
+}
+
+func TestComputePlan(t *testing.T) {
+	desired := desiredOf(t, true, "cart")
+	derived := objects.DerivedServiceName("shop", "cart")
+	sliceA, sliceB := desired.Slices[0].Name, desired.Slices[1].Name
+	cases := []struct {
+		name     string
+		desired  objects.Objects
+		existing func() Existing
+		want     []string
+	}{
+		{"nothing yet", desired, func() Existing { return Existing{} }, []string{
+			"create ServiceImport shop/cart", "create Service shop/" + derived,
+			"create EndpointSlice shop/" + sliceA, "create EndpointSlice shop/" + sliceB}},
+		{"as desired, with the API server's defaults and others' labels", desired, func() Existing {
+			ex := existingOf(desired, "cart")
+			ex.Services[0].Labels["team"] = "x"
+			ex.Exports[0].Status.Conditions = statusOf(desired.Exports[0], 3, then)
+			return ex
+		}, nil},
+		{"port changed", desired, func() Existing {
+			ex := existingOf(desired)
+			ex.Imports[0].Spec.Ports[0].Port = 81
+			ex.Services[0].Spec.Ports[0].Port = 81
+			*ex.Slices[0].Ports[0].Port = 9
+			return ex
+		}, []string{"update ServiceImport shop/cart", "update Service shop/" + derived, "update EndpointSlice shop/" + sliceA}},
+		{"endpoint changed", desired, func() Existing {
+			ex := existingOf(desired)
+			ex.Slices[1].Endpoints[0].Conditions.Ready = ptr.To(false)
+			return ex
+		}, []string{"update EndpointSlice shop/" + sliceB}},
+		{"clusters changed", desired, func() Existing {
+			ex := existingOf(desired)
+			ex.Imports[0].Status.Clusters = ex.Imports[0].Status.Clusters[:1]
+			return ex
+		}, []string{"status ServiceImport shop/cart"}},
+		{"our label removed by someone", desired, func() Existing {
+			ex := existingOf(desired)
+			delete(ex.Services[0].Labels, objects.LabelManagedBy)
+			return ex
+		}, []string{"conflict Service shop/" + derived + ": " + ErrNotOurs.Error()}},
+		{"import gone: ours deleted, others' kept", objects.Objects{}, func() Existing {
+			ex := existingOf(desired)
+			ex.Services = append(ex.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart"}})
+			delete(ex.Slices[1].Labels, objects.LabelSliceManagedBy)
+			return ex
+		}, []string{"delete ServiceImport shop/cart", "delete Service shop/" + derived, "delete EndpointSlice shop/" + sliceA}},
+		{"a user's ServiceImport of the name", desired, func() Existing {
+			return Existing{Imports: []*mcsv1beta1.ServiceImport{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart"}}}}
+		}, []string{"create Service shop/" + derived, "create EndpointSlice shop/" + sliceA, "create EndpointSlice shop/" + sliceB,
+			"conflict ServiceImport shop/cart: " + ErrNotOurs.Error()}},
+		{"addressType changed by someone", desired, func() Existing {
+			ex := existingOf(desired)
+			ex.Slices[0].AddressType = discoveryv1.AddressTypeIPv6
+			return ex
+		}, []string{"delete EndpointSlice shop/" + sliceA}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := ComputePlan(c.desired, c.existing(), now)
+			if got := planView(p); !slices.Equal(got, c.want) {
+				t.Errorf("plan\n got %q\nwant %q", got, c.want)
+			}
+			for _, err := range p.Conflicts {
+				if !errors.Is(err, ErrNotOurs) {
+					t.Errorf("conflict %v: want ErrNotOurs", err)
+				}
+			}
+		})
+	}
+}
+
+func TestComputePlanUpdateKeepsTheirs(t *testing.T) {
+	desired := desiredOf(t, true, "cart")
+	ex := existingOf(desired)
+	ex.Services[0].Spec.Ports[0].Port = 81
+	ex.Services[0].Labels["team"] = "x"
+	p := ComputePlan(desired, ex, now)
+	u := p.Services.Update[0]
+	if u.ResourceVersion != "1" || u.Spec.ClusterIP != "10.96.0.10" || u.Labels["team"] != "x" || u.Spec.Ports[0].Port != 80 {
+		t.Errorf("update %+v: want the existing Service with the desired ports", u)
+	}
+}
+
+// statusOf is st's conditions as the API holds them: generation, time.
+func statusOf(st objects.ExportStatus, generation int64, at metav1.Time) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range st.Conditions {
+		c.ObservedGeneration, c.LastTransitionTime = generation, at
+		out = append(out, c)
+	}
+	return out
+}
+
+func TestComputePlanExportStatus(t *testing.T) {
+	pending, ready := desiredOf(t, false, "cart"), desiredOf(t, true, "cart")
+	other := metav1.Condition{Type: "Synced", Status: metav1.ConditionTrue, Reason: "Other", LastTransitionTime: then}
+	cases := []struct {
+		name    string
+		desired objects.Objects
+		have    []metav1.Condition
+		want    string // conditions after, "" for no write
+	}{
+		{"none yet", ready, nil, "Valid=True@now Conflict=False@now Ready=True@now"},
+		{"unchanged", ready, statusOf(ready.Exports[0], 3, then), ""},
+		{"Ready turns True: only it moves", ready, statusOf(pending.Exports[0], 3, then), "Valid=True@then Conflict=False@then Ready=True@now"},
+		{"message only: time kept", ready, withMessage(statusOf(ready.Exports[0], 3, then), "old"), "Valid=True@then Conflict=False@then Ready=True@then"},
+		{"older generation: time kept", ready, statusOf(ready.Exports[0], 2, then), "Valid=True@then Conflict=False@then Ready=True@then"},
+		{"another's condition kept", ready, append([]metav1.Condition{other}, statusOf(ready.Exports[0], 3, then)[:2]...),
+			"Synced=True@then Valid=True@then Conflict=False@then Ready=True@now"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ex := existingOf(c.desired, "cart", "other")
+			ex.Exports[0].Status.Conditions = c.have
+			p := ComputePlan(c.desired, ex, now)
+			got := ""
+			if len(p.Exports) > 0 {
+				got = conditionsView(p.Exports[0].Status.Conditions)
+			}
+			if got != c.want {
+				t.Errorf("conditions %q, want %q", got, c.want)
+			}
+			if len(p.Exports) > 1 {
+				t.Errorf("wrote %d exports: an export without desired status is not written", len(p.Exports))
+			}
+		})
+	}
+}
+
+func withMessage(cs []metav1.Condition, m string) []metav1.Condition {
+	cs[2].Message = m
+	return cs
+}
+
+func conditionsView(cs []metav1.Condition) string {
+	var v []string
+	for _, c := range cs {
+		at := "then"
+		if c.LastTransitionTime.Equal(&now) {
+			at = "now"
+		}
+		if c.ObservedGeneration != 3 && c.Type != "Synced" {
+			at += "(generation " + fmt.Sprint(c.ObservedGeneration) + ")"
+		}
+		v = append(v, fmt.Sprintf("%s=%s@%s", c.Type, c.Status, at))
+	}
+	return strings.Join(v, " ")
+}
