@@ -31,6 +31,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
@@ -129,38 +130,45 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 	var initial []runtime.Object
 	var gdnses []*unstructured.Unstructured
 	for _, o := range dynObjs {
-		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == v1alpha1.GatewayDNSKind.Kind {
+		if u, ok := o.(*unstructured.Unstructured); ok && (u.GetKind() == v1alpha1.GatewayDNSKind.Kind || u.GetKind() == xccv1alpha1.ClusterSetKind.Kind) {
 			gdnses = append(gdnses, u)
 			continue
 		}
 		initial = append(initial, o)
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
-		v1alpha1.GatewayDNSResource: "GatewayDNSList",
-		clusterGVR:                  "ClusterList",
+		v1alpha1.GatewayDNSResource:    "GatewayDNSList",
+		xccv1alpha1.ClusterSetResource: "ClusterSetList",
+		clusterGVR:                     "ClusterList",
 	}, initial...)
 	// A status update changes status alone, as on an API server; the fake
 	// would store the whole object sent, so a sync's status update would
 	// undo a deletionTimestamp set since it read the GatewayDNS.
-	dyn.PrependReactor("update", v1alpha1.GatewayDNSResource.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
-		up, ok := a.(k8stesting.UpdateAction)
-		if !ok || up.GetSubresource() != "status" {
-			return false, nil, nil
-		}
-		sent, ok := up.GetObject().(*unstructured.Unstructured)
-		if !ok {
-			return false, nil, nil
-		}
-		cur, err := dyn.Tracker().Get(v1alpha1.GatewayDNSResource, sent.GetNamespace(), sent.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		next := cur.(*unstructured.Unstructured).DeepCopy()
-		next.Object["status"] = sent.Object["status"]
-		return true, next, dyn.Tracker().Update(v1alpha1.GatewayDNSResource, next, sent.GetNamespace())
-	})
+	for _, gvr := range []schema.GroupVersionResource{v1alpha1.GatewayDNSResource, xccv1alpha1.ClusterSetResource} {
+		dyn.PrependReactor("update", gvr.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+			up, ok := a.(k8stesting.UpdateAction)
+			if !ok || up.GetSubresource() != "status" {
+				return false, nil, nil
+			}
+			sent, ok := up.GetObject().(*unstructured.Unstructured)
+			if !ok {
+				return false, nil, nil
+			}
+			cur, err := dyn.Tracker().Get(gvr, sent.GetNamespace(), sent.GetName())
+			if err != nil {
+				return true, nil, err
+			}
+			next := cur.(*unstructured.Unstructured).DeepCopy()
+			next.Object["status"] = sent.Object["status"]
+			return true, next, dyn.Tracker().Update(gvr, next, sent.GetNamespace())
+		})
+	}
 	for _, u := range gdnses {
-		if _, err := dyn.Resource(v1alpha1.GatewayDNSResource).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		gvr := v1alpha1.GatewayDNSResource
+		if u.GetKind() == xccv1alpha1.ClusterSetKind.Kind {
+			gvr = xccv1alpha1.ClusterSetResource
+		}
+		if _, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

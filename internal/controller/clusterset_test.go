@@ -1,0 +1,191 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsfake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
+
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
+)
+
+// memberFake is a clusterset member: the fake core clientset and the
+// fake MCS clientset.
+type memberFake struct {
+	*fake.Clientset
+	mcs *mcsfake.Clientset
+}
+
+func (m memberFake) MulticlusterV1beta1() mcsclient.MulticlusterV1beta1Interface {
+	return m.mcs.MulticlusterV1beta1()
+}
+
+var _ workload.MCSClient = memberFake{}
+
+// newMember is an opted-in member with namespace shop; exports, when
+// given, is the Service shop/web (port http 80) with one ready endpoint
+// and its ServiceExport.
+func newMember(export bool, addr string) memberFake {
+	objs := []runtime.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+	}
+	var exports []runtime.Object
+	if export {
+		objs = append(objs, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10",
+				Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}})
+		s := testfixture.ServiceEndpoints("shop", "web", "web-1", testfixture.Endpoint(addr, true))
+		s.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}}
+		objs = append(objs, s)
+		exports = append(exports, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web",
+			CreationTimestamp: metav1.NewTime(time.Unix(100, 0))}})
+	}
+	m := memberFake{Clientset: fake.NewClientset(objs...), mcs: mcsfake.NewSimpleClientset(exports...)}
+	// The API server allocates a Service's ClusterIP; the fake does not.
+	next := 100
+	m.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		svc, ok := a.(k8stesting.CreateAction).GetObject().(*corev1.Service)
+		if ok && svc.Spec.ClusterIP == "" {
+			next++
+			svc.Spec.ClusterIP = fmt.Sprintf("10.96.7.%d", next)
+			svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+		}
+		return false, nil, nil
+	})
+	return m
+}
+
+func clusterSetObject(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "xcc-dns.io/v1alpha1", "kind": "ClusterSet",
+		"metadata": map[string]any{"name": name, "namespace": "dev-team"},
+		"spec":     map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"set": name}}},
+	}}
+}
+
+// A ClusterSet of two members, one exporting shop/web: both get its
+// ServiceImport, a derived Service and the endpoints of the exporter, and
+// the contract slices of its DNS name; the export says Valid. Unexport
+// removes the import from both; a deleted ClusterSet leaves nothing.
+func TestControllerClusterSet(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	sel := map[string]string{"set": "prod"}
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
+		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b},
+		func(c *Config) { c.ClusterSets = true })
+	ctx := e.ctx
+	imported := func(m memberFake) bool {
+		si, err := m.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && si.Spec.Type == mcsv1beta1.ClusterSetIP && len(si.Status.Clusters) == 1 && si.Status.Clusters[0].Cluster == "cluster-a"
+	}
+	eventually(t, "ServiceImport shop/web in both members", func() bool { return imported(a) && imported(b) })
+
+	derived := objects.DerivedServiceName("shop", "web")
+	svc, err := b.CoreV1().Services("shop").Get(ctx, derived, metav1.GetOptions{})
+	if err != nil || svc.Spec.Selector != nil || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 {
+		t.Errorf("derived Service in cluster-b: %+v, %v", svc, err)
+	}
+	eventually(t, "cluster-a's endpoints in cluster-b", func() bool {
+		list, err := b.DiscoveryV1().EndpointSlices("shop").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, s := range list.Items {
+			if s.Labels[discoveryv1.LabelServiceName] == derived && s.Labels[mcsv1beta1.LabelSourceCluster] == "cluster-a" &&
+				len(s.Endpoints) == 1 && s.Endpoints[0].Addresses[0] == "10.244.1.5" {
+				return true
+			}
+		}
+		return false
+	})
+	eventually(t, "the clusterset slices of the name in cluster-b", func() bool {
+		return len(clusterSetSlices(ctx, t, b)) > 0
+	})
+	eventually(t, "export status Valid", func() bool {
+		ex, err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && slices.ContainsFunc(ex.Status.Conditions, func(c metav1.Condition) bool {
+			return c.Type == "Valid" && c.Status == metav1.ConditionTrue
+		})
+	})
+	eventually(t, "ClusterSet status of 2 members and 1 import", func() bool {
+		st := clusterSetStatusOf(ctx, t, e, "prod")
+		return st.Members == 2 && st.Imports == 1 && st.Exports == 1
+	})
+
+	// Unexport: the import goes everywhere.
+	if err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone := func(m memberFake) bool {
+		_, err := m.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(ctx, "web", metav1.GetOptions{})
+		_, svcErr := m.CoreV1().Services("shop").Get(ctx, derived, metav1.GetOptions{})
+		return apierrors.IsNotFound(err) && apierrors.IsNotFound(svcErr) && len(clusterSetSlices(ctx, t, m)) == 0
+	}
+	eventually(t, "the import gone from both after unexport", func() bool { return gone(a) && gone(b) })
+
+	// Export again, then delete the ClusterSet: nothing of it is left.
+	if _, err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Create(ctx, &mcsv1beta1.ServiceExport{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "imported again", func() bool { return imported(b) })
+	if err := e.dyn.Resource(xccv1alpha1.ClusterSetResource).Namespace("dev-team").Delete(ctx, "prod", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "nothing left once the ClusterSet is deleted", func() bool { return gone(a) && gone(b) })
+}
+
+// eventually polls ok for 10 s, failing the test with what it waited for.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return ok(), nil
+	})
+	if err != nil {
+		t.Fatalf("never: %s", what)
+	}
+}
+
+func clusterSetSlices(ctx context.Context, t *testing.T, m memberFake) []discoveryv1.EndpointSlice {
+	t.Helper()
+	list, err := m.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelRecord + "=" + string(contract.KindClusterSet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func clusterSetStatusOf(ctx context.Context, t *testing.T, e *testEnv, name string) xccv1alpha1.ClusterSetStatus {
+	t.Helper()
+	u, err := e.dyn.Resource(xccv1alpha1.ClusterSetResource).Namespace("dev-team").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := toClusterSet(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs.Status
+}
