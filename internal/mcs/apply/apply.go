@@ -93,8 +93,12 @@ func (w *writer) imports(ctx context.Context, p Plan, existing []*mcsv1beta1.Ser
 			w.fail("update", "ServiceImport", u, err)
 			continue
 		}
+		// The status goes on what the update returned, so nothing of it
+		// (a stale spec or resourceVersion) undoes the update.
 		if s, ok := status[keyOf(u)]; ok {
-			s.ResourceVersion = got.ResourceVersion
+			next := got.DeepCopy()
+			next.Status = *s.Status.DeepCopy()
+			status[keyOf(u)] = next
 		}
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(status), compareNsName) {

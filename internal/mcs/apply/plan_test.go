@@ -163,6 +163,16 @@ func TestComputePlan(t *testing.T) {
 			return Existing{Imports: []*mcsv1beta1.ServiceImport{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart"}}}}
 		}, []string{"create Service shop/" + derived, "create EndpointSlice shop/" + sliceA, "create EndpointSlice shop/" + sliceB,
 			"conflict ServiceImport shop/cart: " + ErrNotOurs.Error()}},
+		{"owner recreated", owners(desired, "uid-2"), func() Existing {
+			ex := existingOf(owners(desired, "uid-1"))
+			ex.Imports[0].UID = "uid-2"
+			return ex
+		}, []string{"update Service shop/" + derived, "update EndpointSlice shop/" + sliceA, "update EndpointSlice shop/" + sliceB}},
+		{"a label of ours removed", desired, func() Existing {
+			ex := existingOf(desired)
+			delete(ex.Slices[0].Labels, objects.LabelSourceCluster)
+			return ex
+		}, []string{"update EndpointSlice shop/" + sliceA}},
 		{"addressType changed by someone", desired, func() Existing {
 			ex := existingOf(desired)
 			ex.Slices[0].AddressType = discoveryv1.AddressTypeIPv6
@@ -182,6 +192,16 @@ func TestComputePlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// owners is d with its objects owned by a ServiceImport of that UID.
+func owners(d objects.Objects, uid types.UID) objects.Objects {
+	uids := map[aggregate.Key]types.UID{}
+	for _, i := range d.Imports {
+		uids[aggregate.Key{Namespace: i.Namespace, Name: i.Name}] = uid
+	}
+	o, _ := withOwners(d, uids)
+	return o
 }
 
 func TestComputePlanUpdateKeepsTheirs(t *testing.T) {
