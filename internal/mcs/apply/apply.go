@@ -46,6 +46,7 @@ func Apply(ctx context.Context, m Member, desired objects.Objects, existing Exis
 	p.Services.Delete = unheld(p.Services.Delete, held)
 	p.Slices.Delete = unheld(p.Slices.Delete, held)
 	ips, conflicted := w.services(ctx, p.Services, existing.Services)
+	ips = onlyDesired(ips, owned.Services)
 	p.Slices.Create = unheld(p.Slices.Create, conflicted)
 	p.Slices.Update = unheld(p.Slices.Update, conflicted)
 	w.slices(ctx, p.Slices)
@@ -56,6 +57,19 @@ func Apply(ctx context.Context, m Member, desired objects.Objects, existing Exis
 		return w.m.Imports(ns)
 	})
 	return Result{ClusterIPs: ips}, errors.Join(w.errs...)
+}
+
+// onlyDesired keeps the ClusterIPs of the derived Services still desired:
+// a Service being deleted (its import turned Headless or went) has none
+// to give.
+func onlyDesired(ips map[aggregate.Key][]string, desired []*corev1.Service) map[aggregate.Key][]string {
+	out := map[aggregate.Key][]string{}
+	for _, s := range desired {
+		if v, ok := ips[importKey(s)]; ok {
+			out[importKey(s)] = v
+		}
+	}
+	return out
 }
 
 // importKey is the import an object of the controller belongs to.

@@ -173,8 +173,12 @@ func TestApplyDeletesOnlyOurs(t *testing.T) {
 	if _, err := f.kube.CoreV1().Services("shop").Create(context.Background(), user, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.apply(t, desiredOf(t, true, "shoes")); err != nil {
+	res, err := f.apply(t, desiredOf(t, true, "shoes"))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := res.ClusterIPs[aggregate.Key{Namespace: "shop", Name: "cart"}]; ok || len(res.ClusterIPs) != 1 {
+		t.Errorf("ClusterIPs %v: want those of shoes only", res.ClusterIPs)
 	}
 	var names []string
 	for _, s := range f.services(t) {

@@ -173,6 +173,11 @@ func TestComputePlan(t *testing.T) {
 			delete(ex.Slices[0].Labels, objects.LabelSourceCluster)
 			return ex
 		}, []string{"update EndpointSlice shop/" + sliceA}},
+		{"Headless turned ClusterSetIP: the headless mark goes", desired, func() Existing {
+			ex := existingOf(desired)
+			ex.Slices[0].Labels[objects.LabelHeadless] = ""
+			return ex
+		}, []string{"update EndpointSlice shop/" + sliceA}},
 		{"addressType changed by someone", desired, func() Existing {
 			ex := existingOf(desired)
 			ex.Slices[0].AddressType = discoveryv1.AddressTypeIPv6
@@ -209,8 +214,12 @@ func TestComputePlanUpdateKeepsTheirs(t *testing.T) {
 	ex := existingOf(desired)
 	ex.Services[0].Spec.Ports[0].Port = 81
 	ex.Services[0].Labels["team"] = "x"
+	ex.Slices[0].Labels[objects.LabelHeadless] = ""
 	p := ComputePlan(desired, ex, now)
 	u := p.Services.Update[0]
+	if _, ok := p.Slices.Update[0].Labels[objects.LabelHeadless]; ok {
+		t.Errorf("slice labels %v: the headless mark not desired stays", p.Slices.Update[0].Labels)
+	}
 	if u.ResourceVersion != "1" || u.Spec.ClusterIP != "10.96.0.10" || u.Labels["team"] != "x" || u.Spec.Ports[0].Port != 80 {
 		t.Errorf("update %+v: want the existing Service with the desired ports", u)
 	}

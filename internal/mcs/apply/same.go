@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 )
 
 // The same* functions compare only what the controller sets: fields the
@@ -22,6 +24,11 @@ func sameMeta(e, d metav1.Object) bool {
 			return false
 		}
 	}
+	for _, k := range objects.ManagedLabels {
+		if _, want := d.GetLabels()[k]; !want && hasLabel(e, k) {
+			return false
+		}
+	}
 	for _, ref := range d.GetOwnerReferences() {
 		if !slices.ContainsFunc(e.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == ref.UID }) {
 			return false
@@ -30,12 +37,20 @@ func sameMeta(e, d metav1.Object) bool {
 	return true
 }
 
-// mergeMeta adds the desired labels and replaces owner references to a
+func hasLabel(o metav1.Object, k string) bool {
+	_, ok := o.GetLabels()[k]
+	return ok
+}
+
+// mergeMeta sets the desired labels (and removes managed ones not desired) and replaces owner references to a
 // ServiceImport with the desired ones (a recreated import has a new UID).
 func mergeMeta(u, d metav1.Object) {
 	labels := maps.Clone(u.GetLabels())
 	if labels == nil {
 		labels = map[string]string{}
+	}
+	for _, k := range objects.ManagedLabels {
+		delete(labels, k)
 	}
 	maps.Copy(labels, d.GetLabels())
 	u.SetLabels(labels)

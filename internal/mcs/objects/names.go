@@ -75,6 +75,14 @@ func Ours(labels map[string]string, slice bool) bool {
 	return !slice || labels[LabelSliceManagedBy] == ManagedByValue
 }
 
+// ManagedLabels are the label keys the controller sets on its objects:
+// a writer makes each equal to the desired object's, removing one the
+// desired object has not (the headless mark of an import that turned
+// ClusterSetIP), and leaves other labels to whoever set them.
+var ManagedLabels = []string{
+	LabelManagedBy, LabelSliceManagedBy, LabelServiceName, LabelSourceCluster, LabelKubeServiceName, LabelHeadless,
+}
+
 // baseLabels are the labels of every object of the import <svc>.
 func baseLabels(svc string) map[string]string {
 	return map[string]string{LabelManagedBy: ManagedByValue, LabelServiceName: svc}

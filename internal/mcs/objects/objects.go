@@ -77,7 +77,9 @@ func Compute(in Input) Objects {
 		derived := DerivedServiceName(imp.Namespace, imp.Name)
 		out.Imports = append(out.Imports, serviceImport(imp, st.ClusterIPs))
 		if imp.Type == aggregate.ImportClusterSetIP {
-			out.Services = append(out.Services, derivedService(imp, derived))
+			svc, refused := derivedService(imp, derived)
+			out.Services = append(out.Services, svc)
+			out.Refused = append(out.Refused, refused...)
 		}
 		for _, cluster := range imp.Clusters {
 			src, refused := readSource(cluster, cluster == in.Cluster, st.Endpoints[cluster], imp, lim)
@@ -144,7 +146,9 @@ func importIPs(clusterIPs []string) ([]string, []corev1.IPFamily) {
 
 // derivedService is the selectorless Service kube-proxy programs the
 // ClusterSetIP of imp with; its endpoints are the slices of this package.
-func derivedService(imp aggregate.Import, name string) *corev1.Service {
+// A Service of several ports must name each, so an unnamed port merged
+// with named ones from other exports is left out of it (and refused).
+func derivedService(imp aggregate.Import, name string) (*corev1.Service, []string) {
 	s := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: imp.Namespace, Labels: baseLabels(imp.Name)},
 		Spec: corev1.ServiceSpec{
@@ -156,13 +160,19 @@ func derivedService(imp aggregate.Import, name string) *corev1.Service {
 			TrafficDistribution:   optional[string](imp.TrafficDistribution),
 		},
 	}
+	var refused []string
 	for _, p := range imp.Ports {
+		if p.Name == "" && len(imp.Ports) > 1 {
+			refused = append(refused, fmt.Sprintf("import %s/%s: port %s/%d: unnamed among named ports, left out of the derived Service",
+				imp.Namespace, imp.Name, p.Protocol, p.Port))
+			continue
+		}
 		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{
 			Name: p.Name, Protocol: corev1.Protocol(p.Protocol), Port: p.Port,
 			TargetPort: intstr.FromInt32(p.Port), AppProtocol: optional[string](p.AppProtocol),
 		})
 	}
-	return s
+	return s, refused
 }
 
 // sourceSlices are the slices of one source: per port set and family,

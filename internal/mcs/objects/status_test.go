@@ -99,3 +99,21 @@ func TestComputeClusterIPsRead(t *testing.T) {
 		}
 	}
 }
+
+// TestComputeUnnamedAmongNamedPorts: the union of an unnamed and a named
+// port is no valid Service; the derived Service keeps the named one.
+func TestComputeUnnamedAmongNamedPorts(t *testing.T) {
+	res := aggregated(t, export("a", 0, false, tcp("", 80)), export("b", 1, false, tcp("http", 8080)))
+	out := Compute(Input{Cluster: "a", Namespaces: map[string]bool{ns: true}, Result: res})
+	var ports []string
+	for _, p := range out.Services[0].Spec.Ports {
+		ports = append(ports, fmt.Sprintf("%s/%d", p.Name, p.Port))
+	}
+	if !slices.Equal(ports, []string{"http/8080"}) || len(out.Refused) != 1 {
+		t.Errorf("derived Service ports %q, refused %q: want http/8080 and the unnamed port refused", ports, out.Refused)
+	}
+	single := Compute(Input{Cluster: "a", Namespaces: map[string]bool{ns: true}, Result: aggregated(t, export("a", 0, false, tcp("", 80)))})
+	if n := len(single.Services[0].Spec.Ports); n != 1 {
+		t.Errorf("%d ports: a single unnamed port is a valid Service", n)
+	}
+}
