@@ -250,7 +250,7 @@ func timeHangDeletion(ctx context.Context, mgmt benchClients, healthy []*lab.Clu
 	if err := lab.DeleteGatewayDNS(ctx, theLab.Management, hangNamespace, hangGDNS); err != nil {
 		return 0, err
 	}
-	sel := "kubernetes.io/service-name=" + hangGDNS
+	sel := "kubernetes.io/service-name=" + hangGDNS + ".x"
 	at, err := pollUntil(ctx, hangPoll, hangChangeTimeout, func() error {
 		for _, w := range healthy {
 			list, err := w.Client.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
@@ -323,7 +323,7 @@ func setHangGateway(ctx context.Context, c benchClients, name, addr string) erro
 // waitHangAddress polls the healthy targets until each holds cluster-a's
 // gateway slice with addr; it returns when the last one did.
 func waitHangAddress(ctx context.Context, targets []*lab.Cluster, addr string) (time.Time, error) {
-	sel := fmt.Sprintf("kubernetes.io/service-name=%s,xcc-dns.io/source-cluster=%s,xcc-dns.io/record=gateway", hangGDNS, lab.ClusterA)
+	sel := fmt.Sprintf("kubernetes.io/service-name=%s.x,xcc-dns.io/source-cluster=%s,xcc-dns.io/record=gateway", hangGDNS, lab.ClusterA)
 	pending := map[string]bool{}
 	for _, w := range targets {
 		pending[w.Name] = true

@@ -255,7 +255,7 @@ func waitFirstSlice(ctx context.Context, gdns string, timeout time.Duration) err
 	_, err := pollUntil(ctx, 20*time.Millisecond, timeout, func() error {
 		for _, w := range theLab.Workloads {
 			list, err := w.Client.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(ctx, metav1.ListOptions{
-				LabelSelector: "kubernetes.io/service-name=" + gdns, Limit: 1})
+				LabelSelector: "kubernetes.io/service-name=" + gdns + ".x", Limit: 1})
 			if err == nil && len(list.Items) > 0 {
 				return nil
 			}

@@ -164,7 +164,7 @@ func newClusterSetSlice(imp ClusterSetImport, cluster, family string, t discover
 			Name: SliceName(imp.Namespace, imp.Name, nameCluster, KindClusterSet, family),
 			Labels: map[string]string{
 				LabelManagedBy:   ManagedByValue,
-				LabelServiceName: imp.Name,
+				LabelServiceName: ServiceNameValue(imp.Name),
 				LabelRecord:      string(KindClusterSet),
 			},
 			Annotations: map[string]string{

@@ -8,6 +8,8 @@
 // sides. It is pure: no I/O.
 package contract
 
+import "strings"
+
 // Label and annotation keys of the slices. The connectivity.tanzu.vmware.com
 // annotations are what the original cross-cluster-connectivity controller
 // wrote, so slices from it are read unchanged.
@@ -33,11 +35,30 @@ const (
 	ManagedByValue = "xcc-dns-controller"
 	// LabelServiceName stays, although nothing of ours reads it: the
 	// cluster DNS's kubernetes plugin indexes every EndpointSlice, and for
-	// one without it answers PTR queries with a name it cannot send.
+	// one without it answers PTR queries with a name it cannot send. Its
+	// value is ServiceNameValue, never a Service's name.
 	LabelServiceName   = "kubernetes.io/service-name"
 	LabelSourceCluster = "xcc-dns.io/source-cluster"
 	LabelRecord        = "xcc-dns.io/record"
 )
+
+// serviceNameSuffix ends every value of LabelServiceName on our slices. A
+// Service's name holds no dot, so kube-proxy never takes the slices as
+// endpoints of a Service of the slice namespace: a GatewayDNS or an
+// exported Service named as the workload chart's own Service, with a
+// port named as its port, would otherwise send the cluster DNS's
+// forwarded queries to addresses a tenant chose.
+const serviceNameSuffix = ".x"
+
+// ServiceNameValue is the value of LabelServiceName on the slices of
+// name: name, cut to fit a label value, and serviceNameSuffix.
+func ServiceNameValue(name string) string {
+	const most = 63 - len(serviceNameSuffix)
+	if len(name) > most {
+		name = strings.TrimRight(name[:most], "-_.")
+	}
+	return name + serviceNameSuffix
+}
 
 // Kind is the kind of name a slice publishes; each kind states which
 // subtree of the zone it lies in and so which namespace owns it.

@@ -82,7 +82,7 @@ func newSlice(src Source, family string, t discoveryv1.AddressType) *discoveryv1
 			Name: name,
 			Labels: map[string]string{
 				LabelManagedBy:     ManagedByValue,
-				LabelServiceName:   src.GatewayDNS,
+				LabelServiceName:   ServiceNameValue(src.GatewayDNS),
 				LabelSourceCluster: src.Cluster,
 				LabelRecord:        string(src.Kind),
 			},

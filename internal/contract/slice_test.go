@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"slices"
 	"strings"
 	"testing"
@@ -151,5 +152,26 @@ func TestParse(t *testing.T) {
 				t.Errorf("hosts %v ttl %d; want %v ttl %d", p.Hosts, p.TTL, tt.hosts, tt.ttl)
 			}
 		})
+	}
+}
+
+// Our slices' kubernetes.io/service-name is never a Service's name (a
+// DNS-1035 label), so kube-proxy never serves their addresses as a
+// Service of the slice namespace, and it is always a valid label value.
+func TestServiceNameValueIsNoServiceName(t *testing.T) {
+	for _, name := range []string{"xcc-dns", "a", strings.Repeat("a", 63), strings.Repeat("a", 61) + "-b", "dev-team-gateway-dns"} {
+		v := ServiceNameValue(name)
+		if errs := validation.IsDNS1035Label(v); len(errs) == 0 {
+			t.Errorf("ServiceNameValue(%q) = %q, the name a Service can have", name, v)
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			t.Errorf("ServiceNameValue(%q) = %q: %v", name, v, errs)
+		}
+	}
+	for _, s := range Build(Source{Namespace: "dev-team", GatewayDNS: "xcc-dns", Cluster: "a", Kind: KindGateway,
+		Hostname: GatewayHostname("a", "dev-team", "xcc.test")}, Addresses{IPv4: []string{"192.0.2.1"}}) {
+		if got := s.Labels[LabelServiceName]; got == "xcc-dns" {
+			t.Errorf("slice %s labelled with the Service name %q", s.Name, got)
+		}
 	}
 }

@@ -290,7 +290,7 @@ func checkSliceInvariants(t *testing.T, s *discoveryv1.EndpointSlice) {
 	if len(s.Name) > 63 || skydnsrecord.ValidateName(s.Name) != nil {
 		t.Errorf("slice name %q: not a DNS name of at most 63", s.Name)
 	}
-	if s.Labels[contract.LabelManagedBy] != contract.ManagedByValue || s.Labels[contract.LabelServiceName] != "gw" {
+	if s.Labels[contract.LabelManagedBy] != contract.ManagedByValue || s.Labels[contract.LabelServiceName] != contract.ServiceNameValue("gw") {
 		t.Errorf("slice %s labels %v", s.Name, s.Labels)
 	}
 	if s.Annotations[contract.AnnotationGatewayRef] != "dev-team/gw" {
