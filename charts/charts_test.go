@@ -360,6 +360,8 @@ func TestWorkloadZoneFlags(t *testing.T) {
 		{"reverse CIDRs", renderCases[len(renderCases)-1].args, []string{`"--reverse-cidrs=192.0.2.0/25,2001:db8::/32"`}},
 		{"grants", renderCases[len(renderCases)-3].args, []string{`"--name-grants=shop=shop.eu.xcc.test;dev-team=dev.xcc.test"`}},
 		{"another zone", []string{"-f", "testdata/workload-values.yaml", "--set", "domain=mesh.example.org"}, []string{`"--domain=mesh.example.org"`}},
+		{"clusterset zone", []string{"-f", "testdata/workload-values.yaml"}, []string{`"--clusterset-zone=clusterset.local"`}},
+		{"no clusterset zone", []string{"-f", "testdata/workload-values.yaml", "--set", "mcs.dnsZone="}, []string{`"--clusterset-zone="`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			objs := objects(t, render(t, renderCase{chart: workloadChart, args: c.args}))
@@ -385,8 +387,10 @@ func TestWorkloadZoneFlags(t *testing.T) {
 		})
 	}
 	hookArgs, _ := json(t, get(find(objects(t, render(t, renderCases[len(renderCases)-1])), "Job", releaseName+"-patch-corefile-add"), "spec", "template", "spec", "containers", 0, "args"))
-	if want := `"--reverse-cidrs=192.0.2.0/25,2001:db8::/32"`; !strings.Contains(hookArgs, want) {
-		t.Errorf("patch-corefile hook args %s lack %s", hookArgs, want)
+	for _, want := range []string{`"--reverse-cidrs=192.0.2.0/25,2001:db8::/32"`, `"--clusterset-zone=clusterset.local"`} {
+		if !strings.Contains(hookArgs, want) {
+			t.Errorf("patch-corefile hook args %s lack %s", hookArgs, want)
+		}
 	}
 }
 

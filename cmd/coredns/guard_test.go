@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
+	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/coredns"
@@ -27,6 +29,11 @@ var guardedNames = []string{
 	"db.dev-team.services.xcc.test.", "cluster-a.db.dev-team.services.xcc.test.", "postgres-0.cluster-a.db.dev-team.services.xcc.test.",
 	"_pg._tcp.db.dev-team.services.xcc.test.", "_tcp.db.dev-team.services.xcc.test.", "_all.db.dev-team.services.xcc.test.",
 	"cart.shop.eu.xcc.test.", "shop.eu.xcc.test.", "eu.xcc.test.", "db.custom.xcc.test.", "nosuch.xcc.test.",
+	// The clusterset zone, closed: only its shapes exist.
+	"clusterset.local.", "svc.clusterset.local.", "dev-team.svc.clusterset.local.", "db.dev-team.svc.clusterset.local.",
+	"web.dev-team.svc.clusterset.local.", "cluster-a.web.dev-team.svc.clusterset.local.", "cluster-a.db.dev-team.svc.clusterset.local.",
+	"pg-0.cluster-a.db.dev-team.svc.clusterset.local.", "_pg._tcp.db.dev-team.svc.clusterset.local.", "_http._tcp.web.dev-team.svc.clusterset.local.",
+	"_tcp.db.dev-team.svc.clusterset.local.", "_all.db.dev-team.svc.clusterset.local.", "dns-version.clusterset.local.", "nosuch.clusterset.local.",
 }
 
 // guardQueries generates names from the valid ones: each as it is, in
@@ -63,7 +70,7 @@ func guardQueries(seed uint64) []string {
 		out = append(out, "x."+name)
 	}
 	for range 200 {
-		out = append(out, randomLabel()+"."+randomLabel()+".xcc.test.")
+		out = append(out, randomLabel()+"."+randomLabel()+".xcc.test.", randomLabel()+"."+randomLabel()+".svc.clusterset.local.")
 	}
 	return out
 }
@@ -74,20 +81,21 @@ func guardQueries(seed uint64) []string {
 // no read; an empty non-terminal, or SRV anywhere but an SRV name, no
 // read; and any other name reads only keys of names the grammar accepts
 // as published, its own first: never the zone's, a subtree's, a
-// namespace's or a cluster's.
+// namespace's or a cluster's. Both zones: xcc.test and the closed
+// clusterset zone.
 func TestGuardReads(t *testing.T) {
 	grants, err := contract.ParseGrants("dev-team=shop.eu.xcc.test", dnsworld.Zone)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := dnsworld.Start(t, dnsworld.Config{
-		Corefile: testfixture.ShippedCorefile(t), Directives: coredns.Directives, Slices: testSlices(),
-		NameGrants: grants, RecordReads: true,
+		Corefile: testfixture.ShippedCorefile(t), Directives: coredns.Directives, Slices: slices.Concat(testSlices(), clusterSetOnly(clusterSetSlices())),
+		NameGrants: grants, RecordReads: true, ClusterSetZone: csZone,
 		Records:  map[string]string{skydnsrecord.Key("db.custom.xcc.test"): `{"host":"192.0.2.99","ttl":60}`},
 		Upstream: testfixture.StartUpstream(t, upstreamTarget, upstreamAddr),
 	})
-	shapes := contract.Shapes(dnsworld.Zone, grants)
-	asked, refused, reads := 0, 0, 0
+	shapes, csShapes := contract.Shapes(dnsworld.Zone, grants), contract.ClusterSetShapes()
+	asked, refused, reads, csReads := 0, 0, 0, 0
 	for _, name := range guardQueries(1) {
 		for _, qtype := range []uint16{dns.TypeA, dns.TypeSRV, dns.TypeTXT} {
 			w.Reads.Take()
@@ -98,10 +106,14 @@ func TestGuardReads(t *testing.T) {
 			got := w.Reads.Take()
 			asked++
 			seen := strings.ToLower(r.Question[0].Name)
-			v := contract.ClassifyQuery(seen, dnsworld.Zone, shapes)
+			zone, zoneShapes := dnsworld.Zone, shapes
+			if dns.IsSubDomain(csZone+".", seen) {
+				zone, zoneShapes = csZone, csShapes
+			}
+			v := contract.ClassifyQuery(seen, zone, zoneShapes)
 			what := fmt.Sprintf("%s %s (%s): %s", name, dns.TypeToString[qtype], seen, dns.RcodeToString[r.Rcode])
 			switch {
-			case !dns.IsSubDomain(dnsworld.Zone+".", seen):
+			case !dns.IsSubDomain(zone+".", seen):
 				// Outside the zone: the upstream's, never etcd's.
 				if len(got) > 0 {
 					t.Errorf("%s after reading %q; want no read", what, got)
@@ -117,21 +129,39 @@ func TestGuardReads(t *testing.T) {
 				}
 			default:
 				reads += len(got)
+				if zone == csZone {
+					csReads += len(got)
+				}
 				own := skydnsrecord.Key(v.Stored)
 				if len(got) > 0 && got[0] != own+"/" && got[0] != own {
 					t.Errorf("%s: first read %q, want %q, the name's own key", what, got[0], own)
 				}
 				for _, key := range got {
 					n, err := skydnsrecord.Name(strings.TrimSuffix(key, "/"))
-					if rv := contract.ClassifyQuery(n, dnsworld.Zone, shapes); err != nil || rv.Refused || rv.Empty || rv.Stored != n {
+					if v.Shape != nil && v.Shape.SRV && zone == csZone && dns.IsSubDomain(n+".", seen) && strings.Count(seen, ".")-strings.Count(n, ".") == 3 {
+						// The SRV target of a ClusterSetIP import is the
+						// import's name X, two labels up: the etcd plugin
+						// reads its key itself for the additional
+						// section. Below X lie only X's records.
+						continue
+					}
+					if rv := contract.ClassifyQuery(n, zone, zoneShapes); err != nil || rv.Refused || rv.Empty || rv.Stored != n {
 						t.Errorf("%s: read %q, no published name's own key", what, key)
 					}
 				}
 			}
 		}
 	}
-	t.Logf("%d queries, %d refused, %d etcd reads by the others", asked, refused, reads)
+	t.Logf("%d queries, %d refused, %d etcd reads by the others (%d of them in %s)", asked, refused, reads, csReads, csZone)
+	if csReads == 0 {
+		t.Fatal("no name of the clusterset zone was read")
+	}
 	if refused == 0 || reads == 0 {
 		t.Fatal("the generated names must hold both refused and published ones")
 	}
+}
+
+// clusterSetOnly keeps the slices of the clusterset kind.
+func clusterSetOnly(in []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+	return slices.DeleteFunc(in, func(s *discoveryv1.EndpointSlice) bool { return !contract.IsClusterSet(s) })
 }

@@ -253,3 +253,24 @@ func TestClusterSetGrammar(t *testing.T) {
 		t.Error("the clusterset zone is not closed")
 	}
 }
+
+// Each zone owns its subtree alone: the clusterset zone may not equal,
+// hold or lie inside the other.
+func TestCheckClusterSetZone(t *testing.T) {
+	for _, tt := range []struct {
+		zone, cs string
+		ok       bool
+	}{
+		{"xcc.test", "clusterset.local", true},
+		{"xcc.test", "", true},
+		{"local", "clusterset.local", false},
+		{"xcc.clusterset.local", "clusterset.local", false},
+		{"clusterset.local", "clusterset.local.", false},
+		{"xcc.test", "a/b.local", false},
+		{"xcc.test", "any..local", false},
+	} {
+		if err := CheckClusterSetZone(tt.zone, tt.cs); (err == nil) != tt.ok {
+			t.Errorf("CheckClusterSetZone(%q, %q) = %v, want ok %v", tt.zone, tt.cs, err, tt.ok)
+		}
+	}
+}

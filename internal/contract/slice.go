@@ -171,7 +171,7 @@ func ParseGranted(slice *discoveryv1.EndpointSlice, zone string, grants Grants) 
 	if p.Hostname, err = ParseHostnameGranted(hostname, ns, gd, zone, grants); err != nil {
 		return Parsed{}, false, []error{fmt.Errorf("annotation %s: %w", AnnotationHostname, err)}
 	}
-	ttl := uint32(skydnsrecord.DefaultTTL)
+	ttl := skydnsrecord.DefaultTTL
 	if p.Kind.MultiCluster() {
 		ttl = DefaultGatewaysTTL
 		p.Source = slice.Labels[LabelSourceCluster]

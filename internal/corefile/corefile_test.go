@@ -160,6 +160,32 @@ func TestPatch(t *testing.T) {
 			old:  kubeadmCorefile + "192.in-addr.arpa:53 {\n    forward . 10.0.0.53\n}\n", opts: Options{ForwardTo: forwardTo, ReverseCIDRs: reverse},
 			want: kubeadmCorefile + "192.in-addr.arpa:53 {\n    forward . 10.0.0.53\n}\n\n" + reverseBlock, action: Added,
 		},
+		{
+			name: "the clusterset zone is one more key of the block",
+			old:  kubeadmCorefile, opts: Options{ForwardTo: forwardTo, ClusterSetZone: "clusterset.local", ReverseCIDRs: reverse},
+			want: kubeadmCorefile + "\n" + strings.Replace(reverseBlock, "xcc.test:53 ", "xcc.test:53 clusterset.local:53 ", 1), action: Added,
+		},
+		{
+			name: "the clusterset zone added to a patched Corefile replaces the block",
+			old:  patchedKubeadm, opts: Options{ForwardTo: forwardTo, ClusterSetZone: "ClusterSet.Local."},
+			want: kubeadmCorefile + "\n" + strings.Replace(blockFor, "xcc.test:53 ", "xcc.test:53 clusterset.local:53 ", 1), action: Replaced,
+		},
+		{
+			name: "the clusterset zone dropped again",
+			old:  kubeadmCorefile + "\n" + strings.Replace(blockFor, "xcc.test:53 ", "xcc.test:53 clusterset.local:53 ", 1), opts: add,
+			want: patchedKubeadm, action: Replaced,
+		},
+		{
+			name: "a clusterset zone another MCS implementation serves is refused",
+			old:  kubeadmCorefile + "clusterset.local:53 {\n    forward . 10.0.0.54\n}\n", opts: Options{ForwardTo: forwardTo, ClusterSetZone: "clusterset.local"},
+			wantErr: "already has a server block for clusterset.local",
+		},
+		{
+			name: "without the clusterset zone another's block is no clash",
+			old:  kubeadmCorefile + "clusterset.local:53 {\n    forward . 10.0.0.54\n}\n", opts: add,
+			want: kubeadmCorefile + "clusterset.local:53 {\n    forward . 10.0.0.54\n}\n\n" + blockFor, action: Added,
+		},
+		{name: "a clusterset zone that would break the Corefile", old: kubeadmCorefile, opts: Options{ForwardTo: forwardTo, ClusterSetZone: "x {"}, wantErr: "not a domain name"},
 		{name: "a reverse CIDR CoreDNS refuses as a key", old: kubeadmCorefile, opts: Options{ForwardTo: forwardTo, ReverseCIDRs: cidr.MustParse("::/0")}, wantErr: "invalid CIDR"},
 	}
 	for _, tt := range tests {

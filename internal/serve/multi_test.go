@@ -50,6 +50,13 @@ type running struct {
 // with reverse CIDRs 192.0.2.0/24, until the test ends.
 func runSyncer(t *testing.T, slices ...*discoveryv1.EndpointSlice) *running {
 	t.Helper()
+	return runSyncerIn(t, "", slices...)
+}
+
+// runSyncerIn is runSyncer with the clusterset zone clusterSetZone ("":
+// none).
+func runSyncerIn(t *testing.T, clusterSetZone string, slices ...*discoveryv1.EndpointSlice) *running {
+	t.Helper()
 	_, cli := testfixture.StartEtcd(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	kube := fake.NewClientset()
@@ -61,8 +68,8 @@ func runSyncer(t *testing.T, slices ...*discoveryv1.EndpointSlice) *running {
 	cidrs := cidr.MustParse("192.0.2.0/24")
 	s, factory := New(Config{
 		Client: kube, Namespace: DefaultNamespace, Domain: skydnsrecord.DefaultDomain,
-		Store:   store.New(cli, skydnsrecord.DefaultDomain).WithNames(reverseZones(cidrs)...),
-		Metrics: NewMetrics(prometheus.NewRegistry()), ReverseCIDRs: cidrs,
+		Store:   store.New(cli, skydnsrecord.DefaultDomain).WithNames(ownedZones(Options{ReverseCIDRs: cidrs, ClusterSetZone: clusterSetZone})...),
+		Metrics: NewMetrics(prometheus.NewRegistry()), ReverseCIDRs: cidrs, ClusterSetZone: clusterSetZone,
 	})
 	factory.Start(ctx.Done())
 	done := make(chan struct{})

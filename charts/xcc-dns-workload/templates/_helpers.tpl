@@ -43,8 +43,8 @@ make push uses).
 {{/*
 The top-level Corefile: files/Corefile (or the corefile value), then
 extraServerBlocks. Both import the guard file the pod's init container
-writes (`xcc-syncer corefile`): the zone, grants and reverse CIDRs are
-generated there, never spliced in here.
+writes (`xcc-syncer corefile`): the zone, grants, reverse CIDRs and the
+clusterset zone are generated there, never spliced in here.
 */}}
 {{- define "xcc-dns-workload.corefile" -}}
 {{- $corefile := default (.Files.Get "files/Corefile") .Values.corefile -}}
@@ -67,6 +67,7 @@ the init container that writes the guard from them. */}}
 {{- with .Values.nameGrants }}
 - --name-grants={{ include "xcc-dns.nameGrants" . }}
 {{- end }}
+- --clusterset-zone={{ .Values.mcs.dnsZone }}
 {{- end -}}
 
 {{/* Container security context: restricted Pod Security Standard. */}}

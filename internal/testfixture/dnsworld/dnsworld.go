@@ -58,6 +58,9 @@ type Config struct {
 	// RecordReads puts a testfixture.EtcdReads between CoreDNS and etcd:
 	// World.Reads holds every key the etcd plugin reads.
 	RecordReads bool
+	// ClusterSetZone is serve's --clusterset-zone, and the guard file's
+	// server block for it; empty: none.
+	ClusterSetZone string
 }
 
 // World is a started record path. Everything stops when the test ends.
@@ -91,9 +94,12 @@ func Start(t testing.TB, c Config) *World {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reverseZones []string
+	var owned []string
 	for _, p := range reverse {
-		reverseZones = append(reverseZones, cidr.ReverseZone(p))
+		owned = append(owned, cidr.ReverseZone(p))
+	}
+	if c.ClusterSetZone != "" {
+		owned = append(owned, c.ClusterSetZone)
 	}
 
 	kube := fake.NewClientset()
@@ -104,8 +110,8 @@ func Start(t testing.TB, c Config) *World {
 	}
 	syncer, factory := serve.New(serve.Config{
 		Client: kube, Namespace: testfixture.SliceNamespace, Domain: zone,
-		Store: store.New(cli, zone).WithNames(reverseZones...), Metrics: serve.NewMetrics(prometheus.NewRegistry()),
-		ReverseCIDRs: reverse, NameGrants: c.NameGrants,
+		Store: store.New(cli, zone).WithNames(owned...), Metrics: serve.NewMetrics(prometheus.NewRegistry()),
+		ReverseCIDRs: reverse, NameGrants: c.NameGrants, ClusterSetZone: c.ClusterSetZone,
 	})
 	factory.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
@@ -126,7 +132,7 @@ func Start(t testing.TB, c Config) *World {
 	if upstream == "" {
 		upstream = testfixture.StartUpstream(t, "upstream.invalid.", "192.0.2.1")
 	}
-	testfixture.GuardEnv(t, guard.Config{Zone: zone, Grants: c.NameGrants, ReverseCIDRs: reverse})
+	testfixture.GuardEnv(t, guard.Config{Zone: zone, Grants: c.NameGrants, ReverseCIDRs: reverse, ClusterSetZone: c.ClusterSetZone})
 	t.Setenv("DNS_PORT", "0")
 	endpoint := srv.Endpoints()[0]
 	var reads *testfixture.EtcdReads
