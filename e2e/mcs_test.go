@@ -155,4 +155,3 @@ func waitExportConditions(t *testing.T, w *lab.Cluster, namespace, name string, 
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-

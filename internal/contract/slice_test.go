@@ -2,13 +2,13 @@ package contract
 
 import (
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"slices"
 	"strings"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -159,14 +158,4 @@ func (c *Controller) readMembers(mem *setMemory, members []setMember, user strin
 		}
 	}
 	return reads
-}
-
-// sortedIDs returns the keys of reads in order.
-func sortedIDs(reads map[string]memberRead) []string {
-	out := make([]string, 0, len(reads))
-	for id := range reads {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
 }
