@@ -64,11 +64,11 @@ func clusterSetStatus(cs *xccv1alpha1.ClusterSet, res member.Result, members []s
 		case m.access != "":
 			msg = "no client: " + m.access
 			unreachable = append(unreachable, m.ClusterID)
+		case m.cluster.Unreachable() != "" || m.cluster.CutOff() != "":
+			msg = m.cluster.Unreachable() + m.cluster.CutOff() + "; its last known exports are kept"
+			unreachable = append(unreachable, m.ClusterID)
 		case !reads[m.ClusterID].synced:
-			msg = "not read yet or unreachable: serving its last known exports"
-			if why := m.cluster.Unreachable(); why != "" {
-				msg = why
-			}
+			msg = "not read yet: its last known exports are kept"
 			unreachable = append(unreachable, m.ClusterID)
 		case written.errs[m.ClusterID] != nil:
 			msg = "write failed: " + written.errs[m.ClusterID].Error()
@@ -89,11 +89,11 @@ func clusterSetStatus(cs *xccv1alpha1.ClusterSet, res member.Result, members []s
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "InvalidSelector", res.SelectorError
 	case len(members) == 0:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, setReasonNoMembers, "no selected Cluster is a member"
-	case len(written.errs) > 0:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, setReasonWriteFailed, written.err().Error()
 	case len(unreachable) > 0:
 		ready.Status, ready.Reason = metav1.ConditionFalse, setReasonUnreachable
 		ready.Message = "members not read, their last exports kept: " + strings.Join(unreachable, ", ")
+	case len(written.errs) > 0:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, setReasonWriteFailed, written.err().Error()
 	}
 	st.Conditions = slices.Clone(cs.Status.Conditions)
 	meta.SetStatusCondition(&st.Conditions, ready)

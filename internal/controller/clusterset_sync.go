@@ -26,6 +26,8 @@ type setMember struct {
 	member.Member
 	cluster *workload.Cluster
 	access  string
+	// idKnown: the member's cluster id property has been read.
+	idKnown bool
 }
 
 // syncClusterSet brings the imports of one ClusterSet in line, in the
@@ -85,17 +87,20 @@ func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, user string) (member
 			continue
 		}
 		mc := member.Cluster{Name: u.GetName(), Labels: u.GetLabels(), Created: u.GetCreationTimestamp().Time, Installed: true}
-		if selects(cs, u.GetLabels()) && member.ValidClusterID(u.GetName()) == nil {
+		if selects(cs, u.GetLabels()) {
 			sm, err := c.connect(cs.Namespace, u.GetName(), user)
 			if err != nil {
 				return member.Result{}, nil, err
 			}
-			access[mc.Name] = sm
 			if sm.cluster != nil {
 				if _, has, synced := sm.cluster.SliceNamespace(c.cfg.SliceNamespace); synced {
 					mc.Installed = has
 				}
+				// Until its id property is known a member is not read:
+				// taking its name meanwhile would rename its pods twice.
+				mc.ClusterIDProperty, sm.idKnown = c.workloads.ClusterProperty(sm.cluster)
 			}
+			access[mc.Name] = sm
 		}
 		clusters = append(clusters, mc)
 	}
@@ -141,7 +146,11 @@ func (c *Controller) readMembers(mem *setMemory, members []setMember, user strin
 	reads := map[string]memberRead{}
 	for _, m := range members {
 		var r memberRead
-		if m.cluster != nil {
+		if m.cluster != nil && keep[m.cluster.Key()] == nil {
+			// Kept connected while its id is read, or it is unreachable.
+			keep[m.cluster.Key()] = map[string]bool{}
+		}
+		if m.cluster != nil && m.idKnown {
 			r = c.readMember(m.cluster, m.ClusterID, user, keep)
 		}
 		if r.synced && m.cluster.CutOff() == "" {

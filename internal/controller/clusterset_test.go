@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,13 +34,20 @@ import (
 type memberFake struct {
 	*fake.Clientset
 	mcs *mcsfake.Clientset
+	// id is its ClusterProperty cluster.clusterset.k8s.io; nil: none.
+	id *string
 }
+
+func (m memberFake) ClusterIDProperty(context.Context) (*string, error) { return m.id, nil }
 
 func (m memberFake) MulticlusterV1beta1() mcsclient.MulticlusterV1beta1Interface {
 	return m.mcs.MulticlusterV1beta1()
 }
 
-var _ workload.MCSClient = memberFake{}
+var (
+	_ workload.MCSClient      = memberFake{}
+	_ workload.PropertyClient = memberFake{}
+)
 
 // newMember is an opted-in member with namespace shop; exports, when
 // given, is the Service shop/web (port http 80) with one ready endpoint
@@ -188,4 +196,84 @@ func clusterSetStatusOf(ctx context.Context, t *testing.T, e *testEnv, name stri
 		t.Fatal(err)
 	}
 	return cs.Status
+}
+
+// A member's ClusterProperty cluster.clusterset.k8s.io is its cluster id:
+// the import lists it, and a second member claiming the same id, or one
+// that is no DNS label, takes no part and says why.
+func TestControllerClusterSetIDs(t *testing.T) {
+	a, b, c := newMember(true, "10.244.1.5"), newMember(true, "10.244.2.5"), newMember(true, "10.244.3.5")
+	a.id, b.id, c.id = ptr.To("east"), ptr.To("east"), ptr.To("West.1")
+	sel := map[string]string{"set": "prod"}
+	clusters := make([]runtime.Object, 0, 4)
+	for i, name := range []string{"cluster-a", "cluster-b", "cluster-c"} {
+		u := capiCluster(name, sel, "")
+		u.SetCreationTimestamp(metav1.NewTime(time.Unix(int64(10*(i+1)), 0)))
+		clusters = append(clusters, u)
+	}
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb"),
+			testfixture.KubeconfigSecret("cluster-c", "kc")},
+		append(clusters, clusterSetObject("prod")),
+		nil, map[string]workload.Client{"ka": a, "kb": b, "kc": c},
+		func(c *Config) { c.ClusterSets = true })
+	eventually(t, "the import lists cluster-a by its property", func() bool {
+		si, err := a.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		return err == nil && len(si.Status.Clusters) == 1 && si.Status.Clusters[0].Cluster == "east"
+	})
+	eventually(t, "cluster-b and cluster-c refused with their reasons", func() bool {
+		reasons := map[string]xccv1alpha1.MemberReason{}
+		for _, m := range clusterSetStatusOf(e.ctx, t, e, "prod").Clusters {
+			reasons[m.Name] = m.Reason
+		}
+		return reasons["cluster-a"] == xccv1alpha1.ReasonMember && reasons["cluster-b"] == xccv1alpha1.ReasonClusterIDConflict &&
+			reasons["cluster-c"] == xccv1alpha1.ReasonInvalidClusterID
+	})
+	if _, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a refused member got the import: %v", err)
+	}
+}
+
+// A member whose API server stops answering keeps its exports in the
+// other members (its last known ones), and the ClusterSet says it is
+// away; back up, the ClusterSet is Ready again.
+func TestControllerClusterSetUnreachableMemberKept(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	d := newDownable(a.Clientset)
+	a.mcs.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if d.isDown() {
+			return true, nil, errServerDown
+		}
+		return false, nil, nil
+	})
+	sel := map[string]string{"set": "prod"}
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
+		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b},
+		func(c *Config) { c.ClusterSets = true; c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
+	imported := func() bool {
+		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		return err == nil && len(si.Status.Clusters) == 1
+	}
+	ready := func(reason string) func() bool {
+		return func() bool {
+			c := meta.FindStatusCondition(clusterSetStatusOf(e.ctx, t, e, "prod").Conditions, xccv1alpha1.ConditionReady)
+			return c != nil && c.Reason == reason
+		}
+	}
+	eventually(t, "imported into cluster-b", imported)
+	eventually(t, "the ClusterSet Ready", ready(setReasonWritten))
+
+	d.down()
+	eventually(t, "the ClusterSet says cluster-a is away", ready(setReasonUnreachable))
+	for range 5 {
+		e.ctrl.sets.queue.Add("dev-team/prod")
+		time.Sleep(50 * time.Millisecond)
+		if !imported() {
+			t.Fatal("cluster-a's export left cluster-b while cluster-a was unreachable")
+		}
+	}
+	d.up()
+	eventually(t, "the ClusterSet Ready again", ready(setReasonWritten))
 }

@@ -41,7 +41,8 @@ func (c *Controller) writeMembers(ctx context.Context, mem *setMemory, members [
 	}
 	for _, m := range members {
 		r := reads[m.ClusterID]
-		if m.cluster == nil || !r.synced {
+		// An unreachable member would only cost each write its timeout.
+		if m.cluster == nil || !r.synced || m.cluster.Unreachable() != "" || m.cluster.CutOff() != "" {
 			continue
 		}
 		mem.written[m.ClusterID] = m.cluster.Key()

@@ -193,7 +193,9 @@ type Cluster struct {
 	names *namesWatch
 	// exports are the informers of a clusterset member (exports.go).
 	exports *exportsWatch
-	users   map[string]bool
+	// property is its cluster id property as last read (property.go).
+	property property
+	users    map[string]bool
 	// reads bounds what is read from the cluster (limits.go).
 	reads           *reads
 	notifyNamespace func()
