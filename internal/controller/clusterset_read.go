@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -26,8 +28,8 @@ type memberRead struct {
 
 // readMember reads member w (cluster id id) for user, the clusterset's
 // key, starting the informers it needs: every ServiceExport and
-// Namespace, and per export its Service and that Service's
-// EndpointSlices. The keep map (cluster key -> refs) gets every ref read,
+// Namespace, and per export (the oldest MaxExportsPerMember) its Service
+// and that Service's EndpointSlices. The keep map (cluster key -> refs) gets every ref read,
 // for Release.
 func (c *Controller) readMember(w *workload.Cluster, id, user string, keep map[string]map[string]bool) memberRead {
 	refs := keep[w.Key()]
@@ -40,8 +42,22 @@ func (c *Controller) readMember(w *workload.Cluster, id, user string, keep map[s
 	exports, namespaces, synced := c.workloads.Exports(w)
 	r := memberRead{id: id, namespaces: namespaces, own: exports, synced: synced,
 		endpoints: map[aggregate.Key][]*discoveryv1.EndpointSlice{}}
+	live := make([]*mcsv1beta1.ServiceExport, 0, len(exports))
 	for _, e := range exports {
-		if e.DeletionTimestamp != nil {
+		if e.DeletionTimestamp == nil {
+			live = append(live, e)
+		}
+	}
+	// The oldest exports of a member are imported, up to its limit; the
+	// newer ones are refused without reading their Services.
+	slices.SortStableFunc(live, func(a, b *mcsv1beta1.ServiceExport) int {
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	for i, e := range live {
+		if i >= c.cfg.MaxExportsPerMember {
+			x := exportOf(id, e, nil)
+			x.OverLimit = true
+			r.exports = append(r.exports, x)
 			continue
 		}
 		refs[e.Namespace+"/"+e.Name] = true

@@ -277,3 +277,33 @@ func TestControllerClusterSetUnreachableMemberKept(t *testing.T) {
 	d.up()
 	eventually(t, "the ClusterSet Ready again", ready(setReasonWritten))
 }
+
+// A member's exports past --max-exports-per-member, the newest, are
+// refused with TooManyExports and read no further; its older ones and
+// the other members' are imported.
+func TestControllerClusterSetExportLimit(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	newer := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api",
+		CreationTimestamp: metav1.NewTime(time.Unix(200, 0))}}
+	if err := a.mcs.Tracker().Add(newer); err != nil {
+		t.Fatal(err)
+	}
+	sel := map[string]string{"set": "prod"}
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
+		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b},
+		func(c *Config) { c.ClusterSets = true; c.MaxExportsPerMember = 1 })
+	eventually(t, "the newer export refused with TooManyExports", func() bool {
+		ex, err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Get(e.ctx, "api", metav1.GetOptions{})
+		c := meta.FindStatusCondition(ex.Status.Conditions, "Valid")
+		return err == nil && c != nil && c.Status == metav1.ConditionFalse && c.Reason == "TooManyExports"
+	})
+	eventually(t, "the older one imported", func() bool {
+		_, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		return err == nil
+	})
+	if _, services, _ := e.ctrl.workloads.Watched(); services != 1 {
+		t.Errorf("%d Services watched, want 1: a refused export's Service is not read", services)
+	}
+}

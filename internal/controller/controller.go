@@ -52,6 +52,9 @@ const (
 	// DefaultResync re-runs every sync this often, which repairs slices
 	// someone deleted or edited in a workload cluster.
 	DefaultResync = 5 * time.Minute
+	// DefaultMaxExportsPerMember bounds what one member of a clusterset
+	// exports: each import costs every member a ClusterIP and objects.
+	DefaultMaxExportsPerMember = 1000
 	// DefaultWorkers syncs this many GatewayDNS at once.
 	DefaultWorkers = 2
 	// Finalizer keeps a GatewayDNS until its slices are gone everywhere.
@@ -77,9 +80,12 @@ type Config struct {
 	Domain         string
 	// ClusterSetZone is the zone of the MCS DNS names (clusterset.local).
 	ClusterSetZone string
-	Resync         time.Duration
-	Workers        int
-	Metrics        *Metrics
+	// MaxExportsPerMember bounds the ServiceExports of one member that a
+	// clusterset imports; zero is DefaultMaxExportsPerMember.
+	MaxExportsPerMember int
+	Resync              time.Duration
+	Workers             int
+	Metrics             *Metrics
 	// Recorder records Events on GatewayDNS objects; nil: none.
 	Recorder record.EventRecorder
 	// AllowedCIDRs are the ranges gateway and control-plane addresses must
@@ -139,6 +145,9 @@ func New(cfg Config) *Controller {
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = DefaultWorkers
+	}
+	if cfg.MaxExportsPerMember == 0 {
+		cfg.MaxExportsPerMember = DefaultMaxExportsPerMember
 	}
 	if cfg.ClusterSetZone == "" {
 		cfg.ClusterSetZone = contract.DefaultClusterSetZone

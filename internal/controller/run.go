@@ -66,7 +66,10 @@ type Options struct {
 	SliceNamespace string
 	Domain         string
 	// ClusterSetZone is the zone of the Multi-Cluster Services names.
-	ClusterSetZone          string
+	ClusterSetZone string
+	// MaxExportsPerMember bounds the ServiceExports imported of one
+	// member of a clusterset; positive.
+	MaxExportsPerMember     int
 	AllowedCIDRs            cidr.List // gateway and control-plane addresses must lie in one; empty: any
 	HTTPAddress             string
 	LeaderElect             bool
@@ -105,6 +108,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; empty: in-cluster config")
 	fs.StringVar(&o.SliceNamespace, "slice-namespace", DefaultSliceNamespace, "namespace in each workload cluster that receives EndpointSlices; its presence opts the cluster in")
 	fs.StringVar(&o.Domain, "domain", DefaultDomain, "DNS zone of the published names")
+	fs.IntVar(&o.MaxExportsPerMember, "max-exports-per-member", DefaultMaxExportsPerMember,
+		"most ServiceExports of one member of a clusterset that are imported, the oldest first; the newer ones are Valid=False, reason TooManyExports, so one member cannot crowd the others out")
 	fs.StringVar(&o.ClusterSetZone, "clusterset-zone", contract.DefaultClusterSetZone, "DNS zone of the Multi-Cluster Services names of ClusterSets (<svc>.<ns>.svc.<zone>); serve needs the same value")
 	fs.Var(&o.AllowedCIDRs, "allowed-cidrs", "comma-separated CIDRs that gateway and control-plane addresses must lie in (e.g. 192.0.2.0/24,2001:db8::/32); a CIDR with host bits set is refused at start; empty: any")
 	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress, "once the management caches have synced, or while this replica stands by")
@@ -282,7 +287,7 @@ func (o Options) controllerRunner(mgmt management, metrics *Metrics, recorder re
 		}
 		c := New(Config{
 			Kube: mgmt.kube, Dynamic: mgmt.dyn, ClusterResource: mgmt.clusterGVR, ClusterSets: mgmt.clusterSets, NewClient: newClient,
-			SliceNamespace: o.SliceNamespace, Domain: o.Domain, ClusterSetZone: o.ClusterSetZone, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
+			SliceNamespace: o.SliceNamespace, Domain: o.Domain, ClusterSetZone: o.ClusterSetZone, MaxExportsPerMember: o.MaxExportsPerMember, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
 			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits, ReadLimits: o.ReadLimits,
 			State: &state.ConfigMaps{Client: mgmt.kube, Namespace: o.StateNamespace},
 		})
@@ -328,6 +333,7 @@ func (o Options) checkLimits() error {
 		desired.FlagMaxNamesPerGatewayDNS:             o.Limits.NamesPerGatewayDNS,
 		desired.FlagMaxHeadlessEndpointsPerCluster:    o.Limits.HeadlessEndpointsPerCluster,
 		desired.FlagMaxHeadlessEndpointsPerGatewayDNS: o.Limits.HeadlessEndpointsPerGatewayDNS,
+		"max-exports-per-member":                      o.MaxExportsPerMember,
 	} {
 		if v <= 0 {
 			return fmt.Errorf("--%s=%d: must be positive", flag, v)

@@ -130,6 +130,8 @@ func normalize(e Export) Export {
 // validity says whether an export can take part in an import, and why not.
 func validity(e Export) (Reason, string) {
 	switch {
+	case e.OverLimit:
+		return ReasonTooManyExports, fmt.Sprintf("cluster %s exports more Services than a member may; its newest are not imported", e.Cluster)
 	case e.Service == nil:
 		return ReasonNoService, fmt.Sprintf("no Service %s/%s in cluster %s", e.Namespace, e.Name, e.Cluster)
 	case e.Service.Type == ServiceTypeExternalName:

@@ -275,6 +275,18 @@ var aggregateCases = []aggregateCase{
 		status:  []string{"a shop/cart Valid=False/NoService Conflict=False/NotValid Ready=False/NotValid"},
 	},
 	{
+		name: "an export past its member's limit is invalid, and the others' import stands",
+		exports: []Export{
+			func() Export { e := exp("a", 0, svc(nil, tcp("http", 80))); e.OverLimit = true; return e }(),
+			exp("b", 1, svc(nil, tcp("http", 80))),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster winner=b clusters=b"},
+		status: []string{
+			"a shop/cart Valid=False/TooManyExports Conflict=False/NotValid Ready=False/NotValid",
+			"b shop/cart " + validOK,
+		},
+	},
+	{
 		name: "an invalid oldest takes no part: the next valid wins, no conflict",
 		exports: []Export{
 			exp("a", 0, svc(func(s *Service) { s.Type = ServiceTypeExternalName }, tcp("http", 9))),

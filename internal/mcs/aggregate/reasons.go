@@ -18,6 +18,10 @@ const (
 	// ReasonNoServicePorts: a Service without ports would give an import
 	// nothing to serve at its ClusterSetIP and no SRV records.
 	ReasonNoServicePorts Reason = "NoServicePorts"
+	// ReasonTooManyExports: the member exports more Services than the
+	// operator allows one member; its newest exports are refused, so one
+	// member cannot crowd the others out of every member's imports.
+	ReasonTooManyExports Reason = "TooManyExports"
 )
 
 // Reasons of the Conflict condition. When an export conflicts in several

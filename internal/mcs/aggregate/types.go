@@ -67,6 +67,9 @@ type Export struct {
 	Name      string
 	Created   time.Time
 	Service   *Service
+	// OverLimit: the member exports more than it may, and this export is
+	// one of the newest past the limit; it is invalid.
+	OverLimit bool
 }
 
 // Key is the namespace/name that namespace sameness makes one service in
