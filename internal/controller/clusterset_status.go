@@ -9,11 +9,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
@@ -107,15 +104,5 @@ func (c *Controller) updateClusterSetStatus(ctx context.Context, cs *xccv1alpha1
 	}
 	cp := cs.DeepCopy()
 	cp.Status = st
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cp)
-	if err != nil {
-		return fmt.Errorf("convert ClusterSet %s/%s: %w", cs.Namespace, cs.Name, err)
-	}
-	u := &unstructured.Unstructured{Object: obj}
-	u.SetGroupVersionKind(xccv1alpha1.ClusterSetKind)
-	_, err = c.cfg.Dynamic.Resource(xccv1alpha1.ClusterSetResource).Namespace(cs.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("update status of ClusterSet %s/%s: %w", cs.Namespace, cs.Name, err)
-	}
-	return nil
+	return c.writeStatus(ctx, xccv1alpha1.ClusterSetResource, xccv1alpha1.ClusterSetKind, cp)
 }

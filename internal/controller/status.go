@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
@@ -279,15 +280,25 @@ func (c *Controller) updateStatus(ctx context.Context, gd *v1alpha1.GatewayDNS, 
 	}
 	cp := gd.DeepCopy()
 	cp.Status = st
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cp)
+	return c.writeStatus(ctx, v1alpha1.GatewayDNSResource, v1alpha1.GatewayDNSKind, cp)
+}
+
+// writeStatus sends obj, a typed GatewayDNS or ClusterSet holding its new
+// status, to the status subresource of resource; one that is gone
+// meanwhile is no error.
+func (c *Controller) writeStatus(ctx context.Context, resource schema.GroupVersionResource, kind schema.GroupVersionKind, obj interface {
+	runtime.Object
+	metav1.Object
+}) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return fmt.Errorf("convert GatewayDNS %s/%s: %w", gd.Namespace, gd.Name, err)
+		return fmt.Errorf("convert %s %s/%s: %w", kind.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	u := &unstructured.Unstructured{Object: obj}
-	u.SetGroupVersionKind(v1alpha1.GatewayDNSKind)
-	_, err = c.cfg.Dynamic.Resource(v1alpha1.GatewayDNSResource).Namespace(gd.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	out := &unstructured.Unstructured{Object: u}
+	out.SetGroupVersionKind(kind)
+	_, err = c.cfg.Dynamic.Resource(resource).Namespace(obj.GetNamespace()).UpdateStatus(ctx, out, metav1.UpdateOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("update status of GatewayDNS %s/%s: %w", gd.Namespace, gd.Name, err)
+		return fmt.Errorf("update status of %s %s/%s: %w", kind.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }

@@ -446,34 +446,21 @@ func (m *Set) Release(user string, keep map[string]map[string]bool) {
 	for key, w := range m.clusters {
 		refs, keepCluster := keep[key]
 		for ref, sw := range w.services {
-			if !refs[ref] {
-				delete(sw.users, user)
-			}
-			if len(sw.users) == 0 {
+			if unused(sw.users, user, refs[ref]) {
 				sw.cancel()
 				delete(w.services, ref)
 				klog.FromContext(m.ctx).V(2).Info("Stopped watching gateway Service", "cluster", key, "service", ref)
 			}
 		}
-		if nw := w.names; nw != nil {
-			if !refs[NamesRef] {
-				delete(nw.users, user)
-			}
-			if len(nw.users) == 0 {
-				nw.cancel()
-				w.names = nil
-				klog.FromContext(m.ctx).Info("Stopped watching the Services of workload cluster for names", "cluster", key)
-			}
+		if nw := w.names; nw != nil && unused(nw.users, user, refs[NamesRef]) {
+			nw.cancel()
+			w.names = nil
+			klog.FromContext(m.ctx).Info("Stopped watching the Services of workload cluster for names", "cluster", key)
 		}
-		if ew := w.exports; ew != nil {
-			if !refs[ExportsRef] {
-				delete(ew.users, user)
-			}
-			if len(ew.users) == 0 {
-				ew.cancel()
-				w.exports = nil
-				klog.FromContext(m.ctx).Info("Stopped watching the ServiceExports of workload cluster", "cluster", key)
-			}
+		if ew := w.exports; ew != nil && unused(ew.users, user, refs[ExportsRef]) {
+			ew.cancel()
+			w.exports = nil
+			klog.FromContext(m.ctx).Info("Stopped watching the ServiceExports of workload cluster", "cluster", key)
 		}
 		if !keepCluster {
 			delete(w.users, user)
@@ -483,6 +470,15 @@ func (m *Set) Release(user string, keep map[string]map[string]bool) {
 		}
 	}
 	m.gauge(len(m.clusters))
+}
+
+// unused drops user from an informer's users unless it keeps the
+// informer, and reports whether no user is left.
+func unused(users map[string]bool, user string, kept bool) bool {
+	if !kept {
+		delete(users, user)
+	}
+	return len(users) == 0
 }
 
 func (m *Set) stopLocked(w *Cluster) {
