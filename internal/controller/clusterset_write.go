@@ -64,15 +64,23 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 	if !ok {
 		return errors.New("its client has no Multi-Cluster Services API")
 	}
-	existing, err := apply.List(ctx, client)
+	// The member's exports come from the informer: a sync lists only
+	// the controller's own objects.
+	existing, err := apply.ListOurs(ctx, client)
 	if err != nil {
 		return err
 	}
+	existing.Exports = r.own
 	ips := derivedClusterIPs(existing)
 	var objs objects.Objects
 	for round := 0; round < 2; round++ {
 		objs = objects.Compute(objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg,
 			Imports: importStates(agg, endpoints, ips, allWritten)})
+		if round > 0 {
+			// The first round wrote the exports' status, which the
+			// ClusterIPs do not change; the informer has not seen it yet.
+			objs.Exports = nil
+		}
 		res, err := apply.Apply(ctx, client, objs, existing, metav1.Now())
 		if err != nil {
 			return err
@@ -81,7 +89,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 			break
 		}
 		maps.Copy(ips, res.ClusterIPs)
-		if existing, err = apply.List(ctx, client); err != nil {
+		if existing, err = apply.ListOurs(ctx, client); err != nil {
 			return err
 		}
 	}

@@ -20,9 +20,27 @@ func ours() string {
 }
 
 // List reads what a member holds, in every namespace: the controller's
-// ServiceImports, Services and EndpointSlices, and every ServiceExport.
-// The clients are the member's bounded workload clients.
+// ServiceImports, Services and EndpointSlices (ListOurs), and every
+// ServiceExport. The clients are the member's bounded workload clients.
 func List(ctx context.Context, m Member) (Existing, error) {
+	ex, err := ListOurs(ctx, m)
+	if err != nil {
+		return ex, err
+	}
+	exports, err := m.Exports(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ex, fmt.Errorf("list ServiceExports in %s: %w", m.Cluster, err)
+	}
+	for i := range exports.Items {
+		ex.Exports = append(ex.Exports, &exports.Items[i])
+	}
+	return ex, nil
+}
+
+// ListOurs reads the controller's ServiceImports, Services and
+// EndpointSlices of a member, selected by label on the server; a caller
+// with the member's ServiceExports in an informer adds those.
+func ListOurs(ctx context.Context, m Member) (Existing, error) {
 	var ex Existing
 	opts := metav1.ListOptions{LabelSelector: ours()}
 	imports, err := m.Imports(metav1.NamespaceAll).List(ctx, opts)
@@ -37,10 +55,6 @@ func List(ctx context.Context, m Member) (Existing, error) {
 	if err != nil {
 		return ex, fmt.Errorf("list EndpointSlices in %s: %w", m.Cluster, err)
 	}
-	exports, err := m.Exports(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return ex, fmt.Errorf("list ServiceExports in %s: %w", m.Cluster, err)
-	}
 	for i := range imports.Items {
 		ex.Imports = append(ex.Imports, &imports.Items[i])
 	}
@@ -49,9 +63,6 @@ func List(ctx context.Context, m Member) (Existing, error) {
 	}
 	for i := range eps.Items {
 		ex.Slices = append(ex.Slices, &eps.Items[i])
-	}
-	for i := range exports.Items {
-		ex.Exports = append(ex.Exports, &exports.Items[i])
 	}
 	return ex, nil
 }
