@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
 )
 
@@ -50,7 +52,25 @@ func TestMCS(t *testing.T) {
 	// The cluster DNS forwards the zone once the kubelet has refreshed
 	// the patched Corefile in its pods (up to two minutes after the
 	// install): the zone's own version name answers first.
-	askUntil(t, lab.ClusterB, []want{{"TXT", "dns-version." + lab.ClusterSetZone, "NOERROR", []string{`"1.0.0"`}}}, 4*time.Minute)
+	// Each of its two replicas reloads on its own, and the timings below
+	// mean something only once both have.
+	version := "dns-version." + lab.ClusterSetZone
+	askUntil(t, lab.ClusterB, []want{{"TXT", version, "NOERROR", []string{`"1.0.0"`}}}, 4*time.Minute)
+	dnsPods, err := b.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dnsPods.Items {
+		poll(t, "cluster DNS pod "+p.Name+" of cluster-b answering "+version, 3*time.Minute, func() error {
+			out, err := nl.RunProbe(ctx, b, "mcs-query", "query", "@"+p.Status.PodIP, "TXT", version)
+			if a := parseProbe(out)[version+" TXT"]; err != nil || a.Rcode != "NOERROR" || !slices.Equal(a.Values, []string{`"1.0.0"`}) {
+				return fmt.Errorf("%q %v", out, err)
+			}
+			return nil
+		})
+	}
+
+	t.Logf("mcs: both cluster DNS pods of cluster-b forward %s", lab.ClusterSetZone)
 
 	for _, c := range []*lab.NodeCluster{a, b} {
 		if err := lab.CreateMCSService(ctx, c, ns, echo, 80); err != nil {

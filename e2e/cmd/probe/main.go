@@ -3,7 +3,9 @@
 // open TCP connections.
 //
 //	probe sleep                      wait until stopped
-//	probe query <type> <name>...     one line per answer: name, type, rcode, records
+//	probe query [@<ip>] <type> <name>...
+//	                                 one line per answer: name, type, rcode, records
+//	                                 (@<ip>: ask that server, not the resolv.conf's)
 //	probe tcp <host:port>            connect, print the peer address
 //	probe get <n> <url>              n HTTP GETs, each on a new connection; one line per body
 //	probe until <s> <type> <name> <rcode> [<value>...]
@@ -50,7 +52,15 @@ func main() {
 			fmt.Fprintln(os.Stderr, "usage: probe query <type> <name>...")
 			os.Exit(2)
 		}
-		if err := query(os.Args[2], os.Args[3:]); err != nil {
+		server, args := "", os.Args[2:]
+		if at, ok := strings.CutPrefix(args[0], "@"); ok {
+			server, args = net.JoinHostPort(at, "53"), args[1:]
+		}
+		if len(args) < 2 {
+			fmt.Fprintln(os.Stderr, "usage: probe query [@<ip>] <type> <name>...")
+			os.Exit(2)
+		}
+		if err := query(server, args[0], args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, "probe:", err)
 			os.Exit(1)
 		}
@@ -127,14 +137,17 @@ func nameserver() (string, error) {
 	return "", fmt.Errorf("no nameserver in /etc/resolv.conf")
 }
 
-func query(qtype string, names []string) error {
+// query asks server (the resolv.conf's nameserver when empty).
+func query(server, qtype string, names []string) error {
 	t, ok := dns.StringToType[strings.ToUpper(qtype)]
 	if !ok {
 		return fmt.Errorf("unknown type %s", qtype)
 	}
-	server, err := nameserver()
-	if err != nil {
-		return err
+	if server == "" {
+		var err error
+		if server, err = nameserver(); err != nil {
+			return err
+		}
 	}
 	c := &dns.Client{Timeout: 3 * time.Second}
 	for _, name := range names {
