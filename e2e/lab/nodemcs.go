@@ -129,7 +129,10 @@ func (c *NodeCluster) DeleteNamespace(ctx context.Context, ns string, timeout ti
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v)", err)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("still there")
 	})
 }
 

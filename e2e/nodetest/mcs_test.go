@@ -38,7 +38,7 @@ func TestMCS(t *testing.T) {
 			t.Error(err)
 		}
 		for _, c := range []*lab.NodeCluster{a, b} {
-			for _, p := range []string{"mcs-until", "mcs-get", "mcs-query"} {
+			for _, p := range []string{"mcs-until", "mcs-until-xcc", "mcs-get", "mcs-query"} {
 				if err := c.DeletePod(ctx, p); err != nil {
 					t.Error(err)
 				}
@@ -63,8 +63,11 @@ func TestMCS(t *testing.T) {
 	for _, p := range dnsPods.Items {
 		poll(t, "cluster DNS pod "+p.Name+" of cluster-b answering "+version, 3*time.Minute, func() error {
 			out, err := nl.RunProbe(ctx, b, "mcs-query", "query", "@"+p.Status.PodIP, "TXT", version)
-			if a := parseProbe(out)[version+" TXT"]; err != nil || a.Rcode != "NOERROR" || !slices.Equal(a.Values, []string{`"1.0.0"`}) {
-				return fmt.Errorf("%q %v", out, err)
+			if err != nil {
+				return err
+			}
+			if a := parseProbe(out)[version+" TXT"]; a.Rcode != "NOERROR" || !slices.Equal(a.Values, []string{`"1.0.0"`}) {
+				return fmt.Errorf("answer %q", out)
 			}
 			return nil
 		})
@@ -113,15 +116,15 @@ func TestMCS(t *testing.T) {
 	// Export the ClusterIP Service from both clusters while a pod of
 	// cluster-b asks its name every 100 ms.
 	x := lab.ClusterSetHost(ns, echo)
-	startUntil(t, b, "A", x, "NOERROR")
-	exported := time.Now()
-	for _, c := range []*lab.NodeCluster{a, b} {
-		if err := lab.Export(ctx, c.Cluster, ns, echo); err != nil {
-			t.Fatal(err)
+	var exported time.Time
+	timed(t, b, "export of "+ns+"/"+echo+" from both clusters", "A", x, "NOERROR", nil, func() {
+		exported = time.Now()
+		for _, c := range []*lab.NodeCluster{a, b} {
+			if err := lab.Export(ctx, c.Cluster, ns, echo); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	answered := untilMatched(t, b, exported)
-	t.Logf("mcs: export of %s/%s from both clusters to the first answer of %s in a pod of cluster-b: %s", ns, echo, x, answered.Round(10*time.Millisecond))
+	})
 
 	var impB *lab.Import
 	poll(t, "ServiceImport "+ns+"/"+echo+" of cluster-b with both clusters", time.Minute, func() error {
@@ -199,13 +202,11 @@ func TestMCS(t *testing.T) {
 	// cluster id, connected to by that name.
 	y := lab.ClusterSetHost(ns, db)
 	db0 := "db-0." + lab.ClusterA + "." + y
-	startUntil(t, b, "A", db0, "NOERROR", dbPods["db-0"])
-	exported = time.Now()
-	if err := lab.Export(ctx, a.Cluster, ns, db); err != nil {
-		t.Fatal(err)
-	}
-	answered = untilMatched(t, b, exported)
-	t.Logf("mcs: export of headless %s/%s from cluster-a to the first answer of %s in a pod of cluster-b: %s", ns, db, db0, answered.Round(10*time.Millisecond))
+	timed(t, b, "export of headless "+ns+"/"+db+" from cluster-a", "A", db0, "NOERROR", []string{dbPods["db-0"]}, func() {
+		if err := lab.Export(ctx, a.Cluster, ns, db); err != nil {
+			t.Fatal(err)
+		}
+	})
 	imp, err := lab.GetImport(ctx, b.Cluster, ns, db)
 	if err != nil || imp == nil || imp.Type != "Headless" || len(imp.IPs) != 0 || !slices.Equal(imp.Clusters, []string{lab.ClusterA}) {
 		t.Fatalf("ServiceImport %s/%s of cluster-b: %+v %v, want Headless without ips, from %s", ns, db, imp, err, lab.ClusterA)
@@ -252,18 +253,16 @@ func TestMCS(t *testing.T) {
 	}
 
 	// Unexport everything: the imports go, and the names with them.
-	startUntil(t, b, "A", x, "NXDOMAIN")
-	unexported := time.Now()
-	for _, e := range []struct {
-		c    *lab.NodeCluster
-		name string
-	}{{a, echo}, {b, echo}, {a, db}} {
-		if err := lab.Unexport(ctx, e.c.Cluster, ns, e.name); err != nil {
-			t.Fatal(err)
+	timed(t, b, "unexport of every ServiceExport", "A", x, "NXDOMAIN", nil, func() {
+		for _, e := range []struct {
+			c    *lab.NodeCluster
+			name string
+		}{{a, echo}, {b, echo}, {a, db}} {
+			if err := lab.Unexport(ctx, e.c.Cluster, ns, e.name); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	gone := untilMatched(t, b, unexported)
-	t.Logf("mcs: unexport to NXDOMAIN of %s in a pod of cluster-b: %s", x, gone.Round(10*time.Millisecond))
+	})
 	for _, c := range []*lab.NodeCluster{a, b} {
 		for _, name := range []string{echo, db} {
 			poll(t, "ServiceImport "+ns+"/"+name+" of "+c.Name+" gone", time.Minute, func() error {
@@ -289,31 +288,36 @@ func TestMCS(t *testing.T) {
 	}, time.Minute)
 }
 
-// startUntil starts the pod mcs-until in c asking qtype name every 100 ms
+// startUntil starts the pod pod in c asking qtype name every 100 ms
 // until the answer is rcode with exactly values (NOERROR without values:
-// any records); untilMatched reads when.
-func startUntil(t *testing.T, c *lab.NodeCluster, qtype, name, rcode string, values ...string) {
+// any records); untilMatched reads when. It asks server, or with server
+// empty the pod's resolv.conf nameserver (the cluster DNS).
+func startUntil(t *testing.T, c *lab.NodeCluster, pod, server, qtype, name, rcode string, values ...string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := c.DeletePod(ctx, "mcs-until"); err != nil {
+	if err := c.DeletePod(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "old pod mcs-until gone", 30*time.Second, func() error {
-		if _, err := c.PodLogs(ctx, "mcs-until"); err == nil {
+	poll(t, "old pod "+pod+" gone", 30*time.Second, func() error {
+		if _, err := c.PodLogs(ctx, pod); err == nil {
 			return fmt.Errorf("still there")
 		}
 		return nil
 	})
-	if err := nl.StartProbePod(ctx, c, "mcs-until", append([]string{"until", "180", qtype, name, rcode}, values...)...); err != nil {
+	args := []string{"until", "180"}
+	if server != "" {
+		args = append(args, "@"+server)
+	}
+	if err := nl.StartProbePod(ctx, c, pod, append(append(args, qtype, name, rcode), values...)...); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // untilMatched waits for the pod of startUntil and returns how long after
 // since its answer matched.
-func untilMatched(t *testing.T, c *lab.NodeCluster, since time.Time) time.Duration {
+func untilMatched(t *testing.T, c *lab.NodeCluster, pod string, since time.Time) time.Duration {
 	t.Helper()
-	out, err := c.WaitPodDone(context.Background(), "mcs-until", 4*time.Minute)
+	out, err := c.WaitPodDone(context.Background(), pod, 4*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,14 +325,34 @@ func untilMatched(t *testing.T, c *lab.NodeCluster, since time.Time) time.Durati
 		if ts, ok := strings.CutPrefix(line, "matched "); ok {
 			at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(ts))
 			if err != nil {
-				t.Fatalf("mcs-until: %q: %v", line, err)
+				t.Fatalf("%s: %q: %v", pod, line, err)
 			}
-			t.Logf("mcs-until in %s:\n%s", c.Name, strings.TrimSpace(out))
+			t.Logf("%s in %s:\n%s", pod, c.Name, strings.TrimSpace(out))
 			return at.Sub(since)
 		}
 	}
-	t.Fatalf("mcs-until in %s matched nothing:\n%s", c.Name, out)
+	t.Fatalf("%s in %s matched nothing:\n%s", pod, c.Name, out)
 	return 0
+}
+
+// timed starts two until pods in c for name, one through the cluster DNS
+// and one asking the xcc-dns Service itself (what the cluster DNS
+// forwards to, without its cache), runs change and logs how long after
+// it each pod's answer matched.
+func timed(t *testing.T, c *lab.NodeCluster, what, qtype, name, rcode string, values []string, change func()) {
+	t.Helper()
+	svc, err := c.Client.CoreV1().Services(lab.SliceNamespace).Get(context.Background(), lab.ReleaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startUntil(t, c, "mcs-until", "", qtype, name, rcode, values...)
+	startUntil(t, c, "mcs-until-xcc", svc.Spec.ClusterIP, qtype, name, rcode, values...)
+	start := time.Now()
+	change()
+	direct := untilMatched(t, c, "mcs-until-xcc", start)
+	viaCluster := untilMatched(t, c, "mcs-until", start)
+	t.Logf("mcs: %s to %s %s in a pod of %s: %s from the xcc-dns Service, %s through the cluster DNS",
+		what, rcode, name, c.Name, direct.Round(10*time.Millisecond), viaCluster.Round(10*time.Millisecond))
 }
 
 // poll calls check every half second until it returns nil, failing the

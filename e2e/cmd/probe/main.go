@@ -8,7 +8,7 @@
 //	                                 (@<ip>: ask that server, not the resolv.conf's)
 //	probe tcp <host:port>            connect, print the peer address
 //	probe get <n> <url>              n HTTP GETs, each on a new connection; one line per body
-//	probe until <s> <type> <name> <rcode> [<value>...]
+//	probe until <s> [@<ip>] <type> <name> <rcode> [<value>...]
 //	                                 ask every 100 ms until the answer is rcode with exactly
 //	                                 the values (NOERROR without values: any records), then
 //	                                 print "matched <RFC 3339 time>"; fail after s seconds
@@ -97,11 +97,17 @@ func main() {
 		}
 	case "until":
 		secs, err := strconv.Atoi(os.Args[2])
-		if len(os.Args) < 6 || err != nil || secs < 1 {
-			fmt.Fprintln(os.Stderr, "usage: probe until <seconds> <type> <name> <rcode> [<value>...]")
+		server, args := "", os.Args[3:]
+		if len(args) > 0 {
+			if at, ok := strings.CutPrefix(args[0], "@"); ok {
+				server, args = net.JoinHostPort(at, "53"), args[1:]
+			}
+		}
+		if len(args) < 3 || err != nil || secs < 1 {
+			fmt.Fprintln(os.Stderr, "usage: probe until <seconds> [@<ip>] <type> <name> <rcode> [<value>...]")
 			os.Exit(2)
 		}
-		if err := until(time.Duration(secs)*time.Second, os.Args[3], os.Args[4], os.Args[5], os.Args[6:]); err != nil {
+		if err := until(time.Duration(secs)*time.Second, server, args[0], args[1], args[2], args[3:]); err != nil {
 			fmt.Fprintln(os.Stderr, "probe:", err)
 			os.Exit(1)
 		}
@@ -193,16 +199,19 @@ func get(n int, url string) error {
 	return nil
 }
 
-// until asks name every 100 ms until the answer matches, printing each
-// new answer with its time; see the usage.
-func until(timeout time.Duration, qtype, name, rcode string, values []string) error {
+// until asks server (the resolv.conf's nameserver when empty) for name
+// every 100 ms until the answer matches, printing each new answer with
+// its time; see the usage.
+func until(timeout time.Duration, server, qtype, name, rcode string, values []string) error {
 	t, ok := dns.StringToType[strings.ToUpper(qtype)]
 	if !ok {
 		return fmt.Errorf("unknown type %s", qtype)
 	}
-	server, err := nameserver()
-	if err != nil {
-		return err
+	if server == "" {
+		var err error
+		if server, err = nameserver(); err != nil {
+			return err
+		}
 	}
 	want := slices.Clone(values)
 	slices.Sort(want)
