@@ -27,6 +27,7 @@ func main() {
 	clusters := flag.String("clusters", "management,cluster-a,cluster-b", "comma-separated cluster names, one node each")
 	clustersOnly := flag.Bool("clusters-only", false, "start the clusters only: no CoreDNS, no charts")
 	down := flag.Bool("down", false, "only remove what an earlier node lab left, then exit")
+	clusterSet := flag.String("clusterset", "", "also apply a ClusterSet of this name selecting every workload cluster (for an MCS test suite)")
 	flag.Var(&images, "image", "an image archive (OCI or Docker) to import into every node; repeatable")
 	flag.Parse()
 
@@ -54,6 +55,14 @@ func main() {
 	defer l.Stop()
 	fmt.Printf(">> node lab up in %s; kubeconfig %s (a context per cluster); logs in %s\n",
 		time.Since(start).Round(100*time.Millisecond), l.Kubeconfig, l.LogDir)
+	if *clusterSet != "" && !*clustersOnly && len(l.Clusters) > 1 {
+		if _, err := lab.ApplyYAML(ctx, l.Clusters[0].Cluster, lab.ClusterSetGVR, lab.ClusterSetYAML(*clusterSet)); err != nil {
+			fmt.Fprintln(os.Stderr, "node lab:", err)
+			l.Stop()
+			os.Exit(1)
+		}
+		fmt.Printf(">> ClusterSet %s/%s applied on %s: every workload cluster is a member\n", lab.ClusterNamespace, *clusterSet, l.Clusters[0].Name)
+	}
 	if a, b := l.Cluster(lab.ClusterA), l.Cluster(lab.ClusterB); a != nil && b != nil && !*clustersOnly {
 		ask(ctx, l, a, b)
 	}

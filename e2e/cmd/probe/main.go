@@ -3,8 +3,15 @@
 // open TCP connections.
 //
 //	probe sleep                      wait until stopped
-//	probe query <type> <name>...     one line per answer: name, type, rcode, records
+//	probe query [@<ip>] <type> <name>...
+//	                                 one line per answer: name, type, rcode, records
+//	                                 (@<ip>: ask that server, not the resolv.conf's)
 //	probe tcp <host:port>            connect, print the peer address
+//	probe get <n> <url>              n HTTP GETs, each on a new connection; one line per body
+//	probe until <s> [@<ip>] <type> <name> <rcode> [<value>...]
+//	                                 ask every 100 ms until the answer is rcode with exactly
+//	                                 the values (NOERROR without values: any records), then
+//	                                 print "matched <RFC 3339 time>"; fail after s seconds
 //	probe listen <addr>              serve HTTP, answering the pod's name
 //	probe load <qps> <name> <ip>     ask A <name> ({n} replaced by a counter) qps times a
 //	                                 second until stopped; each second one line of totals
@@ -14,10 +21,12 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,7 +52,15 @@ func main() {
 			fmt.Fprintln(os.Stderr, "usage: probe query <type> <name>...")
 			os.Exit(2)
 		}
-		if err := query(os.Args[2], os.Args[3:]); err != nil {
+		server, args := "", os.Args[2:]
+		if at, ok := strings.CutPrefix(args[0], "@"); ok {
+			server, args = net.JoinHostPort(at, "53"), args[1:]
+		}
+		if len(args) < 2 {
+			fmt.Fprintln(os.Stderr, "usage: probe query [@<ip>] <type> <name>...")
+			os.Exit(2)
+		}
+		if err := query(server, args[0], args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, "probe:", err)
 			os.Exit(1)
 		}
@@ -65,6 +82,32 @@ func main() {
 			os.Exit(2)
 		}
 		if err := load(qps, os.Args[3], os.Args[4]); err != nil {
+			fmt.Fprintln(os.Stderr, "probe:", err)
+			os.Exit(1)
+		}
+	case "get":
+		n, err := strconv.Atoi(os.Args[2])
+		if len(os.Args) != 4 || err != nil || n < 1 {
+			fmt.Fprintln(os.Stderr, "usage: probe get <n> <url>")
+			os.Exit(2)
+		}
+		if err := get(n, os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "probe:", err)
+			os.Exit(1)
+		}
+	case "until":
+		secs, err := strconv.Atoi(os.Args[2])
+		server, args := "", os.Args[3:]
+		if len(args) > 0 {
+			if at, ok := strings.CutPrefix(args[0], "@"); ok {
+				server, args = net.JoinHostPort(at, "53"), args[1:]
+			}
+		}
+		if len(args) < 3 || err != nil || secs < 1 {
+			fmt.Fprintln(os.Stderr, "usage: probe until <seconds> [@<ip>] <type> <name> <rcode> [<value>...]")
+			os.Exit(2)
+		}
+		if err := until(time.Duration(secs)*time.Second, server, args[0], args[1], args[2], args[3:]); err != nil {
 			fmt.Fprintln(os.Stderr, "probe:", err)
 			os.Exit(1)
 		}
@@ -100,14 +143,17 @@ func nameserver() (string, error) {
 	return "", fmt.Errorf("no nameserver in /etc/resolv.conf")
 }
 
-func query(qtype string, names []string) error {
+// query asks server (the resolv.conf's nameserver when empty).
+func query(server, qtype string, names []string) error {
 	t, ok := dns.StringToType[strings.ToUpper(qtype)]
 	if !ok {
 		return fmt.Errorf("unknown type %s", qtype)
 	}
-	server, err := nameserver()
-	if err != nil {
-		return err
+	if server == "" {
+		var err error
+		if server, err = nameserver(); err != nil {
+			return err
+		}
 	}
 	c := &dns.Client{Timeout: 3 * time.Second}
 	for _, name := range names {
@@ -129,6 +175,73 @@ func query(qtype string, names []string) error {
 		fmt.Printf("%s %s %s via %s: %s\n", name, qtype, dns.RcodeToString[r.Rcode], server, strings.Join(rrs, ", "))
 	}
 	return nil
+}
+
+// get makes n HTTP GETs of url, each on a new connection (so that
+// kube-proxy picks an endpoint for each), and prints each body's first
+// line. The host name is resolved by Go's resolver through the
+// resolv.conf, search list and all.
+func get(n int, url string) error {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := 0; i < n; i++ {
+		r, err := c.Get(url)
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, 4096))
+		r.Body.Close()
+		if err != nil {
+			return err
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		fmt.Printf("%d %s\n", r.StatusCode, line)
+	}
+	return nil
+}
+
+// until asks server (the resolv.conf's nameserver when empty) for name
+// every 100 ms until the answer matches, printing each new answer with
+// its time; see the usage.
+func until(timeout time.Duration, server, qtype, name, rcode string, values []string) error {
+	t, ok := dns.StringToType[strings.ToUpper(qtype)]
+	if !ok {
+		return fmt.Errorf("unknown type %s", qtype)
+	}
+	if server == "" {
+		var err error
+		if server, err = nameserver(); err != nil {
+			return err
+		}
+	}
+	want := slices.Clone(values)
+	slices.Sort(want)
+	c := &dns.Client{Timeout: 2 * time.Second}
+	last := ""
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(name), t)
+		r, _, err := c.Exchange(m, server)
+		got, code := []string{}, "ERROR"
+		if err == nil {
+			code = dns.RcodeToString[r.Rcode]
+			for _, rr := range r.Answer {
+				if f := strings.Fields(rr.String()); len(f) > 4 && rr.Header().Rrtype == t {
+					got = append(got, strings.Join(f[4:], " "))
+				}
+			}
+		}
+		slices.Sort(got)
+		now := time.Now().UTC().Format(time.RFC3339Nano)
+		if line := code + " " + strings.Join(got, ","); line != last {
+			fmt.Printf("%s %s %s %s\n", now, name, qtype, line)
+			last = line
+		}
+		if code == rcode && (slices.Equal(got, want) || (len(want) == 0 && rcode == "NOERROR" && len(got) > 0)) {
+			fmt.Printf("matched %s\n", now)
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %s: no answer %s %v within %s", name, qtype, rcode, values, timeout)
 }
 
 // slowAnswer is when an answer counts as slow.
