@@ -264,7 +264,8 @@ type counter struct {
 }
 
 // allowed is how many objects this informer may hold: the cluster's
-// limit less what the cluster's other informers hold.
+// limit less what the cluster's other informers hold. c.mu is held: the
+// informer's goroutine releases held when it stops.
 func (c *counter) allowed() int64 {
 	return c.r.limits.MaxObjectsPerCluster - (c.r.held.Load() - c.held)
 }
@@ -360,9 +361,9 @@ func (c *counter) list(inner cache.ListWithContextFunc) cache.ListWithContextFun
 		n := int64(meta.LenList(obj))
 		c.mu.Lock()
 		c.listed += n
-		listed := c.listed
+		listed, allowed := c.listed, c.allowed()
 		c.mu.Unlock()
-		if allowed := c.allowed(); listed > allowed {
+		if listed > allowed {
 			err := fmt.Errorf("list of %s: %w: more than %d objects", c.what, ErrTooManyObjects, max(allowed, 0))
 			c.cutOff(fmt.Sprintf("%v (the limit of the cluster's informers together is %d); it is cut off for %s",
 				err, l.MaxObjectsPerCluster, l.CutOffRetry))
