@@ -109,6 +109,14 @@ func TestControllerClusterSet(t *testing.T) {
 		return err == nil && si.Spec.Type == mcsv1beta1.ClusterSetIP && len(si.Status.Clusters) == 1 && si.Status.Clusters[0].Cluster == "cluster-a"
 	}
 	eventually(t, "ServiceImport shop/web in both members", func() bool { return imported(a) && imported(b) })
+	// Ready once its ClusterSetIP is in spec.ips (the second round of a
+	// write), and the controller's EndpointSlices are there.
+	usable := func(m memberFake) bool {
+		si, err := m.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && len(si.Spec.IPs) == 1 && si.Status.EndpointSliceObjects == mcsv1beta1.EndpointSliceObjectsPresent &&
+			meta.IsStatusConditionTrue(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+	}
+	eventually(t, "ServiceImport shop/web Ready and its EndpointSlices Present in both members", func() bool { return usable(a) && usable(b) })
 
 	derived := objects.DerivedServiceName("shop", "web")
 	svc, err := b.CoreV1().Services("shop").Get(ctx, derived, metav1.GetOptions{})

@@ -40,16 +40,18 @@ func Apply(ctx context.Context, m Member, desired objects.Objects, existing Exis
 	w := &writer{m: m, now: now}
 	p := ComputePlan(desired, existing, now)
 	w.errs = append(w.errs, p.Conflicts...)
-	uids := w.imports(ctx, p, existing.Imports)
-	owned, held := withOwners(desired, uids)
+	imports := w.imports(ctx, p, existing.Imports)
+	owned, held := withOwners(desired, uidsOf(imports))
 	p = ComputePlan(owned, existing, now)
 	p.Services.Delete = unheld(p.Services.Delete, held)
 	p.Slices.Delete = unheld(p.Slices.Delete, held)
-	ips, conflicted := w.services(ctx, p.Services, existing.Services)
+	ips, unwritten := w.services(ctx, p.Services, existing.Services)
 	ips = onlyDesired(ips, owned.Services)
-	p.Slices.Create = unheld(p.Slices.Create, conflicted)
-	p.Slices.Update = unheld(p.Slices.Update, conflicted)
+	p.Slices.Create = unheld(p.Slices.Create, unwritten)
+	p.Slices.Update = unheld(p.Slices.Update, unwritten)
 	w.slices(ctx, p.Slices)
+	// The status goes last, when it is known whose slices were written.
+	w.importStatus(ctx, importStatus(withoutSlices(owned.Imports, unwritten), imports, now))
 	w.exports(ctx, p.Exports)
 	deleteAll(ctx, w, "EndpointSlice", p.Slices.Delete, w.m.Slices)
 	deleteAll(ctx, w, "Service", p.Services.Delete, w.m.Services)
@@ -77,28 +79,20 @@ func importKey(o metav1.Object) aggregate.Key {
 	return aggregate.Key{Namespace: o.GetNamespace(), Name: o.GetLabels()[objects.LabelServiceName]}
 }
 
-// imports writes the ServiceImports (spec, then status) and returns the
-// UID of each that is the controller's now.
-func (w *writer) imports(ctx context.Context, p Plan, existing []*mcsv1beta1.ServiceImport) map[aggregate.Key]types.UID {
-	uids := map[aggregate.Key]types.UID{}
+// imports writes the ServiceImports' specs and returns every one that
+// is the controller's now, as last read or written: their UIDs own the
+// rest, and their status is written on them (importStatus), so nothing
+// of a stale copy (spec, resourceVersion, generation) undoes an update.
+func (w *writer) imports(ctx context.Context, p Plan, existing []*mcsv1beta1.ServiceImport) []*mcsv1beta1.ServiceImport {
+	ours := map[nsName]*mcsv1beta1.ServiceImport{}
 	for _, e := range existing {
 		if objects.Ours(e.Labels, false) {
-			uids[importKey(e)] = e.UID
+			ours[keyOf(e)] = e
 		}
-	}
-	status := map[nsName]*mcsv1beta1.ServiceImport{}
-	for _, s := range p.ImportStatus {
-		status[keyOf(s)] = s
 	}
 	for _, d := range p.Imports.Create {
-		got, ok := create(ctx, w, "ServiceImport", d, w.m.Imports(d.Namespace))
-		if !ok {
-			continue
-		}
-		uids[importKey(got)] = got.UID
-		if len(d.Status.Clusters) > 0 {
-			got.Status = *d.Status.DeepCopy()
-			status[keyOf(got)] = got
+		if got, err := create(ctx, w, "ServiceImport", d, w.m.Imports(d.Namespace)); err == nil {
+			ours[keyOf(got)] = got
 		}
 	}
 	for _, u := range p.Imports.Update {
@@ -107,39 +101,84 @@ func (w *writer) imports(ctx context.Context, p Plan, existing []*mcsv1beta1.Ser
 			w.fail("update", "ServiceImport", u, err)
 			continue
 		}
-		// The status goes on what the update returned, so nothing of it
-		// (a stale spec or resourceVersion) undoes the update.
-		if s, ok := status[keyOf(u)]; ok {
-			next := got.DeepCopy()
-			next.Status = *s.Status.DeepCopy()
-			status[keyOf(u)] = next
-		}
+		ours[keyOf(got)] = got
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(status), compareNsName) {
-		s := status[k]
-		if _, err := w.m.Imports(s.Namespace).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil {
-			w.fail("update status of", "ServiceImport", s, err)
-		}
+	out := slices.Collect(maps.Values(ours))
+	slices.SortFunc(out, compareObjects)
+	return out
+}
+
+// uidsOf is the UID of each import's ServiceImport.
+func uidsOf(imports []*mcsv1beta1.ServiceImport) map[aggregate.Key]types.UID {
+	uids := map[aggregate.Key]types.UID{}
+	for _, si := range imports {
+		uids[importKey(si)] = si.UID
 	}
 	return uids
 }
 
+// importStatus writes the status of each ServiceImport in it.
+func (w *writer) importStatus(ctx context.Context, imports []*mcsv1beta1.ServiceImport) {
+	for _, si := range imports {
+		if _, err := w.m.Imports(si.Namespace).UpdateStatus(ctx, si, metav1.UpdateOptions{}); err != nil {
+			w.fail("update status of", "ServiceImport", si, err)
+		}
+	}
+}
+
+// withoutSlices is imports with the status of those whose slices are not
+// written (their derived Service could not be): EndpointSliceObjects
+// Absent, and not Ready, for they have neither a ClusterSetIP nor
+// endpoints. The message is fixed, so a sync that fails alike writes
+// nothing; the error itself is in the writer's errors.
+func withoutSlices(imports []*mcsv1beta1.ServiceImport, unwritten map[aggregate.Key]error) []*mcsv1beta1.ServiceImport {
+	out := make([]*mcsv1beta1.ServiceImport, 0, len(imports))
+	for _, si := range imports {
+		err, ok := unwritten[importKey(si)]
+		if !ok {
+			out = append(out, si)
+			continue
+		}
+		c := si.DeepCopy()
+		c.Status.EndpointSliceObjects = mcsv1beta1.EndpointSliceObjectsAbsent
+		for i := range c.Status.Conditions {
+			if r := &c.Status.Conditions[i]; r.Type == string(mcsv1beta1.ServiceImportConditionReady) {
+				r.Status, r.Reason = metav1.ConditionFalse, string(mcsv1beta1.ServiceImportReasonPending)
+				r.Message = unwrittenMessage(si, err)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// unwrittenMessage says why an import's derived Service is not written.
+func unwrittenMessage(si *mcsv1beta1.ServiceImport, err error) string {
+	derived := si.Namespace + "/" + objects.DerivedServiceName(si.Namespace, si.Name)
+	if errors.Is(err, ErrNotOurs) {
+		return fmt.Sprintf("the name of the derived Service %s is held by a Service that is not the controller's: "+
+			"no ClusterSetIP, and its EndpointSlices are not written", derived)
+	}
+	return fmt.Sprintf("the derived Service %s could not be created: no ClusterSetIP, and its EndpointSlices are not written", derived)
+}
+
 // services writes the derived Services and returns the ClusterIPs of
-// every one that is the controller's, and the imports whose derived name
-// another's Service holds (their slices are not written: they would
-// become that Service's endpoints).
-func (w *writer) services(ctx context.Context, ch Changes[*corev1.Service], existing []*corev1.Service) (map[aggregate.Key][]string, map[aggregate.Key]bool) {
+// every one that is the controller's, and, with the error, the imports
+// whose derived Service could not be created: their slices are not
+// written, for another's Service that holds the name would take them as
+// its endpoints.
+func (w *writer) services(ctx context.Context, ch Changes[*corev1.Service], existing []*corev1.Service) (map[aggregate.Key][]string, map[aggregate.Key]error) {
 	ips := map[aggregate.Key][]string{}
-	conflicted := map[aggregate.Key]bool{}
+	unwritten := map[aggregate.Key]error{}
 	for _, e := range existing {
 		if objects.Ours(e.Labels, false) && len(e.Spec.ClusterIPs) > 0 {
 			ips[importKey(e)] = slices.Clone(e.Spec.ClusterIPs)
 		}
 	}
 	for _, d := range ch.Create {
-		got, ok := create(ctx, w, "Service", d, w.m.Services(d.Namespace))
-		if !ok {
-			conflicted[importKey(d)] = true
+		got, err := create(ctx, w, "Service", d, w.m.Services(d.Namespace))
+		if err != nil {
+			unwritten[importKey(d)] = err
 			continue
 		}
 		ips[importKey(got)] = slices.Clone(got.Spec.ClusterIPs)
@@ -152,7 +191,7 @@ func (w *writer) services(ctx context.Context, ch Changes[*corev1.Service], exis
 		}
 		ips[importKey(got)] = slices.Clone(got.Spec.ClusterIPs)
 	}
-	return ips, conflicted
+	return ips, unwritten
 }
 
 func (w *writer) slices(ctx context.Context, ch Changes[*discoveryv1.EndpointSlice]) {
@@ -186,26 +225,28 @@ type creator[T any] interface {
 
 // create creates d; when its name is taken, it reads the holder: one not
 // the controller's is ErrNotOurs, one of the controller's not yet listed
-// is written at the next sync. ok says the object is the controller's.
-func create[T metav1.Object](ctx context.Context, w *writer, kind string, d T, c creator[T]) (T, bool) {
+// is written at the next sync. A nil error says the object returned is
+// the controller's; any other is also among the writer's errors.
+func create[T metav1.Object](ctx context.Context, w *writer, kind string, d T, c creator[T]) (T, error) {
 	got, err := c.Create(ctx, d, metav1.CreateOptions{})
 	if err == nil {
-		return got, true
+		return got, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		w.fail("create", kind, d, err)
-		return got, false
+		return got, err
 	}
 	holder, gerr := c.Get(ctx, d.GetName(), metav1.GetOptions{})
 	switch {
 	case gerr != nil:
-		w.fail("create", kind, d, errors.Join(err, gerr))
+		err = errors.Join(err, gerr)
 	case !objects.Ours(holder.GetLabels(), kind == "EndpointSlice"):
-		w.fail("create", kind, d, ErrNotOurs)
+		err = ErrNotOurs
 	default:
-		return holder, true
+		return holder, nil
 	}
-	return got, false
+	w.fail("create", kind, d, err)
+	return got, err
 }
 
 // deleteAll deletes the controller's objects, each only if it is still

@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -73,11 +75,17 @@ func newFakeMember(kubeObjs, mcsObjs []runtime.Object) *fakeMember {
 
 func (f *fakeMember) apply(t *testing.T, desired objects.Objects) (Result, error) {
 	t.Helper()
+	return f.applyAt(t, desired, now)
+}
+
+// applyAt lists the member and writes desired at the time at.
+func (f *fakeMember) applyAt(t *testing.T, desired objects.Objects, at metav1.Time) (Result, error) {
+	t.Helper()
 	ex, err := List(context.Background(), f.Member)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Apply(context.Background(), f.Member, desired, ex, now)
+	return Apply(context.Background(), f.Member, desired, ex, at)
 }
 
 func (f *fakeMember) services(t *testing.T) []corev1.Service {
@@ -223,6 +231,10 @@ func TestApplyNeverOverwritesAUsersObject(t *testing.T) {
 	}
 }
 
+// TestApplyServiceNameTaken: while another's Service holds the derived
+// name, the import's slices are not written and its ServiceImport says
+// so (Absent, not Ready), without a write at every sync; once the name is
+// free the slices are written and the import is Present and Ready.
 func TestApplyServiceNameTaken(t *testing.T) {
 	taken := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: objects.DerivedServiceName("shop", "cart")}}
 	f := newFakeMember([]runtime.Object{taken}, nil)
@@ -232,6 +244,78 @@ func TestApplyServiceNameTaken(t *testing.T) {
 	}
 	if n := len(f.slices(t)); n != 0 {
 		t.Errorf("%d slices written: they would be endpoints of another's Service", n)
+	}
+	si := f.imports(t)[0]
+	ready := meta.FindStatusCondition(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+	if si.Status.EndpointSliceObjects != mcsv1beta1.EndpointSliceObjectsAbsent || ready == nil ||
+		ready.Status != metav1.ConditionFalse || ready.Reason != "Pending" || !strings.Contains(ready.Message, "not the controller's") {
+		t.Errorf("ServiceImport status %+v: want Absent and Ready=False/Pending naming the held name", si.Status)
+	}
+	f.mcs.ClearActions()
+	if _, err := f.apply(t, desiredOf(t, true, "cart")); !errors.Is(err, ErrNotOurs) {
+		t.Errorf("error %v: want ErrNotOurs again", err)
+	}
+	if w := writes(f.mcs.Actions()); len(w) != 0 {
+		t.Errorf("a second sync with the name still held wrote %q", w)
+	}
+	if err := f.kube.CoreV1().Services("shop").Delete(context.Background(), taken.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.apply(t, desiredOf(t, true, "cart")); err != nil {
+		t.Fatal(err)
+	}
+	if si := f.imports(t)[0]; si.Status.EndpointSliceObjects != mcsv1beta1.EndpointSliceObjectsPresent || len(f.slices(t)) != 2 ||
+		!meta.IsStatusConditionTrue(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady)) {
+		t.Errorf("ServiceImport status %+v, %d slices: want Present, Ready and 2 slices once the name is free", si.Status, len(f.slices(t)))
+	}
+}
+
+// readyView is the Ready condition of a ServiceImport: status, reason,
+// and its lastTransitionTime in hours after t0.
+func readyView(si mcsv1beta1.ServiceImport) string {
+	c := meta.FindStatusCondition(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+	if c == nil {
+		return "no Ready"
+	}
+	return fmt.Sprintf("%s Ready=%s/%s@%v", si.Status.EndpointSliceObjects, c.Status, c.Reason, c.LastTransitionTime.Sub(t0).Hours())
+}
+
+// TestApplyImportReady: a ClusterSetIP import is written Pending until the
+// derived Service's ClusterIP is read back, then Ready; a sync that
+// changes nothing writes nothing and keeps the transition time.
+func TestApplyImportReady(t *testing.T) {
+	f := newFakeMember(nil, nil)
+	at := func(h int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(h) * time.Hour)) }
+	steps := []struct {
+		name    string
+		desired objects.Objects
+		at      metav1.Time
+		want    string
+		writes  []string
+	}{
+		{"first round, no ClusterIP yet: Pending", pendingOf(t, "cart"), at(1), "Present Ready=False/Pending@1",
+			[]string{"create services/", "create endpointslices/", "create endpointslices/", "create serviceimports/", "update serviceimports/status"}},
+		{"again: nothing written, time kept", pendingOf(t, "cart"), at(2), "Present Ready=False/Pending@1", nil},
+		{"ClusterIP read back: Ready", desiredOf(t, true, "cart"), at(3), "Present Ready=True/Ready@3",
+			[]string{"update serviceimports/", "update serviceimports/status"}},
+		{"again: nothing written, time kept", desiredOf(t, true, "cart"), at(4), "Present Ready=True/Ready@3", nil},
+	}
+	for _, s := range steps {
+		f.kube.ClearActions()
+		f.mcs.ClearActions()
+		if _, err := f.applyAt(t, s.desired, s.at); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		imps := f.imports(t)
+		if len(imps) != 1 {
+			t.Fatalf("%s: %d ServiceImports, want 1", s.name, len(imps))
+		}
+		if got := readyView(imps[0]); got != s.want {
+			t.Errorf("%s: %s, want %s", s.name, got, s.want)
+		}
+		if got := writes(f.kube.Actions(), f.mcs.Actions()); !slices.Equal(got, s.writes) {
+			t.Errorf("%s: writes %q, want %q", s.name, got, s.writes)
+		}
 	}
 }
 

@@ -14,17 +14,23 @@
 //     are then not written in that member either. Deletes carry the UID
 //     listed as a precondition, updates its resourceVersion, so an object
 //     replaced meanwhile is not touched.
-//   - Order: ServiceImports first (their UIDs are the owners of the rest;
-//     status.clusters through the status subresource), derived Services
-//     next (their ClusterIPs are read back into Result, for the caller to
-//     compute the objects again with them), EndpointSlices, then
-//     ServiceExport status through the status subresource; deletes in the
-//     reverse order: slices, Services, ServiceImports. Owned objects would
-//     go with their ServiceImport anyway; deleting them explicitly does not
-//     wait for the member's garbage collector.
-//   - An export's condition keeps its lastTransitionTime while its status
-//     stays the same (meta.SetStatusCondition); an export whose conditions
-//     are unchanged is not written.
+//   - Order: ServiceImports first (their UIDs are the owners of the rest),
+//     derived Services next (their ClusterIPs are read back into Result,
+//     for the caller to compute the objects again with them),
+//     EndpointSlices, then the ServiceImports' status and the
+//     ServiceExports' status, each through the status subresource; deletes
+//     in the reverse order: slices, Services, ServiceImports. Owned objects
+//     would go with their ServiceImport anyway; deleting them explicitly
+//     does not wait for the member's garbage collector.
+//   - A ServiceImport's status is written after its slices, so it says
+//     whether they are: endpointSliceObjects Absent, and Ready False, for
+//     an import whose derived Service could not be created (its name held
+//     by another's Service), whose slices are therefore not written.
+//   - A condition (of a ServiceImport or an export) keeps its
+//     lastTransitionTime while its status stays the same
+//     (meta.SetStatusCondition), and observes the object's generation; an
+//     object whose status is unchanged, conditions' times aside, is not
+//     written.
 //   - One failure does not stop the other objects: every error is
 //     collected, wrapped with the object and member, and returned joined.
 package apply

@@ -54,11 +54,11 @@ func owned[T interface {
 	return c, true
 }
 
-// unheld drops the objects of held imports.
-func unheld[T metav1.Object](objs []T, held map[aggregate.Key]bool) []T {
+// unheld drops the objects of the imports held has.
+func unheld[T metav1.Object, V any](objs []T, held map[aggregate.Key]V) []T {
 	var out []T
 	for _, o := range objs {
-		if !held[importKey(o)] {
+		if _, ok := held[importKey(o)]; !ok {
 			out = append(out, o)
 		}
 	}

@@ -39,7 +39,8 @@ type Changes[T any] struct {
 // Plan is what to write so a member holds the desired objects.
 type Plan struct {
 	Imports Changes[*mcsv1beta1.ServiceImport]
-	// ImportStatus are existing imports whose status.clusters change.
+	// ImportStatus are existing imports whose status changes (clusters,
+	// endpointSliceObjects, a condition), with the desired status set.
 	ImportStatus []*mcsv1beta1.ServiceImport
 	Services     Changes[*corev1.Service]
 	Slices       Changes[*discoveryv1.EndpointSlice]
@@ -61,7 +62,7 @@ func ComputePlan(desired objects.Objects, existing Existing, now metav1.Time) Pl
 	p.Slices, c = diff(desired.Slices, existing.Slices, "EndpointSlice", true, sameSlice, mergeSlice)
 	p.Conflicts = append(p.Conflicts, c...)
 	p.Slices = retyped(p.Slices, existing.Slices)
-	p.ImportStatus = importStatus(desired.Imports, existing.Imports)
+	p.ImportStatus = importStatus(desired.Imports, existing.Imports, now)
 	p.Exports = exportStatus(desired.Exports, existing.Exports, now)
 	return p
 }
@@ -99,9 +100,7 @@ func diff[T metav1.Object](desired, existing []T, kind string, slice bool, same 
 			ch.Update = append(ch.Update, merge(e, d))
 		}
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(have), func(a, b nsName) int {
-		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
-	}) {
+	for _, k := range slices.SortedFunc(maps.Keys(have), compareNsName) {
 		if e := have[k]; !want[k] && objects.Ours(e.GetLabels(), slice) {
 			ch.Delete = append(ch.Delete, e)
 		}
@@ -130,9 +129,9 @@ func retyped(ch Changes[*discoveryv1.EndpointSlice], existing []*discoveryv1.End
 	return ch
 }
 
-// importStatus lists the controller's existing imports whose
-// status.clusters differ from the desired, with the desired clusters.
-func importStatus(desired, existing []*mcsv1beta1.ServiceImport) []*mcsv1beta1.ServiceImport {
+// importStatus lists the controller's existing imports whose status
+// differs from the desired (withStatus), each with the desired status.
+func importStatus(desired, existing []*mcsv1beta1.ServiceImport, now metav1.Time) []*mcsv1beta1.ServiceImport {
 	have := map[nsName]*mcsv1beta1.ServiceImport{}
 	for _, e := range existing {
 		if objects.Ours(e.Labels, false) {
@@ -142,14 +141,36 @@ func importStatus(desired, existing []*mcsv1beta1.ServiceImport) []*mcsv1beta1.S
 	var out []*mcsv1beta1.ServiceImport
 	for _, d := range desired {
 		e, ok := have[keyOf(d)]
-		if !ok || slices.Equal(e.Status.Clusters, d.Status.Clusters) {
+		if !ok {
 			continue
 		}
-		u := e.DeepCopy()
-		u.Status.Clusters = slices.Clone(d.Status.Clusters)
-		out = append(out, u)
+		if u, changed := withStatus(e, d.Status, now); changed {
+			out = append(out, u)
+		}
 	}
 	return out
+}
+
+// withStatus is a copy of e with the status d, and whether it changed.
+// The ServiceImport's status is the controller's alone, so conditions not
+// desired go; a desired one is set as meta.SetStatusCondition does, so it
+// keeps its lastTransitionTime while its status stays and a sync that
+// changes nothing writes nothing. It observes e's generation.
+func withStatus(e *mcsv1beta1.ServiceImport, d mcsv1beta1.ServiceImportStatus, now metav1.Time) (*mcsv1beta1.ServiceImport, bool) {
+	u := e.DeepCopy()
+	st := &u.Status
+	changed := !slices.Equal(st.Clusters, d.Clusters) || st.EndpointSliceObjects != d.EndpointSliceObjects
+	st.Clusters, st.EndpointSliceObjects = slices.Clone(d.Clusters), d.EndpointSliceObjects
+	n := len(st.Conditions)
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c metav1.Condition) bool {
+		return meta.FindStatusCondition(d.Conditions, c.Type) == nil
+	})
+	changed = changed || len(st.Conditions) != n
+	for _, c := range d.Conditions {
+		c.ObservedGeneration, c.LastTransitionTime = e.Generation, now
+		changed = meta.SetStatusCondition(&st.Conditions, c) || changed
+	}
+	return u, changed
 }
 
 // exportStatus sets the desired conditions on each existing export of

@@ -26,14 +26,26 @@ var (
 )
 
 // desiredOf computes member a's objects for exports of shop/<name> in
-// clusters a and b, each with endpoints 10.<n>.0.1.
+// clusters a and b, each with endpoints 10.<n>.0.1, once the derived
+// Services have their ClusterIP.
 func desiredOf(t *testing.T, written bool, names ...string) objects.Objects {
+	t.Helper()
+	return desiredWith(t, written, []string{"10.96.0.10"}, names...)
+}
+
+// pendingOf is desiredOf before the derived Services have a ClusterIP.
+func pendingOf(t *testing.T, names ...string) objects.Objects {
+	t.Helper()
+	return desiredWith(t, true, nil, names...)
+}
+
+func desiredWith(t *testing.T, written bool, clusterIPs []string, names ...string) objects.Objects {
 	t.Helper()
 	var exports []aggregate.Export
 	imports := map[aggregate.Key]objects.ImportState{}
 	for _, n := range names {
 		k := aggregate.Key{Namespace: "shop", Name: n}
-		st := objects.ImportState{Written: written, ClusterIPs: []string{"10.96.0.10"}, Endpoints: map[string][]*discoveryv1.EndpointSlice{}}
+		st := objects.ImportState{Written: written, ClusterIPs: clusterIPs, Endpoints: map[string][]*discoveryv1.EndpointSlice{}}
 		for i, c := range []string{"a", "b"} {
 			exports = append(exports, aggregate.Export{Cluster: c, Namespace: "shop", Name: n, Created: t0,
 				Service: &aggregate.Service{Type: aggregate.ServiceTypeClusterIP, Ports: []aggregate.Port{{Name: "http", Protocol: "TCP", Port: 80}}}})
@@ -51,12 +63,14 @@ func desiredOf(t *testing.T, written bool, names ...string) objects.Objects {
 }
 
 // existingOf is what a member holds after desired was written, as the
-// API server returns it (UIDs, resourceVersions, a cluster IP).
+// API server returns it (UIDs, resourceVersions, generations, condition
+// times, a cluster IP).
 func existingOf(d objects.Objects, exports ...string) Existing {
 	var ex Existing
 	for _, o := range d.Imports {
 		c := o.DeepCopy()
-		c.UID, c.ResourceVersion = types.UID("uid-"+o.Name), "1"
+		c.UID, c.ResourceVersion, c.Generation = types.UID("uid-"+o.Name), "1", 3
+		c.Status.Conditions = stamped(c.Status.Conditions, 3, then)
 		ex.Imports = append(ex.Imports, c)
 	}
 	for _, o := range d.Services {
@@ -227,8 +241,13 @@ func TestComputePlanUpdateKeepsTheirs(t *testing.T) {
 
 // statusOf is st's conditions as the API holds them: generation, time.
 func statusOf(st objects.ExportStatus, generation int64, at metav1.Time) []metav1.Condition {
+	return stamped(st.Conditions, generation, at)
+}
+
+// stamped is a copy of cs as the writer sets them: generation, time.
+func stamped(cs []metav1.Condition, generation int64, at metav1.Time) []metav1.Condition {
 	var out []metav1.Condition
-	for _, c := range st.Conditions {
+	for _, c := range cs {
 		c.ObservedGeneration, c.LastTransitionTime = generation, at
 		out = append(out, c)
 	}
@@ -289,4 +308,69 @@ func conditionsView(cs []metav1.Condition) string {
 		v = append(v, fmt.Sprintf("%s=%s@%s", c.Type, c.Status, at))
 	}
 	return strings.Join(v, " ")
+}
+
+// importView is a ServiceImport's status as one line: clusters,
+// endpointSliceObjects and the conditions (conditionsView).
+func importView(si *mcsv1beta1.ServiceImport) string {
+	var clusters []string
+	for _, c := range si.Status.Clusters {
+		clusters = append(clusters, c.Cluster)
+	}
+	return fmt.Sprintf("clusters=%s %s %s", strings.Join(clusters, ","), si.Status.EndpointSliceObjects, conditionsView(si.Status.Conditions))
+}
+
+// TestComputePlanImportStatus: the whole status is compared (clusters,
+// endpointSliceObjects, conditions but their time), so a sync that
+// changes nothing writes nothing, and Ready keeps its time while its
+// status stays.
+func TestComputePlanImportStatus(t *testing.T) {
+	pending, ready := pendingOf(t, "cart"), desiredOf(t, true, "cart")
+	const both = "clusters=a,b Present "
+	cases := []struct {
+		name    string
+		desired objects.Objects
+		edit    func(*mcsv1beta1.ServiceImport) // of the existing import, as ready wrote it
+		want    string                          // its status after, "" for no write
+	}{
+		{"unchanged", ready, func(*mcsv1beta1.ServiceImport) {}, ""},
+		{"none yet", ready, func(si *mcsv1beta1.ServiceImport) { si.Status = mcsv1beta1.ServiceImportStatus{} },
+			both + "Ready=True@now"},
+		{"Pending then Ready: Ready moves", ready, func(si *mcsv1beta1.ServiceImport) {
+			si.Status.Conditions = stamped(pending.Imports[0].Status.Conditions, 3, then)
+		}, both + "Ready=True@now"},
+		{"Ready then Pending (the ClusterIP gone): Ready moves", pending, func(*mcsv1beta1.ServiceImport) {}, both + "Ready=False@now"},
+		{"Pending still: no write", pending, func(si *mcsv1beta1.ServiceImport) {
+			si.Status.Conditions = stamped(pending.Imports[0].Status.Conditions, 3, then)
+		}, ""},
+		{"message only: time kept", ready, func(si *mcsv1beta1.ServiceImport) { si.Status.Conditions[0].Message = "old" },
+			both + "Ready=True@then"},
+		{"older generation: time kept", ready, func(si *mcsv1beta1.ServiceImport) { si.Status.Conditions[0].ObservedGeneration = 2 },
+			both + "Ready=True@then"},
+		{"endpointSliceObjects Absent: Present again", ready, func(si *mcsv1beta1.ServiceImport) {
+			si.Status.EndpointSliceObjects = mcsv1beta1.EndpointSliceObjectsAbsent
+		}, both + "Ready=True@then"},
+		{"clusters changed", ready, func(si *mcsv1beta1.ServiceImport) { si.Status.Clusters = si.Status.Clusters[:1] },
+			both + "Ready=True@then"},
+		{"a condition not desired goes", ready, func(si *mcsv1beta1.ServiceImport) {
+			si.Status.Conditions = append(si.Status.Conditions, metav1.Condition{Type: "Synced", Status: metav1.ConditionTrue, Reason: "Old", LastTransitionTime: then})
+		}, both + "Ready=True@then"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ex := existingOf(ready)
+			c.edit(ex.Imports[0])
+			p := ComputePlan(c.desired, ex, now)
+			got := ""
+			if len(p.ImportStatus) > 0 {
+				got = importView(p.ImportStatus[0])
+			}
+			if got != c.want {
+				t.Errorf("status %q, want %q", got, c.want)
+			}
+			if len(p.ImportStatus) > 0 && p.ImportStatus[0].ResourceVersion != "1" {
+				t.Errorf("resourceVersion %q: the status goes on the import read", p.ImportStatus[0].ResourceVersion)
+			}
+		})
+	}
 }

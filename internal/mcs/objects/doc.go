@@ -40,6 +40,13 @@
 //     keeps its name while its endpoints change.
 //   - A node name is copied only onto the member's own endpoints: a remote
 //     node's name means nothing here, and could name a local node.
+//   - A ServiceImport's status holds its exporters (clusters),
+//     endpointSliceObjects Present (the writer writes the slices of every
+//     import it writes, and says Absent when it cannot) and Ready: True
+//     for a Headless import, for a ClusterSetIP import once its derived
+//     Service has an address (then in spec.ips), else False, reason
+//     Pending. IPFamilyNotSupported has no case: a member allocates a
+//     PreferDualStack Service one of its families or refuses to create it.
 //   - Ready on an export is True only when the aggregator says it is part
 //     of its import and the caller says the import is written in every
 //     reachable member; else False, reason Pending.

@@ -57,6 +57,8 @@ type ExportStatus struct {
 // Objects are the desired objects of one member, each list in a fixed
 // order (namespace, then name).
 type Objects struct {
+	// Imports carry their desired status; the lastTransitionTime and
+	// observedGeneration of its conditions are the writer's to set.
 	Imports  []*mcsv1beta1.ServiceImport
 	Services []*corev1.Service
 	Slices   []*discoveryv1.EndpointSlice
@@ -95,7 +97,8 @@ func Compute(in Input) Objects {
 }
 
 // serviceImport is the ServiceImport of imp in a member whose derived
-// Service has clusterIPs (only a ClusterSetIP import has ips).
+// Service has clusterIPs (only a ClusterSetIP import has ips), with its
+// status (importStatus).
 func serviceImport(imp aggregate.Import, clusterIPs []string) *mcsv1beta1.ServiceImport {
 	si := &mcsv1beta1.ServiceImport{
 		ObjectMeta: metav1.ObjectMeta{Name: imp.Name, Namespace: imp.Namespace, Labels: baseLabels(imp.Name)},
@@ -115,9 +118,7 @@ func serviceImport(imp aggregate.Import, clusterIPs []string) *mcsv1beta1.Servic
 	if imp.Type == aggregate.ImportClusterSetIP {
 		si.Spec.IPs, si.Spec.IPFamilies = importIPs(clusterIPs)
 	}
-	for _, c := range imp.Clusters {
-		si.Status.Clusters = append(si.Status.Clusters, mcsv1beta1.ClusterStatus{Cluster: c})
-	}
+	si.Status = importStatus(imp, si.Spec.IPs)
 	return si
 }
 

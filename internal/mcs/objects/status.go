@@ -2,6 +2,7 @@ package objects
 
 import (
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -35,4 +36,44 @@ func exportStatuses(in Input) []ExportStatus {
 		out = append(out, st)
 	}
 	return out
+}
+
+// importStatus is the status of imp's ServiceImport in a member where the
+// import has ips (ClusterSetIP only). EndpointSliceObjects is Present:
+// the writer writes the slices of every import it writes, and says
+// Absent itself when it cannot.
+func importStatus(imp aggregate.Import, ips []string) mcsv1beta1.ServiceImportStatus {
+	st := mcsv1beta1.ServiceImportStatus{
+		EndpointSliceObjects: mcsv1beta1.EndpointSliceObjectsPresent,
+		Conditions:           []metav1.Condition{importReady(imp, ips)},
+	}
+	for _, c := range imp.Clusters {
+		st.Clusters = append(st.Clusters, mcsv1beta1.ClusterStatus{Cluster: c})
+	}
+	return st
+}
+
+// importReady is the Ready condition of imp's ServiceImport. A Headless
+// import is usable once written; a ClusterSetIP import only once the
+// member's API server has allocated its derived Service an address, which
+// is then in spec.ips. A member always allocates one of its families to a
+// PreferDualStack Service or refuses to create it, so the reason
+// IPFamilyNotSupported has no case here.
+func importReady(imp aggregate.Import, ips []string) metav1.Condition {
+	c := metav1.Condition{
+		Type:   string(mcsv1beta1.ServiceImportConditionReady),
+		Status: metav1.ConditionTrue,
+		Reason: string(mcsv1beta1.ServiceImportReasonReady),
+	}
+	derived := imp.Namespace + "/" + DerivedServiceName(imp.Namespace, imp.Name)
+	switch {
+	case imp.Type == aggregate.ImportHeadless:
+		c.Message = "the Headless import is written in this cluster"
+	case len(ips) == 0:
+		c.Status, c.Reason = metav1.ConditionFalse, string(mcsv1beta1.ServiceImportReasonPending)
+		c.Message = fmt.Sprintf("awaiting the ClusterIP this cluster's API server allocates to the derived Service %s", derived)
+	default:
+		c.Message = fmt.Sprintf("ClusterSetIP %s, the ClusterIP of the derived Service %s", strings.Join(ips, ", "), derived)
+	}
+	return c
 }

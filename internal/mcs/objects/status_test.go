@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 )
@@ -115,5 +118,63 @@ func TestComputeUnnamedAmongNamedPorts(t *testing.T) {
 	single := Compute(Input{Cluster: "a", Namespaces: map[string]bool{ns: true}, Result: aggregated(t, export("a", 0, false, tcp("", 80)))})
 	if n := len(single.Services[0].Spec.Ports); n != 1 {
 		t.Errorf("%d ports: a single unnamed port is a valid Service", n)
+	}
+}
+
+// importStatusView is a ServiceImport's status as one line: clusters,
+// endpointSliceObjects, then each condition with its reason.
+func importStatusView(st mcsv1beta1.ServiceImportStatus) string {
+	var v []string
+	for _, c := range st.Clusters {
+		v = append(v, c.Cluster)
+	}
+	line := "clusters=" + strings.Join(v, ",") + " " + string(st.EndpointSliceObjects)
+	for _, c := range st.Conditions {
+		line += fmt.Sprintf(" %s=%s/%s", c.Type, c.Status, c.Reason)
+	}
+	return line
+}
+
+// TestComputeImportStatus: a ClusterSetIP import is Ready once its
+// derived Service has an address (then in spec.ips), Pending before; a
+// Headless one as soon as it is written. The writer owns the times.
+func TestComputeImportStatus(t *testing.T) {
+	derived := DerivedServiceName(ns, svc)
+	clusterSetIP := aggregated(t, export("a", 0, false, tcp("http", 80)), export("b", 1, false, tcp("http", 80)))
+	headless := aggregated(t, export("a", 0, true, tcp("db", 5432)))
+	cases := []struct {
+		name       string
+		res        aggregate.Result
+		clusterIPs []string
+		want       string
+		message    string // a part of Ready's message
+	}{
+		{"ClusterSetIP before its ClusterIP", clusterSetIP, nil,
+			"clusters=a,b Present Ready=False/Pending", "awaiting the ClusterIP this cluster's API server allocates to the derived Service shop/" + derived},
+		{"ClusterSetIP with no address among its ClusterIPs", clusterSetIP, []string{"None"},
+			"clusters=a,b Present Ready=False/Pending", "awaiting"},
+		{"ClusterSetIP with its ClusterIPs", clusterSetIP, []string{"10.96.0.10", "fd00::10"},
+			"clusters=a,b Present Ready=True/Ready", "ClusterSetIP 10.96.0.10, fd00::10"},
+		{"Headless, written", headless, nil, "clusters=a Present Ready=True/Ready", "Headless"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := Compute(Input{Cluster: "b", Namespaces: map[string]bool{ns: true}, Result: c.res,
+				Imports: map[aggregate.Key]ImportState{key: {ClusterIPs: c.clusterIPs}}})
+			st := out.Imports[0].Status
+			if got := importStatusView(st); got != c.want {
+				t.Errorf("status %q, want %q", got, c.want)
+			}
+			ready := meta.FindStatusCondition(st.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+			if ready == nil || !strings.Contains(ready.Message, c.message) {
+				t.Fatalf("Ready %+v: want a message with %q", ready, c.message)
+			}
+			if !ready.LastTransitionTime.IsZero() || ready.ObservedGeneration != 0 {
+				t.Errorf("Ready at %v, generation %d: the writer sets them, Compute reads no clock", ready.LastTransitionTime, ready.ObservedGeneration)
+			}
+			if (ready.Status == metav1.ConditionTrue) != (len(out.Imports[0].Spec.IPs) > 0 || c.res.Imports[0].Type == aggregate.ImportHeadless) {
+				t.Errorf("Ready %s with spec.ips %v: a ClusterSetIP import is Ready exactly when it has ips", ready.Status, out.Imports[0].Spec.IPs)
+			}
+		})
 	}
 }
