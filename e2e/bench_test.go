@@ -226,13 +226,19 @@ func procCPU(pid int) (time.Duration, error) {
 }
 
 // procPeakRSS is the peak resident memory (VmHWM) of process pid, bytes.
-func procPeakRSS(pid int) (int64, error) {
+func procPeakRSS(pid int) (int64, error) { return procMemory(pid, "VmHWM:") }
+
+// procRSS is the resident memory (VmRSS) of process pid now, bytes.
+func procRSS(pid int) (int64, error) { return procMemory(pid, "VmRSS:") }
+
+// procMemory reads one kB field of /proc/<pid>/status, in bytes.
+func procMemory(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, fmt.Errorf("memory of %d: %w", pid, err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(l, field); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			if err != nil {
 				return 0, fmt.Errorf("memory of %d: %q: %w", pid, l, err)
@@ -240,7 +246,7 @@ func procPeakRSS(pid int) (int64, error) {
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("memory of %d: no VmHWM", pid)
+	return 0, fmt.Errorf("memory of %d: no %s", pid, field)
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -122,6 +122,8 @@ var suite = []struct {
 	{"BenchNamesCost", bench, testBenchNamesCost},
 	{"BenchHeadlessChurn", bench, testBenchHeadlessChurn},
 	{"BenchHeadlessScale", bench, testBenchHeadlessScale},
+	{"BenchMCSLatency", bench, testBenchMCSLatency},
+	{"BenchMCSScale", bench, testBenchMCSScale},
 	{"BenchScale", bench, testBenchScale},
 
 	{"HeadlessDown", outage, testHeadlessDown},

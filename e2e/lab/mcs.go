@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -32,6 +33,12 @@ func ClusterSetHost(namespace, name string) string {
 // ClusterSetYAML is a ClusterSet of ClusterNamespace selecting the
 // walkthrough's labelled Clusters.
 func ClusterSetYAML(name string) string {
+	return ClusterSetSelecting(name, SelectorLabel, SelectorValue)
+}
+
+// ClusterSetSelecting is a ClusterSet of ClusterNamespace selecting the
+// Clusters labelled key=value.
+func ClusterSetSelecting(name, key, value string) string {
 	return fmt.Sprintf(`apiVersion: xcc-dns.io/v1alpha1
 kind: ClusterSet
 metadata:
@@ -41,7 +48,7 @@ spec:
   clusterSelector:
     matchLabels:
       %s: "%s"
-`, name, ClusterNamespace, SelectorLabel, SelectorValue)
+`, name, ClusterNamespace, key, value)
 }
 
 // ExportedService is a Service the lab exports: its ports, and the
@@ -62,15 +69,25 @@ func CreateExportedService(ctx context.Context, w *Cluster, s ExportedService) e
 	if _, err := w.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s on %s: %w", s.Namespace, w.Name, err)
 	}
+	svc, slice := s.Objects()
+	if _, err := w.Client.CoreV1().Services(s.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create Service %s/%s on %s: %w", s.Namespace, s.Name, w.Name, err)
+	}
+	if _, err := w.Client.DiscoveryV1().EndpointSlices(s.Namespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create EndpointSlice of %s/%s on %s: %w", s.Namespace, s.Name, w.Name, err)
+	}
+	return Export(ctx, w, s.Namespace, s.Name)
+}
+
+// Objects are the Service of s and its EndpointSlice, as the endpoint
+// slice controller would write it.
+func (s ExportedService) Objects() (*corev1.Service, *discoveryv1.EndpointSlice) {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace},
 		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": s.Name}, Ports: s.Ports},
 	}
 	if s.Headless {
 		svc.Spec.ClusterIP = corev1.ClusterIPNone
-	}
-	if _, err := w.Client.CoreV1().Services(s.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create Service %s/%s on %s: %w", s.Namespace, s.Name, w.Name, err)
 	}
 	slice := HeadlessEndpointSlice(s.Name+"-lab", s.Pods)
 	slice.Namespace = s.Namespace
@@ -88,20 +105,62 @@ func CreateExportedService(ctx context.Context, w *Cluster, s ExportedService) e
 	for _, p := range s.Ports {
 		slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: ptr(p.Name), Protocol: ptr(p.Protocol), Port: ptr(p.TargetPort.IntVal)})
 	}
-	if _, err := w.Client.DiscoveryV1().EndpointSlices(s.Namespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create EndpointSlice of %s/%s on %s: %w", s.Namespace, s.Name, w.Name, err)
-	}
-	return Export(ctx, w, s.Namespace, s.Name)
+	return svc, slice
 }
 
 // Export creates the ServiceExport namespace/name in w.
 func Export(ctx context.Context, w *Cluster, namespace, name string) error {
-	e := &unstructured.Unstructured{Object: map[string]any{
+	if _, err := w.Dynamic.Resource(ServiceExportGVR).Namespace(namespace).Create(ctx, ServiceExport(namespace, name), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create ServiceExport %s/%s on %s: %w", namespace, name, w.Name, err)
+	}
+	return nil
+}
+
+// ServiceExport is the ServiceExport namespace/name.
+func ServiceExport(namespace, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceExport",
 		"metadata": map[string]any{"name": name, "namespace": namespace},
 	}}
-	if _, err := w.Dynamic.Resource(ServiceExportGVR).Namespace(namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create ServiceExport %s/%s on %s: %w", namespace, name, w.Name, err)
+}
+
+// AddMember starts one more workload API server, name, in the running
+// lab, with the workload chart (the MCS CRDs, namespace xcc-dns) and a
+// Cluster API Cluster with its kubeconfig Secret, labelled key=value. No
+// serve or DNS runs for it: it is a member whose objects the controller
+// writes. The lab's Stop stops it; RemoveMember takes it out earlier.
+func (l *Lab) AddMember(ctx context.Context, name, key, value string) (*Cluster, error) {
+	c, err := newCluster(name, filepath.Join(l.Dir, name), l.Bin("kube-apiserver-"+KubernetesVersion), l.EtcdURL, l.LogDir, l.ControlPlaneHostOf(name))
+	if err != nil {
+		return nil, err
+	}
+	err = c.start(ctx)
+	if c.proc != nil {
+		l.procs.add(c.proc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := l.helmInstall(ctx, c, WorkloadChart); err != nil {
+		return c, err
+	}
+	if err := createCAPICluster(ctx, l.Management, c, l.ControlPlaneHostOf(name)); err != nil {
+		return c, err
+	}
+	return c, LabelCluster(ctx, l.Management, name, key, value)
+}
+
+// RemoveMember deletes the Cluster and kubeconfig Secret of a member
+// AddMember started, then stops its API server.
+func (l *Lab) RemoveMember(ctx context.Context, c *Cluster) error {
+	defer c.Stop()
+	err := l.Management.Dynamic.Resource(ClusterGVR).Namespace(ClusterNamespace).Delete(ctx, c.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Cluster %s/%s: %w", ClusterNamespace, c.Name, err)
+	}
+	err = l.Management.Client.CoreV1().Secrets(ClusterNamespace).Delete(ctx, c.Name+"-kubeconfig", metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Secret %s/%s-kubeconfig: %w", ClusterNamespace, c.Name, err)
 	}
 	return nil
 }

@@ -1,0 +1,349 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/xcc-dns/xcc-dns/e2e/lab"
+)
+
+// mcsMember is one member of the scale benchmark's ClusterSet.
+type mcsMember struct {
+	cluster *lab.Cluster
+	clients benchClients
+	added   bool // started by the benchmark
+}
+
+// mcsCost is what the controller and cluster-b's serve hold at one point.
+type mcsCost struct {
+	imports, services, slices, contract int   // summed over the members
+	keys                                int64 // clusterset records in cluster-b's serve etcd
+	dbInUse                             int64
+	ctlCPU                              time.Duration
+	ctlHeap, goroutines                 float64
+	ctlRSS, ctlPeak                     int64
+}
+
+// testBenchMCSScale measures the cost of mcsScaleExports exports in a
+// ClusterSet of five members (the lab's three workload clusters and two
+// more API servers): the time until every member holds every import and
+// cluster-b's serve etcd every name, the objects written, the serve etcd
+// keys, the controller's CPU, memory and goroutines; then the time of one
+// more export with them in place, and of the ClusterSet's deletion.
+func testBenchMCSScale(t *testing.T) {
+	b := requireBench(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
+	defer cancel()
+	const set = "bench-scale"
+	members, err := mcsScaleMembers(ctx, t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, mcsScaleExports+mcsMoreRounds)
+	for i := range names {
+		names[i] = fmt.Sprintf("svc-%04d", i)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		if err := lab.DeleteClusterSet(ctx, theLab.Management, lab.ClusterNamespace, set); err != nil {
+			t.Error(err)
+		}
+		for i, m := range members {
+			if err := deleteBenchExports(ctx, m.clients, mcsScaleNamespace(i), names); err != nil {
+				t.Error(err)
+			}
+		}
+		for _, m := range members {
+			if m.added {
+				if err := theLab.RemoveMember(ctx, m.cluster); err != nil {
+					t.Error(err)
+				}
+			} else if err := lab.LabelCluster(ctx, theLab.Management, m.cluster.Name, mcsScaleLabel, ""); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	for _, m := range members {
+		for ns := range mcsScaleNamespaces {
+			if err := m.clients.ensureNamespace(ctx, mcsScaleNamespaceName(ns)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.EtcdClientURL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("etcd client for %s: %v", b.EtcdClientURL, err)
+	}
+	defer cli.Close()
+	metrics := "http://" + theLab.ControllerHTTP + "/metrics"
+	base, err := measureMCS(ctx, members, cli, b.EtcdClientURL, metrics, mcsCost{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.ApplyYAML(ctx, theLab.Management, lab.ClusterSetGVR, lab.ClusterSetSelecting(set, mcsScaleLabel, "true")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each export lives in one member; its namespace exists in all.
+	start := time.Now()
+	err = inParallel(mcsScaleExports, func(i int) error {
+		m := members[i%len(members)]
+		s := benchService(mcsScaleNamespace(i), names[i], i%mcsHeadlessEvery == 0, i)
+		if err := m.clients.createService(ctx, s); err != nil {
+			return err
+		}
+		return m.clients.export(ctx, s.Namespace, s.Name)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createdIn := time.Since(start)
+	t.Logf("%d Services with their EndpointSlices and ServiceExports created in %s", mcsScaleExports, createdIn.Round(100*time.Millisecond))
+	if err := waitMCSFilled(ctx, t, members, cli, mcsScaleExports, start.Add(mcsScaleTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	filledIn := time.Since(start)
+	full, err := measureMCS(ctx, members, cli, b.EtcdClientURL, metrics, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// One more export at a time, with the others in place.
+	var more []time.Duration
+	for i := mcsScaleExports; i < len(names); i++ {
+		m := members[i%len(members)]
+		s := benchService(mcsScaleNamespace(i), names[i], false, i)
+		if err := m.clients.createService(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		if err := m.clients.export(ctx, s.Namespace, s.Name); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitMCSFilled(ctx, t, members, cli, i+1, began.Add(mcsChangeTimeout)); err != nil {
+			t.Fatal(err)
+		}
+		more = append(more, time.Since(began))
+	}
+
+	began := time.Now()
+	if err := lab.DeleteClusterSet(ctx, theLab.Management, lab.ClusterNamespace, set); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitMCSFilled(ctx, t, members, cli, 0, began.Add(mcsScaleTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	emptiedIn := time.Since(began)
+	report(t, mcsScaleTable(members, base, full, createdIn, filledIn, emptiedIn, more))
+}
+
+// mcsScaleMembers labels the lab's workload clusters and starts and
+// labels the extra ones.
+func mcsScaleMembers(ctx context.Context, t *testing.T) ([]mcsMember, error) {
+	var members []mcsMember
+	for _, w := range theLab.Workloads {
+		if err := lab.LabelCluster(ctx, theLab.Management, w.Name, mcsScaleLabel, "true"); err != nil {
+			return nil, err
+		}
+		members = append(members, mcsMember{cluster: w})
+	}
+	for _, name := range mcsExtraMembers {
+		began := time.Now()
+		c, err := theLab.AddMember(ctx, name, mcsScaleLabel, "true")
+		if c != nil {
+			members = append(members, mcsMember{cluster: c, added: true})
+		}
+		if err != nil {
+			return members, err
+		}
+		t.Logf("member %s started in %s", name, time.Since(began).Round(100*time.Millisecond))
+	}
+	for i := range members {
+		var err error
+		if members[i].clients, err = newBenchClients(members[i].cluster); err != nil {
+			return members, err
+		}
+	}
+	return members, nil
+}
+
+func mcsScaleNamespace(i int) string { return mcsScaleNamespaceName(i % mcsScaleNamespaces) }
+
+func mcsScaleNamespaceName(n int) string { return fmt.Sprintf("bench-mcs-%02d", n) }
+
+// waitMCSFilled waits until every member holds n ServiceImports, those of
+// ClusterSetIP imports with an address, and cluster-b's serve etcd holds
+// records of n imports.
+func waitMCSFilled(ctx context.Context, t *testing.T, members []mcsMember, cli *clientv3.Client, n int, deadline time.Time) error {
+	lastLog := time.Now()
+	for {
+		counts := make([]int, len(members))
+		for i, m := range members {
+			list, err := m.clients.dyn.Resource(lab.ServiceImportGVR).List(ctx, metav1.ListOptions{LabelSelector: mcsImportSelector})
+			if err != nil {
+				return fmt.Errorf("list ServiceImports in %s: %w", m.cluster.Name, err)
+			}
+			for _, u := range list.Items {
+				typ, _, _ := unstructured.NestedString(u.Object, "spec", "type")
+				ips, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ips")
+				if strings.HasPrefix(u.GetNamespace(), "bench-mcs-") && (typ == "Headless" || len(ips) > 0) {
+					counts[i]++
+				}
+			}
+		}
+		names, err := mcsNamesInEtcd(ctx, cli)
+		if err != nil {
+			return err
+		}
+		done := names == n
+		for _, c := range counts {
+			done = done && c == n
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("want %d imports: members hold %v, cluster-b's etcd names %d", n, counts, names)
+		}
+		if time.Since(lastLog) >= scaleProgressEvery {
+			t.Logf("want %d imports: members hold %v, cluster-b's etcd names %d", n, counts, names)
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// mcsNamesInEtcd counts the imports of the benchmark's namespaces that
+// have records in cluster-b's serve etcd.
+func mcsNamesInEtcd(ctx context.Context, cli *clientv3.Client) (int, error) {
+	resp, err := cli.Get(ctx, mcsSkyDNSPrefix+"bench-mcs-", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, fmt.Errorf("list %s in cluster-b's etcd: %w", mcsSkyDNSPrefix, err)
+	}
+	names := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		parts := strings.SplitN(strings.TrimPrefix(string(kv.Key), mcsSkyDNSPrefix), "/", 3)
+		if len(parts) >= 2 {
+			names[parts[0]+"/"+parts[1]] = true
+		}
+	}
+	return len(names), nil
+}
+
+// measureMCS takes the figures of one point; CPU is relative to base.
+func measureMCS(ctx context.Context, members []mcsMember, cli *clientv3.Client, etcdURL, metrics string, base mcsCost) (mcsCost, error) {
+	var c mcsCost
+	for _, m := range members {
+		for _, count := range []struct {
+			n    *int
+			list func() (int, error)
+		}{
+			{&c.imports, func() (int, error) {
+				l, err := m.clients.dyn.Resource(lab.ServiceImportGVR).List(ctx, metav1.ListOptions{LabelSelector: mcsImportSelector})
+				if err != nil {
+					return 0, err
+				}
+				return len(l.Items), nil
+			}},
+			{&c.services, func() (int, error) {
+				l, err := m.clients.kube.CoreV1().Services("").List(ctx, metav1.ListOptions{LabelSelector: mcsImportSelector})
+				if err != nil {
+					return 0, err
+				}
+				return len(l.Items), nil
+			}},
+			{&c.slices, func() (int, error) {
+				l, err := m.clients.kube.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{LabelSelector: mcsImportSelector})
+				if err != nil {
+					return 0, err
+				}
+				return len(l.Items), nil
+			}},
+			{&c.contract, func() (int, error) {
+				l, err := m.clients.kube.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(ctx, metav1.ListOptions{LabelSelector: clusterSetSliceSelector})
+				if err != nil {
+					return 0, err
+				}
+				return len(l.Items), nil
+			}},
+		} {
+			n, err := count.list()
+			if err != nil {
+				return c, fmt.Errorf("count the controller's objects in %s: %w", m.cluster.Name, err)
+			}
+			*count.n += n
+		}
+	}
+	keys, err := cli.Get(ctx, mcsSkyDNSPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return c, fmt.Errorf("count keys in cluster-b's etcd: %w", err)
+	}
+	c.keys = keys.Count
+	st, err := cli.Status(ctx, etcdURL)
+	if err != nil {
+		return c, fmt.Errorf("status of cluster-b's etcd: %w", err)
+	}
+	c.dbInUse = st.DbSizeInUse
+	pid := theLab.Controller.Pid()
+	if c.ctlCPU, err = procCPU(pid); err != nil {
+		return c, err
+	}
+	c.ctlCPU -= base.ctlCPU
+	if c.ctlPeak, err = procPeakRSS(pid); err != nil {
+		return c, err
+	}
+	if c.ctlRSS, err = procRSS(pid); err != nil {
+		return c, err
+	}
+	if c.ctlHeap, err = metricValue(ctx, metrics, heapMetric); err != nil {
+		return c, err
+	}
+	if c.goroutines, err = metricValue(ctx, metrics, goroutinesMetric); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func mcsScaleTable(members []mcsMember, base, full mcsCost, createdIn, filledIn, emptiedIn time.Duration, more []time.Duration) string {
+	var tb strings.Builder
+	var names []string
+	for _, m := range members {
+		names = append(names, m.cluster.Name)
+	}
+	fmt.Fprintf(&tb, "mcs scale: %d exports (1 in %d headless) spread over a ClusterSet of %d members (%s), %d namespaces in each\n",
+		mcsScaleExports, mcsHeadlessEvery, len(members), strings.Join(names, ", "), mcsScaleNamespaces)
+	fmt.Fprintf(&tb, "created in %s; every member holds every import and cluster-b's etcd every name %s after the first create\n",
+		createdIn.Round(100*time.Millisecond), filledIn.Round(100*time.Millisecond))
+	fmt.Fprintf(&tb, "%-10s %8s %8s %8s %9s %8s %9s | %7s %8s %8s %8s %10s\n",
+		"", "imports", "services", "slices", "contract", "keys", "etcd MiB", "ctl CPU", "heap MiB", "RSS MiB", "peak MiB", "goroutines")
+	for _, r := range []struct {
+		label string
+		c     mcsCost
+	}{{"before", base}, {"1,000", full}} {
+		cpu := "-"
+		if r.c.ctlCPU > 0 && r.label != "before" {
+			cpu = fmt.Sprintf("%.1fs", r.c.ctlCPU.Seconds())
+		}
+		fmt.Fprintf(&tb, "%-10s %8d %8d %8d %9d %8d %9.1f | %7s %8.0f %8.0f %8.0f %10.0f\n", r.label,
+			r.c.imports, r.c.services, r.c.slices, r.c.contract, r.c.keys, mib(r.c.dbInUse),
+			cpu, r.c.ctlHeap/(1<<20), mib(r.c.ctlRSS), mib(r.c.ctlPeak), r.c.goroutines)
+	}
+	fmt.Fprintf(&tb, "one more export with %d in place, until every member holds it and cluster-b's etcd its name: p50 %s, max %s (%d)\n",
+		mcsScaleExports, ms(percentile(more, 50)), ms(percentile(more, 100)), len(more))
+	fmt.Fprintf(&tb, "ClusterSet deleted: every import and name gone from every member in %s\n", emptiedIn.Round(100*time.Millisecond))
+	fmt.Fprintf(&tb, "(imports, services (derived), slices (imported endpoints), contract (serve's slices): the controller's objects summed over\n")
+	fmt.Fprintf(&tb, " the members; keys: clusterset records in cluster-b's serve etcd; ctl CPU: user+system since before; heap: in use)\n")
+	return tb.String()
+}
