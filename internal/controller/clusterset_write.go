@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -39,6 +40,7 @@ func (c *Controller) writeMembers(ctx context.Context, mem *setMemory, members [
 			endpoints[k][id] = s
 		}
 	}
+	var write []setMember
 	for _, m := range members {
 		r := reads[m.ClusterID]
 		// An unreachable member would only cost each write its timeout.
@@ -46,12 +48,43 @@ func (c *Controller) writeMembers(ctx context.Context, mem *setMemory, members [
 			continue
 		}
 		mem.written[m.ClusterID] = m.cluster.Key()
-		if err := c.writeMember(ctx, m, r, agg, endpoints, mem.allWritten); err != nil {
-			w.errs[m.ClusterID] = err
+		write = append(write, m)
+	}
+	errs := forEachMember(len(write), func(i int) error {
+		m := write[i]
+		return c.writeMember(ctx, m, reads[m.ClusterID], agg, endpoints, mem.allWritten)
+	})
+	for i, err := range errs {
+		if err != nil {
+			w.errs[write[i].ClusterID] = err
 		}
 	}
 	mem.allWritten = len(w.errs) == 0
 	return w
+}
+
+// maxMemberWrites bounds the members written at once. Each member's
+// client has its own rate limit, so a clusterset is written in about the
+// time of its largest member rather than the sum of all of them.
+const maxMemberWrites = 8
+
+// forEachMember runs do(0..n-1), at most maxMemberWrites at once, and
+// returns the error of each.
+func forEachMember(n int, do func(i int) error) []error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, maxMemberWrites)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = do(i)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // writeMember brings one member to its objects. The ClusterSetIPs are the
@@ -252,12 +285,16 @@ func (c *Controller) removeLeftMembers(ctx context.Context, mem *setMemory, memb
 	for _, m := range members {
 		now[m.ClusterID] = true
 	}
-	for id, key := range mem.written {
-		if now[id] {
-			continue
+	var left []string
+	for id := range mem.written {
+		if !now[id] {
+			left = append(left, id)
 		}
-		if err := c.removeFrom(ctx, id, key, user); err != nil {
-			klog.FromContext(ctx).Info("Removing the imports of a former member failed; retried at the next sync", "member", id, "err", err)
+	}
+	errs := forEachMember(len(left), func(i int) error { return c.removeFrom(ctx, left[i], mem.written[left[i]], user) })
+	for i, id := range left {
+		if errs[i] != nil {
+			klog.FromContext(ctx).Info("Removing the imports of a former member failed; retried at the next sync", "member", id, "err", errs[i])
 			continue
 		}
 		delete(mem.written, id)
@@ -284,10 +321,12 @@ func (c *Controller) removeFrom(ctx context.Context, id, key, user string) error
 func (c *Controller) removeClusterSet(ctx context.Context, key string) error {
 	mem := c.sets.memoryOf(key, "")
 	user := clusterSetUser + key
+	ids := slices.Sorted(maps.Keys(mem.written))
+	removed := forEachMember(len(ids), func(i int) error { return c.removeFrom(ctx, ids[i], mem.written[ids[i]], user) })
 	var errs []error
-	for id, cluster := range mem.written {
-		if err := c.removeFrom(ctx, id, cluster, user); err != nil {
-			errs = append(errs, fmt.Errorf("member %s: %w", id, err))
+	for i, id := range ids {
+		if removed[i] != nil {
+			errs = append(errs, fmt.Errorf("member %s: %w", id, removed[i]))
 			continue
 		}
 		delete(mem.written, id)
