@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -179,24 +180,19 @@ func mcsScaleNamespace(i int) string { return mcsScaleNamespaceName(i % mcsScale
 
 func mcsScaleNamespaceName(n int) string { return fmt.Sprintf("bench-mcs-%02d", n) }
 
-// waitMCSFilled waits until every member holds n ServiceImports, those of
-// ClusterSetIP imports with an address, and cluster-b's serve etcd holds
-// records of n imports.
+// waitMCSFilled waits until every member holds n ServiceImports (those
+// of ClusterSetIP imports with an address) and n contract slices, and
+// cluster-b's serve etcd holds records of n imports. The benchmark's
+// imports have one source and one family: one contract slice each.
 func waitMCSFilled(ctx context.Context, t *testing.T, members []mcsMember, cli *clientv3.Client, n int, deadline time.Time) error {
 	lastLog := time.Now()
 	for {
-		counts := make([]int, len(members))
+		imports := make([]int, len(members))
+		contract := make([]int, len(members))
 		for i, m := range members {
-			list, err := m.clients.dyn.Resource(lab.ServiceImportGVR).List(ctx, metav1.ListOptions{LabelSelector: mcsImportSelector})
-			if err != nil {
-				return fmt.Errorf("list ServiceImports in %s: %w", m.cluster.Name, err)
-			}
-			for _, u := range list.Items {
-				typ, _, _ := unstructured.NestedString(u.Object, "spec", "type")
-				ips, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ips")
-				if strings.HasPrefix(u.GetNamespace(), "bench-mcs-") && (typ == "Headless" || len(ips) > 0) {
-					counts[i]++
-				}
+			var err error
+			if imports[i], contract[i], err = mcsMemberCounts(ctx, m); err != nil {
+				return err
 			}
 		}
 		names, err := mcsNamesInEtcd(ctx, cli)
@@ -204,25 +200,55 @@ func waitMCSFilled(ctx context.Context, t *testing.T, members []mcsMember, cli *
 			return err
 		}
 		done := names == n
-		for _, c := range counts {
-			done = done && c == n
+		for i := range members {
+			done = done && imports[i] == n && contract[i] == n
 		}
 		if done {
 			return nil
 		}
+		progress := fmt.Sprintf("want %d imports: members hold %v, their contract slices %v, cluster-b's etcd names %d", n, imports, contract, names)
 		if time.Now().After(deadline) {
-			return fmt.Errorf("want %d imports: members hold %v, cluster-b's etcd names %d", n, counts, names)
+			return errors.New(progress)
 		}
 		if time.Since(lastLog) >= scaleProgressEvery {
-			t.Logf("want %d imports: members hold %v, cluster-b's etcd names %d", n, counts, names)
+			t.Log(progress)
 			lastLog = time.Now()
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(mcsPollEvery):
 		}
 	}
+}
+
+// mcsMemberCounts counts the member's usable ServiceImports of the
+// benchmark and the contract slices in its xcc-dns namespace, from the
+// API server's watch cache (resourceVersion 0): the poll must not load
+// the API servers the controller is writing to.
+func mcsMemberCounts(ctx context.Context, m mcsMember) (imports, contract int, err error) {
+	list, err := m.clients.dyn.Resource(lab.ServiceImportGVR).List(ctx, metav1.ListOptions{LabelSelector: mcsImportSelector, ResourceVersion: "0"})
+	if err != nil {
+		return 0, 0, fmt.Errorf("list ServiceImports in %s: %w", m.cluster.Name, err)
+	}
+	for _, u := range list.Items {
+		typ, _, _ := unstructured.NestedString(u.Object, "spec", "type")
+		ips, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ips")
+		if strings.HasPrefix(u.GetNamespace(), "bench-mcs-") && (typ == "Headless" || len(ips) > 0) {
+			imports++
+		}
+	}
+	slices, err := m.clients.kube.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(ctx,
+		metav1.ListOptions{LabelSelector: clusterSetSliceSelector, ResourceVersion: "0"})
+	if err != nil {
+		return 0, 0, fmt.Errorf("list contract slices in %s: %w", m.cluster.Name, err)
+	}
+	for _, s := range slices.Items {
+		if strings.HasPrefix(s.Annotations["xcc-dns.io/service-import"], "bench-mcs-") {
+			contract++
+		}
+	}
+	return imports, contract, nil
 }
 
 // mcsNamesInEtcd counts the imports of the benchmark's namespaces that

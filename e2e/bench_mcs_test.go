@@ -45,6 +45,9 @@ const (
 	// mcsMoreRounds is how many single exports are timed with the 1,000
 	// in place.
 	mcsMoreRounds = 5
+	// mcsPollEvery is how often the scale benchmark counts what the
+	// members hold.
+	mcsPollEvery = time.Second
 
 	// mcsSkyDNSPrefix is where serve writes the names of imports,
 	// <svc>.<ns>.svc.clusterset.local: /skydns/local/clusterset/svc/<ns>/<svc>/...
