@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -69,9 +70,10 @@ type setMemory struct {
 	// start, so a removal and an unreachable member's imports outlive a
 	// restart.
 	recovered bool
-	// saved is what the state holds, as state.EncodeClusterSet wrote it;
+	// saved is the sha256 of what the state holds, as
+	// state.EncodeClusterSet wrote it (a hash: the encoding can be large);
 	// unknown while savedKnown is false.
-	saved      string
+	saved      [sha256.Size]byte
 	savedKnown bool
 }
 

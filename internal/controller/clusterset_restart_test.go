@@ -262,3 +262,50 @@ func TestControllerClusterSetDeletionWaitsForMember(t *testing.T) {
 	eventually(t, "nothing left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
 	eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
 }
+
+// configMapWrites counts the ConfigMap creates and updates on the
+// management cluster: the state's writes.
+func (e *testEnv) configMapWrites() int {
+	n := 0
+	for _, a := range e.mgmt.Actions() {
+		if a.GetResource().Resource == "configmaps" && (a.GetVerb() == "create" || a.GetVerb() == "update") {
+			n++
+		}
+	}
+	return n
+}
+
+// The state is written when what it keeps changes, not at every sync:
+// syncs that read the same exports and endpoints write nothing; a new
+// endpoint is written.
+func TestControllerClusterSetStateSavedOnChange(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	e := twoMembers(t, a, b)
+	e.keptBoth()
+	eventually(t, "the ClusterSet Ready", func() bool {
+		c := meta.FindStatusCondition(clusterSetStatusOf(e.ctx, t, e, "prod").Conditions, xccv1alpha1.ConditionReady)
+		return c != nil && c.Reason == setReasonWritten
+	})
+	before := e.configMapWrites()
+	for range 5 {
+		e.ctrl.sets.queue.Add("dev-team/prod")
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := e.configMapWrites() - before; n != 0 {
+		t.Errorf("%d state writes in syncs that changed nothing", n)
+	}
+
+	s, err := a.DiscoveryV1().EndpointSlices("shop").Get(e.ctx, "web-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Endpoints = append(s.Endpoints, testfixture.Endpoint("10.244.1.6", true))
+	if _, err := a.DiscoveryV1().EndpointSlices("shop").Update(e.ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new endpoint kept", func() bool {
+		kept := e.keptSet()
+		return kept != nil && len(kept.Members["cluster-a"].Exports) == 1 &&
+			len(kept.Members["cluster-a"].Exports[0].Slices) == 1 && len(kept.Members["cluster-a"].Exports[0].Slices[0].Endpoints) == 2
+	})
+}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -46,7 +47,7 @@ func (c *Controller) recoverClusterSet(ctx context.Context, mem *setMemory, key 
 			}
 		}
 		if data, err := state.EncodeClusterSet(*kept); err == nil {
-			mem.saved, mem.savedKnown = string(data), true
+			mem.saved, mem.savedKnown = sha256.Sum256(data), true
 		}
 	}
 	mem.recovered = true
@@ -71,7 +72,8 @@ func (c *Controller) saveClusterSet(ctx context.Context, mem *setMemory, key str
 	if len(kept.Written) == 0 && len(kept.Members) == 0 {
 		data = nil
 	}
-	if mem.savedKnown && mem.saved == string(data) {
+	sum := sha256.Sum256(data)
+	if mem.savedKnown && mem.saved == sum {
 		return nil
 	}
 	dropped, err := c.cfg.State.SaveClusterSet(ctx, key, kept)
@@ -86,7 +88,7 @@ func (c *Controller) saveClusterSet(ctx context.Context, mem *setMemory, key str
 		// Not an error to retry: the same members make the same size.
 		klog.FromContext(ctx).Info("The members of the ClusterSet are too many to keep across a restart", "err", err)
 	}
-	mem.saved, mem.savedKnown = string(data), true
+	mem.saved, mem.savedKnown = sum, true
 	return nil
 }
 
