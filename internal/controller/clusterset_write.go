@@ -283,7 +283,7 @@ func (c *Controller) clusterGone(ctx context.Context, id, key string, err error)
 	if m := watch.Meta(obj); exists && m != nil && m.GetDeletionTimestamp() == nil {
 		return false
 	}
-	klog.FromContext(ctx).Info("A former member's Cluster is gone; its imports are not removed", "member", id, "cluster", key, "err", err)
+	klog.FromContext(ctx).Info("The Cluster of a member to clean is gone; its imports are not removed", "member", id, "cluster", key, "err", err)
 	return true
 }
 
