@@ -189,14 +189,16 @@ func TestControllerClusterSetUnreachableAcrossRestart(t *testing.T) {
 
 // A member that left while no controller ran, unselected or its Cluster
 // deleted, has its imports removed by the next controller; the member
-// that stays keeps them.
+// that stays keeps them. One whose kubeconfig Secret went with its
+// Cluster cannot be reached and is not waited for: it is forgotten.
 func TestControllerClusterSetMemberLeftWhileDown(t *testing.T) {
 	clusters := func(e *testEnv) dynamic.ResourceInterface { return e.dyn.Resource(clusterGVR).Namespace("dev-team") }
 	for _, tc := range []struct {
-		name  string
-		leave func(*testEnv)
+		name      string
+		leave     func(*testEnv)
+		unreached bool
 	}{
-		{"unselected", func(e *testEnv) {
+		{name: "unselected", leave: func(e *testEnv) {
 			u, err := clusters(e).Get(e.base, "cluster-b", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -206,8 +208,16 @@ func TestControllerClusterSetMemberLeftWhileDown(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"Cluster deleted", func(e *testEnv) {
+		{name: "Cluster deleted", leave: func(e *testEnv) {
 			if err := clusters(e).Delete(e.base, "cluster-b", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "Cluster and its Secret deleted", unreached: true, leave: func(e *testEnv) {
+			if err := clusters(e).Delete(e.base, "cluster-b", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.mgmt.CoreV1().Secrets("dev-team").Delete(e.base, "cluster-b-kubeconfig", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -219,7 +229,9 @@ func TestControllerClusterSetMemberLeftWhileDown(t *testing.T) {
 			e.keptBoth()
 
 			e.restart(func() { tc.leave(e) })
-			eventually(t, "nothing of the ClusterSet left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
+			if !tc.unreached {
+				eventually(t, "nothing of the ClusterSet left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
+			}
 			if !hasImport(e.ctx, a) {
 				t.Error("cluster-a lost its import")
 			}
