@@ -277,9 +277,10 @@ func TestRenderedManagement(t *testing.T) {
 			t.Errorf("controller ClusterRole grants %s: %s", forbidden, rules)
 		}
 	}
-	// ClusterSets are read and only their status written: no finalizer.
+	// ClusterSets are read, their finalizer patched and status written;
+	// never deleted.
 	for _, want := range []string{
-		`{"apiGroups":["xcc-dns.io"],"resources":["clustersets"],"verbs":["get","list","watch"]}`,
+		`{"apiGroups":["xcc-dns.io"],"resources":["clustersets"],"verbs":["get","list","watch","update","patch"]}`,
 		`{"apiGroups":["xcc-dns.io"],"resources":["clustersets/status"],"verbs":["update","patch"]}`,
 	} {
 		if !strings.Contains(rules, want) {
@@ -288,6 +289,16 @@ func TestRenderedManagement(t *testing.T) {
 	}
 	if n := strings.Count(rules, `"xcc-dns.io"`); n != 2 {
 		t.Errorf("controller ClusterRole has %d rules on xcc-dns.io, want the 2 above: %s", n, rules)
+	}
+	// The state: ConfigMaps of the release namespace alone, listed to
+	// find the ClusterSets deleted while no controller ran.
+	state := find(objs, "Role", releaseName+"-state")
+	if ns := get(state, "metadata", "namespace"); ns != releaseNS {
+		t.Errorf("state Role namespace = %v, want the release namespace", ns)
+	}
+	stateRules, _ := json(t, get(state, "rules"))
+	if want := `[{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list","create","update","delete"]}]`; stateRules != want {
+		t.Errorf("state Role rules = %s, want %s", stateRules, want)
 	}
 }
 

@@ -78,6 +78,9 @@ func testChartRBAC(t *testing.T) {
 	}
 	err = dyn.Resource(lab.ClusterGVR).Namespace(lab.ClusterNamespace).Delete(ctx, w.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	forbidden("controller: delete Cluster "+w.Name, err)
+	// ClusterSets: the controller patches their finalizer, never deletes one.
+	err = dyn.Resource(lab.ClusterSetGVR).Namespace(lab.ClusterNamespace).Delete(ctx, "rbac-probe", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	forbidden("controller: delete a ClusterSet", err)
 	controller := kubeClient(t, theLab.ControllerKubeconfig)
 	_, err = controller.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{})
 	forbidden("controller: list ConfigMaps in kube-system", err)

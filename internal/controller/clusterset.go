@@ -2,15 +2,19 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -45,7 +49,9 @@ type clusterSets struct {
 }
 
 // setMemory is what the controller remembers of one ClusterSet between
-// syncs.
+// syncs. written and exports are kept in the controller's state too
+// (clusterset_state.go), for the next controller to start from: neither
+// can be read back from the members, whose admins write what they like.
 type setMemory struct {
 	uid types.UID
 	// exports are the last exports read from each member, by cluster id:
@@ -59,6 +65,16 @@ type setMemory struct {
 	// allWritten: the last sync wrote every member it read, which the
 	// exports' Ready condition says.
 	allWritten bool
+	// recovered: written and exports were given what the controller's
+	// state keeps (recoverClusterSet), once per ClusterSet after the
+	// start, so a removal and an unreachable member's imports outlive a
+	// restart.
+	recovered bool
+	// saved is the sha256 of what the state holds, as
+	// state.EncodeClusterSet wrote it (a hash: the encoding can be large);
+	// unknown while savedKnown is false.
+	saved      [sha256.Size]byte
+	savedKnown bool
 }
 
 // memoryOf returns the memory of the ClusterSet key, new when the key
@@ -132,14 +148,39 @@ func (c *Controller) syncClusterSetKey(ctx context.Context, key string) error {
 	}
 	if !exists {
 		klog.FromContext(ctx).V(2).Info("ClusterSet gone; removing its imports")
-		return c.removeClusterSet(ctx, key)
+		return c.removeClusterSet(ctx, key, "")
 	}
 	cs, err := toClusterSet(obj)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return nil
 	}
+	if cs.DeletionTimestamp != nil {
+		return c.syncClusterSetDeleting(ctx, key, cs)
+	}
+	if !hasSetFinalizer(cs) {
+		// Before anything is written: every object in a member is then
+		// one the finalizer waits for.
+		if err := c.addSetFinalizer(ctx, cs); err != nil {
+			return err
+		}
+	}
 	return c.syncClusterSet(ctx, key, cs)
+}
+
+// syncClusterSetDeleting removes the objects of cs, which is being
+// deleted, from every member holding them, and its finalizer once they
+// are gone; until then status says which members still hold them, and
+// the queue retries with backoff.
+func (c *Controller) syncClusterSetDeleting(ctx context.Context, key string, cs *xccv1alpha1.ClusterSet) error {
+	if !hasSetFinalizer(cs) {
+		return nil
+	}
+	klog.FromContext(ctx).V(2).Info("ClusterSet being deleted; removing its imports")
+	if err := c.removeClusterSet(ctx, key, cs.UID); err != nil {
+		return errors.Join(err, c.reportSetRemoval(ctx, cs, err))
+	}
+	return c.removeSetFinalizer(ctx, cs)
 }
 
 // clusterSetFailed reports a failed ClusterSet sync; the queue requeues it.
@@ -177,4 +218,31 @@ func (c *Controller) newClusterSets() *clusterSets {
 		}
 	}))
 	return s
+}
+
+// keptRetry is how often the start retries listing what the state keeps.
+const keptRetry = 10 * time.Second
+
+// enqueueKeptClusterSets syncs every ClusterSet the controller's state
+// keeps something of and that no longer exists: one deleted while no
+// controller ran, past its finalizer (removed by hand, or made before
+// the finalizer was), would have no event to remove its objects by.
+// Retried until the list succeeds or ctx ends.
+func (c *Controller) enqueueKeptClusterSets(ctx context.Context) {
+	if c.sets == nil || c.cfg.State == nil {
+		return
+	}
+	_ = wait.PollUntilContextCancel(ctx, keptRetry, true, func(ctx context.Context) (bool, error) {
+		keys, err := c.cfg.State.ClusterSetKeys(ctx)
+		if err != nil {
+			klog.FromContext(ctx).Info("Listing the kept ClusterSets failed; retrying", "err", err)
+			return false, nil
+		}
+		for _, key := range keys {
+			if _, exists, err := c.sets.informer.GetIndexer().GetByKey(key); err == nil && !exists {
+				c.sets.queue.Add(key)
+			}
+		}
+		return true, nil
+	})
 }

@@ -23,6 +23,9 @@ const (
 	setReasonWriteFailed = "WriteFailed"
 	setReasonUnreachable = "MembersUnreachable"
 	setReasonNoMembers   = "NoMembers"
+	// setReasonRemoving: the ClusterSet is being deleted and some member
+	// still holds its objects; its finalizer stays.
+	setReasonRemoving = "Removing"
 )
 
 // memberWrites is what writing the members did: the error of each member
@@ -105,4 +108,14 @@ func (c *Controller) updateClusterSetStatus(ctx context.Context, cs *xccv1alpha1
 	cp := cs.DeepCopy()
 	cp.Status = st
 	return c.writeStatus(ctx, xccv1alpha1.ClusterSetResource, xccv1alpha1.ClusterSetKind, cp)
+}
+
+// reportSetRemoval says in cs's Ready condition why its removal is not
+// done yet (err names the members still holding its objects).
+func (c *Controller) reportSetRemoval(ctx context.Context, cs *xccv1alpha1.ClusterSet, err error) error {
+	st := *cs.Status.DeepCopy()
+	msg := truncate("ClusterSet being deleted; "+strings.ReplaceAll(err.Error(), "\n", "; "), maxConditionMessage)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: xccv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		ObservedGeneration: cs.Generation, Reason: setReasonRemoving, Message: msg})
+	return c.updateClusterSetStatus(ctx, cs, st)
 }

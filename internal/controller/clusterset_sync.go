@@ -35,6 +35,11 @@ type setMember struct {
 // (pure), compute each member's objects (pure), write them, status.
 func (c *Controller) syncClusterSet(ctx context.Context, key string, cs *xccv1alpha1.ClusterSet) error {
 	mem := c.sets.memoryOf(key, cs.UID)
+	// Without what the last controller knew, an unreachable member's
+	// imports would go from the others at this sync: wait for it.
+	if err := c.recoverClusterSet(ctx, mem, key, cs.UID); err != nil {
+		return err
+	}
 	user := clusterSetUser + key
 	res, members, err := c.membership(cs, user)
 	if err != nil {
@@ -47,15 +52,38 @@ func (c *Controller) syncClusterSet(ctx context.Context, key string, cs *xccv1al
 		// Only input the readers never make (an empty cluster id) fails.
 		return fmt.Errorf("aggregate the exports of %s: %w", key, err)
 	}
+	if err := c.noteWritten(ctx, mem, key, members, reads); err != nil {
+		c.workloads.Release(user, keep)
+		return err
+	}
 	written := c.writeMembers(ctx, mem, members, reads, agg)
 	c.removeLeftMembers(ctx, mem, members, user)
 	c.workloads.Release(user, keep)
+	stateErr := c.saveClusterSet(ctx, mem, key)
 	st := clusterSetStatus(cs, res, members, reads, agg, written)
 	if err := c.updateClusterSetStatus(ctx, cs, st); err != nil {
-		return err
+		return errors.Join(err, stateErr)
 	}
 	klog.FromContext(ctx).V(2).Info("Synced ClusterSet", "members", len(members), "imports", len(agg.Imports), "failed", len(written.errs))
-	return errors.Join(written.err())
+	return errors.Join(written.err(), stateErr)
+}
+
+// noteWritten adds the members this sync writes to those holding objects
+// of the ClusterSet, and keeps the list in the controller's state before
+// anything is written there: a controller that stops between the write
+// and the save would otherwise leave objects no removal knows of.
+func (c *Controller) noteWritten(ctx context.Context, mem *setMemory, key string, members []setMember, reads map[string]memberRead) error {
+	added := false
+	for _, m := range members {
+		if writable(m, reads[m.ClusterID]) && mem.written[m.ClusterID] != m.cluster.Key() {
+			mem.written[m.ClusterID] = m.cluster.Key()
+			added = true
+		}
+	}
+	if !added {
+		return nil
+	}
+	return c.saveClusterSet(ctx, mem, key)
 }
 
 // membership resolves which Clusters of cs's namespace are its members,

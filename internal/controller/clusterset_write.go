@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
@@ -22,6 +23,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
 // writeMembers writes each member that was read: its MCS objects
@@ -43,8 +45,7 @@ func (c *Controller) writeMembers(ctx context.Context, mem *setMemory, members [
 	var write []setMember
 	for _, m := range members {
 		r := reads[m.ClusterID]
-		// An unreachable member would only cost each write its timeout.
-		if m.cluster == nil || !r.synced || m.cluster.Unreachable() != "" || m.cluster.CutOff() != "" {
+		if !writable(m, r) {
 			continue
 		}
 		mem.written[m.ClusterID] = m.cluster.Key()
@@ -85,6 +86,13 @@ func forEachMember(n int, do func(i int) error) []error {
 	}
 	wg.Wait()
 	return errs
+}
+
+// writable reports whether the member m, read r, is written: read in
+// full and answering. An unreachable member would only cost each write
+// its timeout.
+func writable(m setMember, r memberRead) bool {
+	return m.cluster != nil && r.synced && m.cluster.Unreachable() == "" && m.cluster.CutOff() == ""
 }
 
 // writeMember brings one member to its objects. The ClusterSetIPs are the
@@ -293,12 +301,27 @@ func (c *Controller) removeLeftMembers(ctx context.Context, mem *setMemory, memb
 	}
 	errs := forEachMember(len(left), func(i int) error { return c.removeFrom(ctx, left[i], mem.written[left[i]], user) })
 	for i, id := range left {
-		if errs[i] != nil {
+		if errs[i] != nil && !c.clusterGone(ctx, id, mem.written[id], errs[i]) {
 			klog.FromContext(ctx).Info("Removing the imports of a former member failed; retried at the next sync", "member", id, "err", errs[i])
 			continue
 		}
 		delete(mem.written, id)
 	}
+}
+
+// clusterGone reports, for a removal from the Cluster key that failed
+// with err, whether the Cluster is gone or being deleted: its objects go
+// with it, and its kubeconfig Secret with them, so it is not waited for.
+func (c *Controller) clusterGone(ctx context.Context, id, key string, err error) bool {
+	obj, exists, cerr := c.clusters.GetIndexer().GetByKey(key)
+	if cerr != nil {
+		return false
+	}
+	if m := watch.Meta(obj); exists && m != nil && m.GetDeletionTimestamp() == nil {
+		return false
+	}
+	klog.FromContext(ctx).Info("The Cluster of a member to clean is gone; its imports are not removed", "member", id, "cluster", key, "err", err)
+	return true
 }
 
 // removeFrom removes the clusterset's objects from the Cluster key
@@ -316,25 +339,45 @@ func (c *Controller) removeFrom(ctx context.Context, id, key, user string) error
 	return c.removeMember(ctx, sm)
 }
 
-// removeClusterSet removes what the ClusterSet key made, in every member
-// it wrote, and forgets it once that is done.
-func (c *Controller) removeClusterSet(ctx context.Context, key string) error {
-	mem := c.sets.memoryOf(key, "")
+// removeClusterSet removes what the ClusterSet key (uid; "" when it is
+// gone) made, in every member holding its objects, as the controller's
+// state lists them after a restart, and forgets it once that is done.
+// A member that cannot be reached fails the removal, which is retried;
+// one whose Cluster is gone is not waited for.
+func (c *Controller) removeClusterSet(ctx context.Context, key string, uid types.UID) error {
+	mem := c.sets.memoryOf(key, uid)
+	if err := c.recoverClusterSet(ctx, mem, key, uid); err != nil {
+		return err
+	}
 	user := clusterSetUser + key
 	ids := slices.Sorted(maps.Keys(mem.written))
 	removed := forEachMember(len(ids), func(i int) error { return c.removeFrom(ctx, ids[i], mem.written[ids[i]], user) })
 	var errs []error
 	for i, id := range ids {
-		if removed[i] != nil {
+		if removed[i] != nil && !c.clusterGone(ctx, id, mem.written[id], removed[i]) {
 			errs = append(errs, fmt.Errorf("member %s: %w", id, removed[i]))
 			continue
 		}
 		delete(mem.written, id)
 	}
 	if len(errs) > 0 {
+		c.workloads.Release(user, c.removalConnections(mem))
 		return fmt.Errorf("remove the imports of ClusterSet %s: %w", key, errors.Join(errs...))
+	}
+	if err := c.forgetClusterSetState(ctx, key); err != nil {
+		return err
 	}
 	c.workloads.Release(user, nil)
 	c.sets.forget(key)
 	return nil
+}
+
+// removalConnections keeps the connections to the members a removal has
+// still to reach, for Release: none of their informers is needed.
+func (c *Controller) removalConnections(mem *setMemory) map[string]map[string]bool {
+	keep := map[string]map[string]bool{}
+	for _, cluster := range mem.written {
+		keep[cluster] = map[string]bool{}
+	}
+	return keep
 }

@@ -59,6 +59,10 @@ const (
 	DefaultWorkers = 2
 	// Finalizer keeps a GatewayDNS until its slices are gone everywhere.
 	Finalizer = "connectivity.tanzu.vmware.com/xcc-dns-endpointslices"
+	// ClusterSetFinalizer keeps a ClusterSet until its objects (imports,
+	// derived Services, EndpointSlices, contract slices) are gone from
+	// every member that holds them.
+	ClusterSetFinalizer = "xcc-dns.io/clusterset-cleanup"
 	// controllerName is the event source and the work queue name.
 	controllerName = "xcc-dns-controller"
 )
@@ -94,9 +98,10 @@ type Config struct {
 	// NameGrants are the operator's grants of names to namespaces
 	// (--name-grants), besides each namespace's <label>.<ns>.names.<zone>.
 	NameGrants contract.Grants
-	// State keeps the last endpoints of headless exports across a
-	// restart (state.ConfigMaps in production); nil keeps nothing.
-	State state.Headless
+	// State keeps across a restart the last endpoints of headless
+	// exports and what each ClusterSet wrote and read
+	// (state.ConfigMaps in production); nil keeps nothing.
+	State state.Store
 	// Limits bound what one GatewayDNS publishes of its clusters'
 	// Services; zero fields are the defaults.
 	Limits desired.Limits
@@ -325,6 +330,7 @@ func (c *Controller) Run(ctx context.Context, ready chan<- struct{}) error {
 	var sets sync.WaitGroup
 	if c.sets != nil {
 		sets.Go(func() { c.sets.queue.Run(ctx, c.cfg.Workers) })
+		sets.Go(func() { c.enqueueKeptClusterSets(ctx) })
 	}
 	c.queue.Run(ctx, c.cfg.Workers)
 	sets.Wait()

@@ -54,6 +54,10 @@ type testEnv struct {
 	// cancel stops the controller; done is closed when its Run returned.
 	cancel context.CancelFunc
 	done   chan struct{}
+	// cfg is what the controller was made with, for restart.
+	cfg Config
+	// base is the test's context, which outlives each controller's.
+	base context.Context
 }
 
 // sawEvent reports whether an event containing every part was recorded.
@@ -120,8 +124,8 @@ func newTestEnv(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Objec
 // those clients instead of a fake of workloads.
 func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Object, workloads map[string]*fake.Clientset, clients map[string]workload.Client, options ...func(*Config)) *testEnv {
 	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
+	_, base := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(base)
 	t.Cleanup(cancel)
 	// An empty scheme: the dynamic fake then keeps everything unstructured.
 	scheme := runtime.NewScheme()
@@ -172,8 +176,8 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 			t.Fatal(err)
 		}
 	}
-	e := &testEnv{t: t, ctx: ctx, mgmt: fake.NewClientset(mgmtObjs...), dyn: dyn, workloads: workloads,
-		events: record.NewFakeRecorder(1000), cancel: cancel, done: make(chan struct{})}
+	e := &testEnv{t: t, ctx: ctx, base: base, mgmt: fake.NewClientset(mgmtObjs...), dyn: dyn, workloads: workloads,
+		events: record.NewFakeRecorder(1000), cancel: cancel}
 	cfg := Config{
 		Kube: e.mgmt, Dynamic: dyn, ClusterResource: clusterGVR,
 		NewClient: func(raw []byte) (workload.Client, error) {
@@ -193,27 +197,55 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 	for _, o := range options {
 		o(&cfg)
 	}
-	e.ctrl = New(cfg)
-	ready := make(chan struct{})
-	go func() {
-		defer close(e.done)
-		_ = e.ctrl.Run(ctx, ready)
-	}()
+	e.cfg = cfg
 	// The controller and its background writes stop before the test ends.
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-e.done:
-		case <-time.After(10 * time.Second):
-			t.Error("the controller did not stop within 10s")
-		}
-	})
+	t.Cleanup(e.stop)
+	e.start()
+	return e
+}
+
+// start runs a controller made of e.cfg until e.cancel, and waits for
+// its caches.
+func (e *testEnv) start() {
+	e.t.Helper()
+	e.ctrl = New(e.cfg)
+	e.done = make(chan struct{})
+	ready := make(chan struct{})
+	ctrl, ctx, done := e.ctrl, e.ctx, e.done
+	go func() {
+		defer close(done)
+		_ = ctrl.Run(ctx, ready)
+	}()
 	select {
 	case <-ready:
 	case <-time.After(10 * time.Second):
-		t.Fatal("caches did not sync")
+		e.t.Fatal("caches did not sync")
 	}
-	return e
+}
+
+// stop stops the controller and waits until its Run returned.
+func (e *testEnv) stop() {
+	e.cancel()
+	select {
+	case <-e.done:
+	case <-time.After(10 * time.Second):
+		e.t.Error("the controller did not stop within 10s")
+	}
+}
+
+// restart is a new controller on the same clusters (a restart, or a
+// failover to another replica): nothing of the old one's memory, only
+// what the management cluster and the workload clusters hold. between
+// runs while no controller does.
+func (e *testEnv) restart(between func()) {
+	e.t.Helper()
+	e.stop()
+	if between != nil {
+		between()
+	}
+	e.ctx, e.cancel = context.WithCancel(e.base)
+	e.t.Cleanup(e.cancel)
+	e.start()
 }
 
 // slices returns "hostname type addresses" of every slice of a

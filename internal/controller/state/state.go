@@ -1,8 +1,10 @@
 // Package state keeps what the controller must remember across a restart
 // and may not read back from a workload cluster: the last endpoints each
-// headless export published per source cluster. A workload cluster's
-// admin can write any slice into its own cluster, so what a target holds
-// is no evidence of what a source cluster had; the controller keeps its
+// headless export published per source cluster (Headless), and of each
+// ClusterSet the members holding its objects and each member's last
+// exports (ClusterSets). A workload cluster's admin can write any object
+// into its own cluster, so what a cluster holds is no evidence of what
+// another had or of what the controller wrote; the controller keeps its
 // own copy on the management cluster, in a namespace no tenant writes.
 package state
 
@@ -92,13 +94,9 @@ func (s *ConfigMaps) Load(ctx context.Context, key string) (map[string]contract.
 	if cm.Annotations[contract.AnnotationGatewayRef] != key {
 		return nil, nil
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(cm.BinaryData[headlessKey]))
-	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", s.Namespace, name, headlessKey, err)
-	}
 	var out map[string]contract.HeadlessEndpoints
 	// Read no more than a ConfigMap can hold, unpacked tenfold.
-	if err := json.NewDecoder(io.LimitReader(zr, 10*MaxHeadlessBytes)).Decode(&out); err != nil {
+	if err := unpack(cm.BinaryData[headlessKey], 10*MaxHeadlessBytes, &out); err != nil {
 		return nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", s.Namespace, name, headlessKey, err)
 	}
 	return out, nil
@@ -120,19 +118,15 @@ func (s *ConfigMaps) Save(ctx context.Context, key string, eps map[string]contra
 	if err != nil {
 		return err
 	}
-	var packed bytes.Buffer
-	zw := gzip.NewWriter(&packed)
-	if _, err := zw.Write(data); err != nil {
-		return fmt.Errorf("pack last endpoints of %s: %w", key, err)
+	packed, err := pack(data)
+	if err != nil {
+		return fmt.Errorf("last endpoints of %s: %w", key, err)
 	}
-	if err := zw.Close(); err != nil {
-		return fmt.Errorf("pack last endpoints of %s: %w", key, err)
-	}
-	if packed.Len() > MaxHeadlessBytes {
+	if len(packed) > MaxHeadlessBytes {
 		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete ConfigMap %s/%s: %w", s.Namespace, name, err)
 		}
-		return fmt.Errorf("last endpoints of %s: %d bytes packed, more than %d: %w", key, packed.Len(), MaxHeadlessBytes, ErrTooLarge)
+		return fmt.Errorf("last endpoints of %s: %d bytes packed, more than %d: %w", key, len(packed), MaxHeadlessBytes, ErrTooLarge)
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
@@ -140,18 +134,9 @@ func (s *ConfigMaps) Save(ctx context.Context, key string, eps map[string]contra
 			Labels:      map[string]string{contract.LabelManagedBy: contract.ManagedByValue, LabelKind: KindHeadless},
 			Annotations: map[string]string{contract.AnnotationGatewayRef: key},
 		},
-		BinaryData: map[string][]byte{headlessKey: packed.Bytes()},
+		BinaryData: map[string][]byte{headlessKey: packed},
 	}
-	// An update without a resourceVersion replaces whatever is there: the
-	// one controller that leads is the only writer.
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("write ConfigMap %s/%s: %w", s.Namespace, name, err)
-	}
-	return nil
+	return s.put(ctx, cm)
 }
 
 // Encode is the stored form of eps: JSON, without the refusals (they are
@@ -167,4 +152,30 @@ func Encode(eps map[string]contract.HeadlessEndpoints) ([]byte, error) {
 		return nil, fmt.Errorf("encode last endpoints: %w", err)
 	}
 	return b, nil
+}
+
+// pack gzips data: the JSON of pod addresses and hostnames compresses well.
+func pack(data []byte) ([]byte, error) {
+	var packed bytes.Buffer
+	zw := gzip.NewWriter(&packed)
+	if _, err := zw.Write(data); err != nil {
+		return nil, fmt.Errorf("pack: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("pack: %w", err)
+	}
+	return packed.Bytes(), nil
+}
+
+// unpack decodes the gzipped JSON packed into out, reading no more than
+// limit bytes unpacked.
+func unpack(packed []byte, limit int64, out any) error {
+	zr, err := gzip.NewReader(bytes.NewReader(packed))
+	if err != nil {
+		return fmt.Errorf("unpack: %w", err)
+	}
+	if err := json.NewDecoder(io.LimitReader(zr, limit)).Decode(out); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	return nil
 }

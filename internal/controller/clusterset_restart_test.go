@@ -1,0 +1,323 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	k8stesting "k8s.io/client-go/testing"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/state"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
+)
+
+// twoMembers is a ClusterSet prod of cluster-a (a) and cluster-b (b).
+func twoMembers(t *testing.T, a, b memberFake, options ...func(*Config)) *testEnv {
+	t.Helper()
+	sel := map[string]string{"set": "prod"}
+	return newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
+		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b},
+		append([]func(*Config){func(c *Config) { c.ClusterSets = true }}, options...)...)
+}
+
+// hasImport reports whether m holds the ServiceImport shop/web of
+// cluster-a's export, and cluster-a's endpoint behind it.
+func hasImport(ctx context.Context, m memberFake) bool {
+	si, err := m.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || len(si.Status.Clusters) != 1 || si.Status.Clusters[0].Cluster != "cluster-a" {
+		return false
+	}
+	list, err := m.DiscoveryV1().EndpointSlices("shop").List(ctx, metav1.ListOptions{
+		LabelSelector: mcsv1beta1.LabelSourceCluster + "=cluster-a"})
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(list.Items, func(s discoveryv1.EndpointSlice) bool {
+		return len(s.Endpoints) == 1 && s.Endpoints[0].Addresses[0] == "10.244.1.5"
+	})
+}
+
+// holdsNothing reports whether m holds no object of the ClusterSet: no
+// ServiceImport, derived Service, imported EndpointSlice or contract slice.
+func holdsNothing(ctx context.Context, t *testing.T, m memberFake) bool {
+	_, err := m.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(ctx, "web", metav1.GetOptions{})
+	_, svcErr := m.CoreV1().Services("shop").Get(ctx, objects.DerivedServiceName("shop", "web"), metav1.GetOptions{})
+	imported, listErr := m.DiscoveryV1().EndpointSlices("shop").List(ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelSourceCluster})
+	return apierrors.IsNotFound(err) && apierrors.IsNotFound(svcErr) && listErr == nil && len(imported.Items) == 0 &&
+		len(clusterSetSlices(ctx, t, m)) == 0
+}
+
+// clusterSet reads the ClusterSet name of dev-team.
+func (e *testEnv) clusterSet(name string) *xccv1alpha1.ClusterSet {
+	e.t.Helper()
+	u, err := e.dyn.Resource(xccv1alpha1.ClusterSetResource).Namespace("dev-team").Get(e.base, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cs, err := toClusterSet(u)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cs
+}
+
+// markSetDeleting sets the ClusterSet's deletionTimestamp, as the API
+// server does on delete while a finalizer holds it.
+func (e *testEnv) markSetDeleting(name string) {
+	e.t.Helper()
+	res := e.dyn.Resource(xccv1alpha1.ClusterSetResource).Namespace("dev-team")
+	u, err := res.Get(e.base, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	now := metav1.Now()
+	u.SetDeletionTimestamp(&now)
+	if _, err := res.Update(e.base, u, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// keptSet is what the controller's state keeps of dev-team/prod; nil:
+// nothing.
+func (e *testEnv) keptSet() *state.ClusterSet {
+	e.t.Helper()
+	kept, err := (&state.ConfigMaps{Client: e.mgmt, Namespace: stateNamespace}).LoadClusterSet(e.base, "dev-team/prod")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return kept
+}
+
+// keptBoth waits until the state keeps both members written and
+// cluster-a's export.
+func (e *testEnv) keptBoth() {
+	e.t.Helper()
+	eventually(e.t, "the state keeps both members and cluster-a's export", func() bool {
+		kept := e.keptSet()
+		return kept != nil && kept.Written["cluster-a"] == "dev-team/cluster-a" && kept.Written["cluster-b"] == "dev-team/cluster-b" &&
+			len(kept.Members["cluster-a"].Exports) == 1 && len(kept.Members["cluster-a"].Exports[0].Slices) == 1
+	})
+}
+
+// A ClusterSet deleted while no controller ran, being deleted (its
+// finalizer holds it) or gone altogether (the finalizer taken off by
+// hand), has its objects removed from both members by the next
+// controller, which knows where they are from its state alone; then the
+// finalizer and the state go.
+func TestControllerClusterSetRemovedAfterRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		delete func(*testEnv)
+	}{
+		{"being deleted", func(e *testEnv) { e.markSetDeleting("prod") }},
+		{"gone", func(e *testEnv) {
+			if err := e.dyn.Resource(xccv1alpha1.ClusterSetResource).Namespace("dev-team").Delete(e.base, "prod", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+			e := twoMembers(t, a, b)
+			eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
+			eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+			e.keptBoth()
+
+			e.restart(func() { tc.delete(e) })
+			eventually(t, "nothing of the ClusterSet left in either member", func() bool {
+				return holdsNothing(e.ctx, t, a) && holdsNothing(e.ctx, t, b)
+			})
+			if tc.name == "being deleted" {
+				eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+			}
+			eventually(t, "the state forgotten", func() bool { return e.keptSet() == nil })
+		})
+	}
+}
+
+// A member unreachable when the controller starts keeps its imports in
+// the other members, from the last exports the state keeps, by the rule
+// of an outage while the controller runs; back up, it is read again.
+func TestControllerClusterSetUnreachableAcrossRestart(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	d := newDownable(a.Clientset)
+	a.mcs.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if d.isDown() {
+			return true, nil, errServerDown
+		}
+		return false, nil, nil
+	})
+	e := twoMembers(t, a, b, func(c *Config) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
+	eventually(t, "imported into cluster-b", func() bool { return hasImport(e.ctx, b) })
+	e.keptBoth()
+
+	e.restart(d.down)
+	eventually(t, "the ClusterSet says cluster-a is away", func() bool {
+		c := meta.FindStatusCondition(clusterSetStatusOf(e.ctx, t, e, "prod").Conditions, xccv1alpha1.ConditionReady)
+		return c != nil && c.Reason == setReasonUnreachable
+	})
+	for range 5 {
+		e.ctrl.sets.queue.Add("dev-team/prod")
+		time.Sleep(50 * time.Millisecond)
+		if !hasImport(e.ctx, b) {
+			t.Fatal("cluster-a's export left cluster-b after a restart while cluster-a was unreachable")
+		}
+	}
+	d.up()
+	eventually(t, "the ClusterSet Ready again", func() bool {
+		c := meta.FindStatusCondition(clusterSetStatusOf(e.ctx, t, e, "prod").Conditions, xccv1alpha1.ConditionReady)
+		return c != nil && c.Reason == setReasonWritten
+	})
+	if !hasImport(e.ctx, b) {
+		t.Error("cluster-a's export gone from cluster-b once it is back")
+	}
+}
+
+// A member that left while no controller ran, unselected or its Cluster
+// deleted, has its imports removed by the next controller; the member
+// that stays keeps them. One whose kubeconfig Secret went with its
+// Cluster cannot be reached and is not waited for: it is forgotten.
+func TestControllerClusterSetMemberLeftWhileDown(t *testing.T) {
+	clusters := func(e *testEnv) dynamic.ResourceInterface { return e.dyn.Resource(clusterGVR).Namespace("dev-team") }
+	for _, tc := range []struct {
+		name      string
+		leave     func(*testEnv)
+		unreached bool
+	}{
+		{name: "unselected", leave: func(e *testEnv) {
+			u, err := clusters(e).Get(e.base, "cluster-b", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.SetLabels(nil)
+			if _, err := clusters(e).Update(e.base, u, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "Cluster deleted", leave: func(e *testEnv) {
+			if err := clusters(e).Delete(e.base, "cluster-b", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "Cluster and its Secret deleted", unreached: true, leave: func(e *testEnv) {
+			if err := clusters(e).Delete(e.base, "cluster-b", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.mgmt.CoreV1().Secrets("dev-team").Delete(e.base, "cluster-b-kubeconfig", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+			e := twoMembers(t, a, b)
+			eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
+			e.keptBoth()
+
+			e.restart(func() { tc.leave(e) })
+			if !tc.unreached {
+				eventually(t, "nothing of the ClusterSet left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
+			}
+			if !hasImport(e.ctx, a) {
+				t.Error("cluster-a lost its import")
+			}
+			eventually(t, "the state keeps cluster-a alone", func() bool {
+				kept := e.keptSet()
+				return kept != nil && len(kept.Written) == 1 && kept.Written["cluster-a"] != ""
+			})
+		})
+	}
+}
+
+// A member unreachable while its ClusterSet is deleted keeps the
+// finalizer, and status says which member still holds the objects; the
+// other member is cleaned meanwhile. Back up, it is cleaned and the
+// finalizer goes.
+func TestControllerClusterSetDeletionWaitsForMember(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	d := newDownable(b.Clientset)
+	b.mcs.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if d.isDown() {
+			return true, nil, errServerDown
+		}
+		return false, nil, nil
+	})
+	e := twoMembers(t, a, b, func(c *Config) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
+	eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
+	eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+
+	d.down()
+	e.markSetDeleting("prod")
+	eventually(t, "nothing left in cluster-a", func() bool { return holdsNothing(e.ctx, t, a) })
+	eventually(t, "status names cluster-b as still holding the objects", func() bool {
+		c := meta.FindStatusCondition(e.clusterSet("prod").Status.Conditions, xccv1alpha1.ConditionReady)
+		return c != nil && c.Reason == setReasonRemoving && strings.Contains(c.Message, "cluster-b")
+	})
+	if !hasSetFinalizer(e.clusterSet("prod")) {
+		t.Fatal("finalizer removed while cluster-b still holds the objects")
+	}
+	d.up()
+	eventually(t, "nothing left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
+	eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+}
+
+// configMapWrites counts the ConfigMap creates and updates on the
+// management cluster: the state's writes.
+func (e *testEnv) configMapWrites() int {
+	n := 0
+	for _, a := range e.mgmt.Actions() {
+		if a.GetResource().Resource == "configmaps" && (a.GetVerb() == "create" || a.GetVerb() == "update") {
+			n++
+		}
+	}
+	return n
+}
+
+// The state is written when what it keeps changes, not at every sync:
+// syncs that read the same exports and endpoints write nothing; a new
+// endpoint is written.
+func TestControllerClusterSetStateSavedOnChange(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	e := twoMembers(t, a, b)
+	e.keptBoth()
+	eventually(t, "the ClusterSet Ready", func() bool {
+		c := meta.FindStatusCondition(clusterSetStatusOf(e.ctx, t, e, "prod").Conditions, xccv1alpha1.ConditionReady)
+		return c != nil && c.Reason == setReasonWritten
+	})
+	before := e.configMapWrites()
+	for range 5 {
+		e.ctrl.sets.queue.Add("dev-team/prod")
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := e.configMapWrites() - before; n != 0 {
+		t.Errorf("%d state writes in syncs that changed nothing", n)
+	}
+
+	s, err := a.DiscoveryV1().EndpointSlices("shop").Get(e.ctx, "web-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Endpoints = append(s.Endpoints, testfixture.Endpoint("10.244.1.6", true))
+	if _, err := a.DiscoveryV1().EndpointSlices("shop").Update(e.ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new endpoint kept", func() bool {
+		kept := e.keptSet()
+		return kept != nil && len(kept.Members["cluster-a"].Exports) == 1 &&
+			len(kept.Members["cluster-a"].Exports[0].Slices) == 1 && len(kept.Members["cluster-a"].Exports[0].Slices[0].Endpoints) == 2
+	})
+}
