@@ -342,8 +342,15 @@ bench-headless: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Headless export in
 	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/headless.txt $(GO) test -count=1 -timeout 30m -run '^TestE2E$$/^BenchHeadless' -v .
 	@cat $(BENCH_DIR)/headless.txt
 
+.PHONY: bench-mcs
+bench-mcs: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## The Multi-Cluster Services API in the lab: export-to-answer latency, 1,000 exports in five members; tables in bin/bench/mcs.txt.
+	@mkdir -p $(BENCH_DIR)
+	@rm -f $(BENCH_DIR)/mcs.txt
+	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/mcs.txt $(GO) test -count=1 -timeout 60m -run '^TestE2E$$/^BenchMCS' -v .
+	@cat $(BENCH_DIR)/mcs.txt
+
 .PHONY: bench-lab
-bench-lab: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Propagation, gateways failover, headless churn and scale in the local lab (real kube-apiservers); tables in bin/bench/lab.txt.
+bench-lab: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Propagation, gateways failover, headless churn, MCS and scale in the local lab (real kube-apiservers); tables in bin/bench/lab.txt.
 	@mkdir -p $(BENCH_DIR)
 	@rm -f $(BENCH_DIR)/lab.txt
 	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/lab.txt XCC_BENCH_SCALE=$(BENCH_SCALE) $(GO) test -count=1 -timeout $(BENCH_LAB_TIMEOUT) -run '^TestE2E$$/^Bench' -v .

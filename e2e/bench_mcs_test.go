@@ -192,7 +192,10 @@ func timeExport(ctx context.Context, aC benchClients, dnsAddr string, seen *mcsS
 			break
 		}
 		if time.Now().After(deadline) {
-			return times, fmt.Errorf("%s not answered %s after its export: %v %v", host, mcsChangeTimeout, lab.Summary(r), err)
+			if err == nil {
+				err = fmt.Errorf("the last answer: %s", lab.Summary(r))
+			}
+			return times, fmt.Errorf("%s not answered %s after its export: %w", host, mcsChangeTimeout, err)
 		}
 		time.Sleep(mcsPoll)
 	}

@@ -196,7 +196,8 @@ func (w *writer) services(ctx context.Context, ch Changes[*corev1.Service], exis
 
 func (w *writer) slices(ctx context.Context, ch Changes[*discoveryv1.EndpointSlice]) {
 	for _, d := range ch.Create {
-		create(ctx, w, "EndpointSlice", d, w.m.Slices(d.Namespace))
+		// A failure is recorded by create (w.fail); nothing else waits on it.
+		_, _ = create(ctx, w, "EndpointSlice", d, w.m.Slices(d.Namespace))
 	}
 	for _, u := range ch.Update {
 		if _, err := w.m.Slices(u.Namespace).Update(ctx, u, metav1.UpdateOptions{}); err != nil {
