@@ -205,13 +205,16 @@ var aggregateCases = []aggregateCase{
 		status:  []string{"a shop/cart " + validOK, "b shop/cart " + validOK},
 	},
 	{
-		name: "ports are the union: a port only a newer export declares is added",
+		name: "ports are the union: a port only a newer export declares is added, and both are in conflict",
 		exports: []Export{
 			exp("a", 0, svc(nil, tcp("http", 80))),
 			exp("b", 1, svc(nil, tcp("http", 80), tcp("metrics", 9100))),
 		},
 		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80,metrics/TCP/9100 sa=None itp=Cluster winner=a clusters=a,b"},
-		status:  []string{"a shop/cart " + validOK, "b shop/cart " + validOK},
+		status: []string{
+			"a shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
+			"b shop/cart " + validPrefix + "PortConflict" + ready + " [ports]",
+		},
 	},
 	{
 		name: "a clash of the newest only: the middle export names it too",

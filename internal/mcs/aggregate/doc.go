@@ -20,7 +20,10 @@
 //     name, then by protocol and port; where two clash, the one of the
 //     export with precedence is kept (KEP: "the conflict resolution
 //     policy will determine which of the duplicated ports are used").
-//     A port one export adds and no other declares is no conflict.
+//     Exports whose port sets differ at all are in conflict, a port only
+//     a newer export adds included: the union is still the import's
+//     ports (the KEP and the upstream conformance suite's required
+//     "union of the ports and a conflict").
 //   - Conflict: the KEP sets it "on all ServiceExports for the conflicted
 //     service". Every valid export of a conflicted import says True and
 //     names the fields; an export whose own values lost names the fields

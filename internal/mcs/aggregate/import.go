@@ -63,7 +63,7 @@ func ownConflicts(valid []Export, lostPorts map[int]bool) [][]Field {
 		s := e.Service
 		differs := map[Field]bool{
 			FieldType:                  importType(s) != importType(w),
-			FieldPorts:                 lostPorts[i],
+			FieldPorts:                 lostPorts[i] || !samePorts(s.Ports, w.Ports),
 			FieldSessionAffinity:       s.SessionAffinity != w.SessionAffinity,
 			FieldSessionAffinityConfig: !sameAffinityConfig(s.SessionAffinityConfig, w.SessionAffinityConfig),
 			FieldInternalTrafficPolicy: s.InternalTrafficPolicy != w.InternalTrafficPolicy,
@@ -76,6 +76,13 @@ func ownConflicts(valid []Export, lostPorts map[int]bool) [][]Field {
 		}
 	}
 	return own
+}
+
+// samePorts reports whether two exports declare the same ports, in any
+// order. The KEP raises PortConflict on a union too: an export that adds
+// a port the oldest does not declare differs from it.
+func samePorts(a, b []Port) bool {
+	return slices.Equal(slices.SortedFunc(slices.Values(a), comparePorts), slices.SortedFunc(slices.Values(b), comparePorts))
 }
 
 func sameAffinityConfig(a, b *SessionAffinityConfig) bool {

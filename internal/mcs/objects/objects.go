@@ -77,7 +77,7 @@ func Compute(in Input) Objects {
 		}
 		st := in.Imports[imp.Key]
 		derived := DerivedServiceName(imp.Namespace, imp.Name)
-		out.Imports = append(out.Imports, serviceImport(imp, st.ClusterIPs))
+		out.Imports = append(out.Imports, serviceImport(imp, st))
 		if imp.Type == aggregate.ImportClusterSetIP {
 			svc, refused := derivedService(imp, derived)
 			out.Services = append(out.Services, svc)
@@ -96,10 +96,11 @@ func Compute(in Input) Objects {
 	return out
 }
 
-// serviceImport is the ServiceImport of imp in a member whose derived
-// Service has clusterIPs (only a ClusterSetIP import has ips), with its
-// status (importStatus).
-func serviceImport(imp aggregate.Import, clusterIPs []string) *mcsv1beta1.ServiceImport {
+// serviceImport is the ServiceImport of imp in a member, st its state
+// there, with its status (importStatus): a ClusterSetIP import has the
+// addresses of its derived Service and their families, a Headless one the
+// families of its sources' endpoints.
+func serviceImport(imp aggregate.Import, st ImportState) *mcsv1beta1.ServiceImport {
 	si := &mcsv1beta1.ServiceImport{
 		ObjectMeta: metav1.ObjectMeta{Name: imp.Name, Namespace: imp.Namespace, Labels: baseLabels(imp.Name)},
 		Spec: mcsv1beta1.ServiceImportSpec{
@@ -116,7 +117,9 @@ func serviceImport(imp aggregate.Import, clusterIPs []string) *mcsv1beta1.Servic
 		})
 	}
 	if imp.Type == aggregate.ImportClusterSetIP {
-		si.Spec.IPs, si.Spec.IPFamilies = importIPs(clusterIPs)
+		si.Spec.IPs, si.Spec.IPFamilies = importIPs(st.ClusterIPs)
+	} else {
+		si.Spec.IPFamilies = endpointFamilies(imp, st.Endpoints)
 	}
 	si.Status = importStatus(imp, si.Spec.IPs)
 	return si
@@ -254,4 +257,27 @@ func optional[T ~string](s string) *T {
 		return nil
 	}
 	return ptr.To(T(s))
+}
+
+// endpointFamilies are the address families of the sources' EndpointSlices
+// of a Headless import, IPv4 first; none while no source has a slice.
+// Clients (the upstream MCS conformance suite among them) read
+// spec.ipFamilies to know which records to ask for.
+func endpointFamilies(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice) []corev1.IPFamily {
+	has := map[discoveryv1.AddressType]bool{}
+	for _, cluster := range imp.Clusters {
+		for _, s := range endpoints[cluster] {
+			if s != nil {
+				has[s.AddressType] = true
+			}
+		}
+	}
+	var out []corev1.IPFamily
+	if has[discoveryv1.AddressTypeIPv4] {
+		out = append(out, corev1.IPv4Protocol)
+	}
+	if has[discoveryv1.AddressTypeIPv6] {
+		out = append(out, corev1.IPv6Protocol)
+	}
+	return out
 }

@@ -171,8 +171,8 @@ func TestComputeHeadless(t *testing.T) {
 	if len(out.Services) != 0 {
 		t.Errorf("services %d: a Headless import has no derived Service", len(out.Services))
 	}
-	if si := out.Imports[0]; si.Spec.Type != "Headless" || si.Spec.IPs != nil {
-		t.Errorf("ServiceImport type %s ips %v: want Headless without ips", si.Spec.Type, si.Spec.IPs)
+	if si := out.Imports[0]; si.Spec.Type != "Headless" || si.Spec.IPs != nil || !slices.Equal(si.Spec.IPFamilies, []corev1.IPFamily{corev1.IPv4Protocol}) {
+		t.Errorf("ServiceImport type %s ips %v families %v: want Headless without ips, family IPv4 of its endpoints", si.Spec.Type, si.Spec.IPs, si.Spec.IPFamilies)
 	}
 	want := []string{"a IPv4 headless ports=db/TCP/5432 eps=10.1.0.1(db-0)"}
 	if got := sliceViews(out); !slices.Equal(got, want) {
@@ -196,5 +196,28 @@ func TestComputeNamespaceMissing(t *testing.T) {
 	if len(out.Imports)+len(out.Services)+len(out.Slices) != 0 {
 		t.Errorf("wrote %d imports, %d services, %d slices into a member without namespace %s",
 			len(out.Imports), len(out.Services), len(out.Slices), ns)
+	}
+}
+
+// TestEndpointFamilies: a Headless import's families are those of its
+// sources' slices, IPv4 first, and none before a source has one.
+func TestEndpointFamilies(t *testing.T) {
+	imp := aggregate.Import{Clusters: []string{"a", "b"}}
+	v4 := slice("x", discoveryv1.AddressTypeIPv4, nil, ep("10.1.0.1"))
+	v6 := slice("y", discoveryv1.AddressTypeIPv6, nil, ep("fd00::1"))
+	for _, tc := range []struct {
+		name      string
+		endpoints map[string][]*discoveryv1.EndpointSlice
+		want      []corev1.IPFamily
+	}{
+		{"no slices yet", nil, nil},
+		{"IPv4 only", map[string][]*discoveryv1.EndpointSlice{"a": {v4}}, []corev1.IPFamily{corev1.IPv4Protocol}},
+		{"IPv6 in one, IPv4 in the other", map[string][]*discoveryv1.EndpointSlice{"a": {v6}, "b": {v4}},
+			[]corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}},
+		{"a cluster not a source is not read", map[string][]*discoveryv1.EndpointSlice{"c": {v6}}, nil},
+	} {
+		if got := endpointFamilies(imp, tc.endpoints); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
