@@ -214,7 +214,7 @@ node-packages: ## Install what the node lab needs from Debian (containerd, runc,
 	@missing=""; for pair in $(NODE_PACKAGES); do cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 		if [ "$${cmd#/}" != "$$cmd" ]; then test -e $$cmd || missing="$$missing $$pkg"; \
 		else command -v $$cmd >/dev/null 2>&1 || test -x /usr/sbin/$$cmd || missing="$$missing $$pkg"; fi; done; \
-	missing=$$(echo $$missing | tr ' ' '\n' | sort -u | tr '\n' ' '); \
+	missing=$$(echo $$missing | tr ' ' '\n' | sort -u | xargs); \
 	if [ -n "$$missing" ]; then \
 		echo ">> the node lab needs these Debian packages, missing here: $$missing"; \
 		command -v apt-get >/dev/null || { echo "no apt-get: install $$missing by hand"; exit 1; }; \
