@@ -259,7 +259,7 @@ node-lab: node-packages $(KUBE_APISERVER) node-components $(HELM) ## Start the n
 # nicolaka/netshoot), built from Debian packages because the node lab
 # reaches no registry (e2e/cmd/mcsimages; e2e/README.md, "Running an MCS
 # conformance suite against it"). Command and package, one pair a word.
-MCS_IMAGE_PACKAGES := busybox:busybox-static socat:socat nslookup:bind9-dnsutils nc.openbsd:netcat-openbsd
+MCS_IMAGE_PACKAGES := busybox:busybox-static dash:dash socat:socat nslookup:bind9-dnsutils nc.openbsd:netcat-openbsd
 MCS_IMAGES_DIR     := $(BIN)/mcs-images
 
 .PHONY: mcs-conformance-images

@@ -14,10 +14,14 @@
 //     suite parses its output), nc (OpenBSD's, with -4/-6, -v, -w), grep,
 //     awk and tail.
 //
-// Each image is busybox (static: sh and the text tools, one applet link
-// per name) plus the packages' binaries and the shared libraries ldd
-// names for them, at the paths ldd gives. `make mcs-conformance-images`
-// installs the packages with apt-get and runs this command.
+// Each image is dash as /bin/sh, busybox (static) for the text tools, one
+// applet link per name, plus the packages' binaries and the shared
+// libraries ldd names for them, at the paths ldd gives. Debian's static
+// busybox is built to run its own applets before any program in PATH, so
+// its sh would run busybox's nslookup and nc, whose output and flags are
+// not what the suite expects: dash runs what PATH names.
+// `make mcs-conformance-images` installs the packages with apt-get and
+// runs this command.
 package main
 
 import (
@@ -31,6 +35,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
@@ -56,6 +61,12 @@ type image struct {
 const pathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 var busybox = binary{name: "busybox", pkg: "busybox-static", dest: "/bin/busybox"}
+
+// common are in both images.
+var common = []binary{
+	busybox,
+	{name: "dash", pkg: "dash", dest: "/bin/sh"},
+}
 
 var images = []image{
 	{
@@ -148,14 +159,14 @@ func build(img image, applets []string, archive string) error {
 		}
 	}
 	has := map[string]bool{}
-	for _, b := range append([]binary{busybox}, img.binaries...) {
+	for _, b := range append(slices.Clone(common), img.binaries...) {
 		if err := addBinary(root, b); err != nil {
 			return err
 		}
 		has[path.Base(b.dest)] = true
 	}
-	// Busybox's applets, except where a package gives the real program
-	// (busybox's own nslookup and nc print and accept other things).
+	// Busybox's applets, except where a package gives the program (sh;
+	// busybox's own nslookup and nc print and accept other things).
 	for _, a := range applets {
 		if has[path.Base(a)] {
 			continue
