@@ -40,7 +40,7 @@ GO_BUILD    := CGO_ENABLED=0 $(GO) build -trimpath
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_.-]+:.*##/ {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_.-]+:.*##/ {printf "  %-24s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: xcc-syncer coredns ## Build bin/xcc-syncer and bin/coredns.
@@ -214,7 +214,7 @@ node-packages: ## Install what the node lab needs from Debian (containerd, runc,
 	@missing=""; for pair in $(NODE_PACKAGES); do cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 		if [ "$${cmd#/}" != "$$cmd" ]; then test -e $$cmd || missing="$$missing $$pkg"; \
 		else command -v $$cmd >/dev/null 2>&1 || test -x /usr/sbin/$$cmd || missing="$$missing $$pkg"; fi; done; \
-	missing=$$(echo $$missing | tr ' ' '\n' | sort -u | tr '\n' ' '); \
+	missing=$$(echo $$missing | tr ' ' '\n' | sort -u | xargs); \
 	if [ -n "$$missing" ]; then \
 		echo ">> the node lab needs these Debian packages, missing here: $$missing"; \
 		command -v apt-get >/dev/null || { echo "no apt-get: install $$missing by hand"; exit 1; }; \
@@ -254,6 +254,23 @@ node-lab: node-packages $(KUBE_APISERVER) node-components $(HELM) ## Start the n
 	$(MAKE) images PLATFORMS=linux/$(GOARCH_HOST)
 	cd $(E2E_DIR) && $(GO) build -o bin/nodelab ./cmd/nodelab
 	@$(E2E_DIR)/bin/nodelab -repo $(CURDIR) $(NODE_LAB_FLAGS)
+
+# The images the upstream MCS conformance suite names (alpine/socat,
+# nicolaka/netshoot), built from Debian packages because the node lab
+# reaches no registry (e2e/cmd/mcsimages; e2e/README.md, "Running an MCS
+# conformance suite against it"). Command and package, one pair a word.
+MCS_IMAGE_PACKAGES := busybox:busybox-static dash:dash socat:socat nslookup:bind9-dnsutils nc.openbsd:netcat-openbsd
+MCS_IMAGES_DIR     := $(BIN)/mcs-images
+
+.PHONY: mcs-conformance-images
+mcs-conformance-images: ## Build the images the MCS conformance suite names from Debian packages (apt-get installs the missing ones) into bin/mcs-images/.
+	@missing=""; for pair in $(MCS_IMAGE_PACKAGES); do command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair##*:}"; done; \
+	if [ -n "$$missing" ]; then \
+		echo ">> the images need these Debian packages, missing here:$$missing"; \
+		command -v apt-get >/dev/null || { echo "no apt-get: install$$missing by hand"; exit 1; }; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing || { echo "could not install:$$missing"; exit 1; }; \
+	fi
+	cd $(E2E_DIR) && $(GO) run ./cmd/mcsimages -out $(MCS_IMAGES_DIR)
 
 # NODES=1 starts the demo on real nodes (the node lab, make node-lab).
 NODES ?=

@@ -3,6 +3,7 @@ package lab
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -16,12 +17,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // The node lab builds every image it runs: no registry is reachable.
-// An image here is one static binary on an empty base, written as an OCI
-// image archive (an OCI image layout in a tar) that `ctr images import`
-// reads.
+// An image here is one static binary on an empty base (WriteBinaryImage)
+// or a directory tree (WriteDirImage), written as an OCI image archive (an
+// OCI image layout in a tar) that `ctr images import` reads.
 
 // BuildStaticBinary builds pkg (a package path of the e2e module, or any
 // package the e2e module requires) into out as a static binary.
@@ -81,24 +83,134 @@ func WriteBinaryImage(exe, ref, user string, args []string, netBindService bool,
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	diffID := sha256.Sum256(layerTar.Bytes())
+	return writeImageArchive(layerTar.Bytes(), ref, ImageConfig{
+		Entrypoint: append([]string{"/" + name}, args...),
+		User:       user,
+	}, out)
+}
+
+// ImageConfig is what an image built here says about how to run it: the
+// fields of the OCI image config's "config" that the node lab's images
+// set. Empty fields are left out, so that a pod's command and args
+// replace them as they replace a public image's.
+type ImageConfig struct {
+	Entrypoint []string
+	Cmd        []string
+	Env        []string
+	User       string
+	// WorkingDir is "/" when empty.
+	WorkingDir string
+}
+
+// WriteDirImage writes an OCI image archive to out holding one image
+// named ref (a full reference, e.g. docker.io/alpine/socat:1.7.4.4) whose
+// one layer is the directory tree dir: its directories, regular files and
+// symbolic links with their modes, owned by root, with a fixed time, so
+// that the same tree gives the same image. It lets a test suite's images
+// be built from files on this machine (for example binaries from Debian
+// packages and their shared libraries) when the registry that serves them
+// cannot be reached.
+func WriteDirImage(dir, ref string, cfg ImageConfig, out string) error {
+	layer, err := dirLayer(dir)
+	if err != nil {
+		return fmt.Errorf("image %s from %s: %w", ref, dir, err)
+	}
+	if err := writeImageArchive(layer, ref, cfg, out); err != nil {
+		return fmt.Errorf("image %s: %w", ref, err)
+	}
+	return nil
+}
+
+// dirLayer returns the uncompressed layer tar of the tree dir, in lexical
+// order. Other file types (devices, sockets) are refused: a container
+// gets its /dev from the runtime.
+func dirLayer(dir string) ([]byte, error) {
+	var layerTar bytes.Buffer
+	tw := tar.NewWriter(&layerTar)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		hdr := &tar.Header{Name: filepath.ToSlash(rel), Mode: int64(info.Mode().Perm()), ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
+		if info.Mode()&fs.ModeSticky != 0 {
+			hdr.Mode |= 0o1000
+		}
+		switch {
+		case info.IsDir():
+			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
+		case info.Mode()&fs.ModeSymlink != 0:
+			hdr.Typeflag, hdr.Mode = tar.TypeSymlink, 0o777
+			if hdr.Linkname, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case info.Mode().IsRegular():
+			hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
+		default:
+			return fmt.Errorf("%s: neither a directory, a regular file nor a symbolic link", p)
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, err := io.Copy(tw, f); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return layerTar.Bytes(), nil
+}
+
+// writeImageArchive writes the OCI image archive of one image, ref, of
+// the one uncompressed layer layerTar and the config cfg.
+func writeImageArchive(layerTar []byte, ref string, cfg ImageConfig, out string) error {
+	diffID := sha256.Sum256(layerTar)
 	var layer bytes.Buffer
 	zw := gzip.NewWriter(&layer)
-	if _, err := zw.Write(layerTar.Bytes()); err != nil {
+	if _, err := zw.Write(layerTar); err != nil {
 		return err
 	}
 	if err := zw.Close(); err != nil {
 		return err
 	}
+	runConfig := map[string]any{"WorkingDir": cmp.Or(cfg.WorkingDir, "/")}
+	if len(cfg.Entrypoint) > 0 {
+		runConfig["Entrypoint"] = cfg.Entrypoint
+	}
+	if len(cfg.Cmd) > 0 {
+		runConfig["Cmd"] = cfg.Cmd
+	}
+	if len(cfg.Env) > 0 {
+		runConfig["Env"] = cfg.Env
+	}
+	if cfg.User != "" {
+		runConfig["User"] = cfg.User
+	}
 	config, err := json.Marshal(map[string]any{
 		"architecture": runtime.GOARCH,
 		"os":           "linux",
-		"config": map[string]any{
-			"Entrypoint": append([]string{"/" + name}, args...),
-			"User":       user,
-			"WorkingDir": "/",
-		},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(diffID[:])}},
+		"config":       runConfig,
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(diffID[:])}},
 	})
 	if err != nil {
 		return err
