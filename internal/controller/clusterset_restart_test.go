@@ -154,13 +154,7 @@ func TestControllerClusterSetRemovedAfterRestart(t *testing.T) {
 // of an outage while the controller runs; back up, it is read again.
 func TestControllerClusterSetUnreachableAcrossRestart(t *testing.T) {
 	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
-	d := newDownable(a.Clientset)
-	a.mcs.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if d.isDown() {
-			return true, nil, errServerDown
-		}
-		return false, nil, nil
-	})
+	d := downableMember(a)
 	e := twoMembers(t, a, b, func(c *Config) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
 	eventually(t, "imported into cluster-b", func() bool { return hasImport(e.ctx, b) })
 	e.keptBoth()

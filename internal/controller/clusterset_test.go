@@ -247,13 +247,7 @@ func TestControllerClusterSetIDs(t *testing.T) {
 // away; back up, the ClusterSet is Ready again.
 func TestControllerClusterSetUnreachableMemberKept(t *testing.T) {
 	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
-	d := newDownable(a.Clientset)
-	a.mcs.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if d.isDown() {
-			return true, nil, errServerDown
-		}
-		return false, nil, nil
-	})
+	d := downableMember(a)
 	sel := map[string]string{"set": "prod"}
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
@@ -314,4 +308,17 @@ func TestControllerClusterSetExportLimit(t *testing.T) {
 	if _, services, _ := e.ctrl.workloads.Watched(); services != 1 {
 		t.Errorf("%d Services watched, want 1: a refused export's Service is not read", services)
 	}
+}
+
+// downableMember makes both clients of m (Kubernetes and MCS) stop
+// answering while the returned downable is down.
+func downableMember(m memberFake) *downable {
+	d := newDownable(m.Clientset)
+	m.mcs.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if d.isDown() {
+			return true, nil, errServerDown
+		}
+		return false, nil, nil
+	})
+	return d
 }

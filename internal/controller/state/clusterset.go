@@ -116,18 +116,10 @@ var ErrDamaged = errors.New("damaged")
 // LoadClusterSet implements ClusterSets. A ConfigMap of another key (a
 // hash collision, a hand edit) holds nothing of key.
 func (s *ConfigMaps) LoadClusterSet(ctx context.Context, key string) (*ClusterSet, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	name := clusterSetName(key)
-	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get ConfigMap %s/%s: %w", s.Namespace, name, err)
-	}
-	if cm.Annotations[AnnotationClusterSet] != key {
-		return nil, nil
+	cm, err := s.get(ctx, name, AnnotationClusterSet, key)
+	if cm == nil || err != nil {
+		return nil, err
 	}
 	cs, err := DecodeClusterSet(cm.BinaryData[clusterSetKey])
 	if err != nil {

@@ -81,18 +81,10 @@ func headlessName(key string) string {
 // Load implements Headless. A ConfigMap whose annotation names another key
 // (a hash collision, or a hand edit) is treated as none.
 func (s *ConfigMaps) Load(ctx context.Context, key string) (map[string]contract.HeadlessEndpoints, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	name := headlessName(key)
-	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get ConfigMap %s/%s: %w", s.Namespace, name, err)
-	}
-	if cm.Annotations[contract.AnnotationGatewayRef] != key {
-		return nil, nil
+	cm, err := s.get(ctx, name, contract.AnnotationGatewayRef, key)
+	if cm == nil || err != nil {
+		return nil, err
 	}
 	var out map[string]contract.HeadlessEndpoints
 	// Read no more than a ConfigMap can hold, unpacked tenfold.
@@ -100,6 +92,24 @@ func (s *ConfigMaps) Load(ctx context.Context, key string) (map[string]contract.
 		return nil, fmt.Errorf("ConfigMap %s/%s: %s: %w", s.Namespace, name, headlessKey, err)
 	}
 	return out, nil
+}
+
+// get reads the ConfigMap name; nil when there is none or its annotation
+// ann names another key than key (a hash collision, or a hand edit).
+func (s *ConfigMaps) get(ctx context.Context, name, ann, key string) (*corev1.ConfigMap, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	cm, err := s.Client.CoreV1().ConfigMaps(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get ConfigMap %s/%s: %w", s.Namespace, name, err)
+	}
+	if cm.Annotations[ann] != key {
+		return nil, nil
+	}
+	return cm, nil
 }
 
 // Save implements Headless: an update, or a create when there is none yet.
