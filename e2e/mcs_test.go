@@ -28,7 +28,7 @@ func testMCS(t *testing.T) {
 	mgmt := theLab.Management
 	a, b := theLab.Workload(lab.ClusterA), theLab.Workload(lab.ClusterB)
 	dnsA, dnsB := theLab.DNS[lab.ClusterA].ClusterDNSAddr, theLab.DNS[lab.ClusterB].ClusterDNSAddr
-	const set, ns, web, db = "prod", "shop", "web", "db"
+	const set, ns, web, db = "prod", "market", "web", "db"
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
