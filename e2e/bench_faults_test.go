@@ -217,11 +217,7 @@ func testBenchServeKills(t *testing.T) {
 			_ = clients.kube.DiscoveryV1().EndpointSlices(lab.SliceNamespace).Delete(context.Background(), faultSlice(0, i).Name, metav1.DeleteOptions{})
 		}
 	})
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.EtcdClientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := serveEtcdClient(t, b)
 
 	gen := 0
 	if err := writeGeneration(ctx, clients.kube, gen); err != nil {

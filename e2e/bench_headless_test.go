@@ -189,11 +189,7 @@ func testBenchHeadlessChurn(t *testing.T) {
 	a := theLab.Workload(lab.ClusterA)
 	const gd = "dev-team-churn"
 	x := lab.HeadlessHost(gd)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.EtcdClientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("etcd client for %s: %v", b.EtcdClientURL, err)
-	}
-	defer cli.Close()
+	cli := serveEtcdClient(t, b)
 	metrics := "http://" + theLab.ControllerHTTP + "/metrics"
 	// The writer's client has no client-side rate limit (client-go's
 	// default of 5 a second would be the churn's).
@@ -435,11 +431,7 @@ func testBenchHeadlessScale(t *testing.T) {
 	sources := []*lab.Cluster{theLab.Workload(lab.ClusterA), theLab.Workload(lab.ClusterB)}
 	const gd = "dev-team-scale"
 	x := lab.HeadlessHost(gd)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.EtcdClientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("etcd client for %s: %v", b.EtcdClientURL, err)
-	}
-	defer cli.Close()
+	cli := serveEtcdClient(t, b)
 	metrics := "http://" + theLab.ControllerHTTP + "/metrics"
 	sliceName := func(i int) string { return fmt.Sprintf("%s-%d", lab.HeadlessEndpointsName, i) }
 

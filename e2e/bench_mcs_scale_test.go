@@ -79,11 +79,7 @@ func testBenchMCSScale(t *testing.T) {
 			}
 		}
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.EtcdClientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("etcd client for %s: %v", b.EtcdClientURL, err)
-	}
-	defer cli.Close()
+	cli := serveEtcdClient(t, b)
 	metrics := "http://" + theLab.ControllerHTTP + "/metrics"
 	base, err := measureMCS(ctx, members, cli, b.EtcdClientURL, metrics, mcsCost{})
 	if err != nil {

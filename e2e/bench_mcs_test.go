@@ -126,11 +126,7 @@ func testBenchMCSLatency(t *testing.T) {
 	if _, err := lab.ApplyYAML(ctx, theLab.Management, lab.ClusterSetGVR, lab.ClusterSetYAML(set)); err != nil {
 		t.Fatal(err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.EtcdClientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("etcd client for %s: %v", b.EtcdClientURL, err)
-	}
-	defer cli.Close()
+	cli := serveEtcdClient(t, b)
 	seen := newMCSSeen()
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -52,11 +52,7 @@ func testBenchNamesCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.EtcdClientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("etcd client for %s: %v", b.EtcdClientURL, err)
-	}
-	defer cli.Close()
+	cli := serveEtcdClient(t, b)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()

@@ -115,11 +115,7 @@ func testBenchPropagation(t *testing.T) {
 	}
 
 	// Every address serve writes, and when it was first seen.
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.EtcdClientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("etcd client for %s: %v", b.EtcdClientURL, err)
-	}
-	defer cli.Close()
+	cli := serveEtcdClient(t, b)
 	seen := newFirstSeen()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()

@@ -66,11 +66,7 @@ func testBenchScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.EtcdClientURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("etcd client for %s: %v", b.EtcdClientURL, err)
-	}
-	defer cli.Close()
+	cli := serveEtcdClient(t, b)
 	metrics := "http://" + theLab.ControllerHTTP + "/metrics"
 
 	base, err := measureScale(ctx, b, bClients, cli, metrics, scaleFigures{})

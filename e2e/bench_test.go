@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -305,4 +306,16 @@ func percentile(d []time.Duration, p int) time.Duration {
 	rank := (p*len(s) + 99) / 100
 	rank = min(max(rank, 1), len(s))
 	return s[rank-1]
+}
+
+// serveEtcdClient is a client of the serve etcd of b, closed when the
+// test ends.
+func serveEtcdClient(t *testing.T, b *lab.WorkloadDNS) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.EtcdClientURL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("etcd client for %s: %v", b.EtcdClientURL, err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
 }

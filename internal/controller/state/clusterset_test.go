@@ -172,19 +172,7 @@ func TestClusterSetDamaged(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			kube := fake.NewClientset()
-			s := &ConfigMaps{Client: kube, Namespace: "xcc-dns"}
-			if _, err := s.SaveClusterSet(ctx, "dev-team/prod", valid); err != nil {
-				t.Fatal(err)
-			}
-			cm, err := kube.CoreV1().ConfigMaps("xcc-dns").Get(ctx, clusterSetName("dev-team/prod"), metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm.BinaryData[clusterSetKey] = tc.data(t)
-			if _, err := kube.CoreV1().ConfigMaps("xcc-dns").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			s := savedThenEdited(t, valid, func(cm *corev1.ConfigMap) { cm.BinaryData[clusterSetKey] = tc.data(t) })
 			got, err := s.LoadClusterSet(ctx, "dev-team/prod")
 			if !errors.Is(err, ErrDamaged) || got != nil {
 				t.Errorf("got %+v, %v; want ErrDamaged", got, err)
@@ -192,19 +180,7 @@ func TestClusterSetDamaged(t *testing.T) {
 		})
 	}
 	t.Run("another key", func(t *testing.T) {
-		kube := fake.NewClientset()
-		s := &ConfigMaps{Client: kube, Namespace: "xcc-dns"}
-		if _, err := s.SaveClusterSet(ctx, "dev-team/prod", valid); err != nil {
-			t.Fatal(err)
-		}
-		cm, err := kube.CoreV1().ConfigMaps("xcc-dns").Get(ctx, clusterSetName("dev-team/prod"), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm.Annotations[AnnotationClusterSet] = "other/prod"
-		if _, err := kube.CoreV1().ConfigMaps("xcc-dns").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		s := savedThenEdited(t, valid, func(cm *corev1.ConfigMap) { cm.Annotations[AnnotationClusterSet] = "other/prod" })
 		if got, err := s.LoadClusterSet(ctx, "dev-team/prod"); err != nil || got != nil {
 			t.Errorf("a ConfigMap of another key: got %+v, %v", got, err)
 		}
@@ -263,4 +239,26 @@ func TestClusterSetTooLarge(t *testing.T) {
 	if got, err := s.LoadClusterSet(ctx, "dev-team/prod"); err != nil || got != nil {
 		t.Errorf("after a save too large, the stale state stays: %+v, %v", got, err)
 	}
+}
+
+// savedThenEdited saves cs as dev-team/prod's state in a fake cluster,
+// then changes its ConfigMap by hand with edit.
+func savedThenEdited(t *testing.T, cs ClusterSet, edit func(*corev1.ConfigMap)) *ConfigMaps {
+	t.Helper()
+	ctx := context.Background()
+	kube := fake.NewClientset()
+	s := &ConfigMaps{Client: kube, Namespace: "xcc-dns"}
+	if _, err := s.SaveClusterSet(ctx, "dev-team/prod", cs); err != nil {
+		t.Fatal(err)
+	}
+	cms := kube.CoreV1().ConfigMaps("xcc-dns")
+	cm, err := cms.Get(ctx, clusterSetName("dev-team/prod"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(cm)
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
