@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The Multi-Cluster Services API as the lab uses it: a ClusterSet on the
@@ -116,6 +118,19 @@ func Export(ctx context.Context, w *Cluster, namespace, name string) error {
 	return nil
 }
 
+// SetExportedLabels sets spec.exportedLabels of the ServiceExport
+// namespace/name in w.
+func SetExportedLabels(ctx context.Context, w *Cluster, namespace, name string, labels map[string]string) error {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"exportedLabels": labels}})
+	if err != nil {
+		return err
+	}
+	if _, err := w.Dynamic.Resource(ServiceExportGVR).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("set exportedLabels of ServiceExport %s/%s on %s: %w", namespace, name, w.Name, err)
+	}
+	return nil
+}
+
 // ServiceExport is the ServiceExport namespace/name.
 func ServiceExport(namespace, name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
@@ -197,6 +212,7 @@ type Import struct {
 	IPs      []string
 	Ports    []string // "<name>/<protocol>/<port>"
 	Clusters []string
+	Labels   map[string]string
 }
 
 // GetImport reads the ServiceImport namespace/name of w; nil when there
@@ -209,7 +225,7 @@ func GetImport(ctx context.Context, w *Cluster, namespace, name string) (*Import
 	if err != nil {
 		return nil, fmt.Errorf("get ServiceImport %s/%s on %s: %w", namespace, name, w.Name, err)
 	}
-	imp := &Import{}
+	imp := &Import{Labels: u.GetLabels()}
 	imp.Type, _, _ = unstructured.NestedString(u.Object, "spec", "type")
 	imp.IPs, _, _ = unstructured.NestedStringSlice(u.Object, "spec", "ips")
 	ports, _, _ := unstructured.NestedSlice(u.Object, "spec", "ports")

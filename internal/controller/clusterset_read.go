@@ -78,7 +78,8 @@ func (c *Controller) readMember(w *workload.Cluster, id, user string, keep map[s
 // exportOf is a member's ServiceExport and the Service it names (nil when
 // there is none) as the aggregator reads them.
 func exportOf(cluster string, e *mcsv1beta1.ServiceExport, svc *corev1.Service) aggregate.Export {
-	x := aggregate.Export{Cluster: cluster, Namespace: e.Namespace, Name: e.Name, Created: e.CreationTimestamp.Time}
+	x := aggregate.Export{Cluster: cluster, Namespace: e.Namespace, Name: e.Name, Created: e.CreationTimestamp.Time,
+		Labels: e.Spec.ExportedLabels, Annotations: e.Spec.ExportedAnnotations, Cut: workload.ExportedCut(e)}
 	if svc == nil || svc.DeletionTimestamp != nil {
 		return x
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,6 +149,27 @@ func TestControllerClusterSet(t *testing.T) {
 	eventually(t, "ClusterSet status of 2 members and 1 import", func() bool {
 		st := clusterSetStatusOf(ctx, t, e, "prod")
 		return st.Members == 2 && st.Imports == 1 && st.Exports == 1
+	})
+
+	// Exported labels and annotations reach the import in every member;
+	// a reserved one is left out and named in the export's Valid message.
+	ex, err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex.Spec.ExportedLabels = map[string]string{"team": "shop", objects.LabelManagedBy: "someone"}
+	ex.Spec.ExportedAnnotations = map[string]string{"note": "hi"}
+	if _, err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Update(ctx, ex, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the exported label and annotation on cluster-b's ServiceImport, not the reserved one", func() bool {
+		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && si.Labels["team"] == "shop" && si.Annotations["note"] == "hi" && si.Labels[objects.LabelManagedBy] == objects.ManagedByValue
+	})
+	eventually(t, "the reserved label named in the export's Valid message", func() bool {
+		ex, err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Get(ctx, "web", metav1.GetOptions{})
+		c := meta.FindStatusCondition(ex.Status.Conditions, "Valid")
+		return err == nil && c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, objects.LabelManagedBy)
 	})
 
 	// Unexport: the import goes everywhere.

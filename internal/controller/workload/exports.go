@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"sort"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/klog/v2"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
+
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 )
 
 // ExportsRef is the ref under which Release keeps a cluster's informers
@@ -179,13 +182,31 @@ func exportForCache(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	return &mcsv1beta1.ServiceExport{
+	out := &mcsv1beta1.ServiceExport{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: e.Name, Namespace: e.Namespace, UID: e.UID, ResourceVersion: e.ResourceVersion,
 			Generation: e.Generation, CreationTimestamp: e.CreationTimestamp, DeletionTimestamp: e.DeletionTimestamp,
 		},
 		Status: mcsv1beta1.ServiceExportStatus{Conditions: e.Status.Conditions},
-	}, nil
+	}
+	var labelsCut, annotationsCut int
+	out.Spec.ExportedLabels, labelsCut = aggregate.ReadBound(e.Spec.ExportedLabels)
+	out.Spec.ExportedAnnotations, annotationsCut = aggregate.ReadBound(e.Spec.ExportedAnnotations)
+	// What an earlier pass cut is kept: the transform is idempotent.
+	if cut := labelsCut + annotationsCut + ExportedCut(e); cut > 0 {
+		out.Annotations = map[string]string{AnnotationExportedCut: strconv.Itoa(cut)}
+	}
+	return out, nil
+}
+
+// AnnotationExportedCut, on a cached ServiceExport only, is how many of
+// its exported labels and annotations exportForCache cut.
+const AnnotationExportedCut = "xcc-dns.io/exported-cut"
+
+// ExportedCut is what AnnotationExportedCut says of a cached export.
+func ExportedCut(e *mcsv1beta1.ServiceExport) int {
+	n, _ := strconv.Atoi(e.Annotations[AnnotationExportedCut])
+	return n
 }
 
 // namespaceForCache keeps a Namespace's name, UID and deletion mark.

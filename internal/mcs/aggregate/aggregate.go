@@ -19,6 +19,9 @@ const (
 	FieldSessionAffinityConfig Field = "sessionAffinityConfig"
 	FieldInternalTrafficPolicy Field = "internalTrafficPolicy"
 	FieldTrafficDistribution   Field = "trafficDistribution"
+	// The ServiceExport's own fields, not the Service's.
+	FieldExportedLabels      Field = "exportedLabels"
+	FieldExportedAnnotations Field = "exportedAnnotations"
 )
 
 // fieldOrder is the order fields are named in, and the reason of a
@@ -26,7 +29,7 @@ const (
 // for a client (a virtual IP or none).
 var fieldOrder = []Field{
 	FieldType, FieldPorts, FieldSessionAffinity, FieldSessionAffinityConfig,
-	FieldInternalTrafficPolicy, FieldTrafficDistribution,
+	FieldInternalTrafficPolicy, FieldTrafficDistribution, FieldExportedLabels, FieldExportedAnnotations,
 }
 
 var fieldReasons = map[Field]Reason{
@@ -36,6 +39,8 @@ var fieldReasons = map[Field]Reason{
 	FieldSessionAffinityConfig: ReasonSessionAffinityConfigConflict,
 	FieldInternalTrafficPolicy: ReasonInternalTrafficPolicyConflict,
 	FieldTrafficDistribution:   ReasonTrafficDistributionConflict,
+	FieldExportedLabels:        ReasonLabelsConflict,
+	FieldExportedAnnotations:   ReasonAnnotationsConflict,
 }
 
 // Defaults the API server gives a Service, applied to the input so that a
@@ -102,8 +107,17 @@ func comparePrecedence(a, b Export) int {
 }
 
 // normalize applies the API server's defaults to a copy of the export's
-// Service, so comparing two Services compares what the API holds.
+// Service, so comparing two Services compares what the API holds, and
+// keeps of its exported labels and annotations those an import may carry.
 func normalize(e Export) Export {
+	var labelNotes, annotationNotes []string
+	e.Labels, labelNotes = exportedMetadata(e.Labels, true)
+	e.Annotations, annotationNotes = exportedMetadata(e.Annotations, false)
+	e.left = append(labelNotes, annotationNotes...)
+	if e.Cut > 0 {
+		e.left = append(e.left, fmt.Sprintf("%d entries of exportedLabels and exportedAnnotations not read: more than %d of either, or %d bytes",
+			e.Cut, 2*MaxExportedEntries, 2*MaxExportedAnnotationBytes))
+	}
 	if e.Service == nil {
 		return e
 	}

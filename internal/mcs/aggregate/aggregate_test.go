@@ -3,6 +3,7 @@ package aggregate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +33,12 @@ func exp(cluster string, sec int, s *Service) Export {
 	return Export{Cluster: cluster, Namespace: "shop", Name: "cart", Created: at(sec), Service: s}
 }
 
+// withMeta is e with exported labels and annotations.
+func withMeta(e Export, labels, annotations map[string]string) Export {
+	e.Labels, e.Annotations = labels, annotations
+	return e
+}
+
 // importView is an import as one line: key, type, ports, global fields,
 // winner and clusters.
 func importView(i Import) string {
@@ -51,7 +58,21 @@ func importView(i Import) string {
 	if i.TrafficDistribution != "" {
 		v += " td=" + i.TrafficDistribution
 	}
+	if len(i.Labels) > 0 {
+		v += " labels=" + pairs(i.Labels)
+	}
+	if len(i.Annotations) > 0 {
+		v += " annotations=" + pairs(i.Annotations)
+	}
 	return v + fmt.Sprintf(" winner=%s clusters=%s", i.Winner, strings.Join(i.Clusters, ","))
+}
+
+func pairs(m map[string]string) string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kv = append(kv, k+"="+m[k])
+	}
+	return strings.Join(kv, ",")
 }
 
 // exportView is an export's status as "<cluster> <ns>/<name>" and each
@@ -94,6 +115,39 @@ type aggregateCase struct {
 
 // aggregateCases has a row for each rule of the package comment.
 var aggregateCases = []aggregateCase{
+	{
+		name: "exported labels and annotations are the oldest export's; a difference is a conflict",
+		exports: []Export{
+			withMeta(exp("a", 0, svc(nil, tcp("http", 80))), map[string]string{"team": "a"}, map[string]string{"note": "a"}),
+			withMeta(exp("b", 1, svc(nil, tcp("http", 80))), map[string]string{"team": "b"}, map[string]string{"note": "a"}),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster labels=team=a annotations=note=a winner=a clusters=a,b"},
+		status: []string{
+			"a shop/cart " + validPrefix + "LabelsConflict" + ready + " [exportedLabels]",
+			"b shop/cart " + validPrefix + "LabelsConflict" + ready + " [exportedLabels]",
+		},
+	},
+	{
+		name: "annotations alone differ: AnnotationsConflict",
+		exports: []Export{
+			withMeta(exp("a", 0, svc(nil, tcp("http", 80))), nil, map[string]string{"note": "a"}),
+			withMeta(exp("b", 1, svc(nil, tcp("http", 80))), nil, nil),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster annotations=note=a winner=a clusters=a,b"},
+		status: []string{
+			"a shop/cart " + validPrefix + "AnnotationsConflict" + ready + " [exportedAnnotations]",
+			"b shop/cart " + validPrefix + "AnnotationsConflict" + ready + " [exportedAnnotations]",
+		},
+	},
+	{
+		name: "entries left out take no part in conflicts",
+		exports: []Export{
+			withMeta(exp("a", 0, svc(nil, tcp("http", 80))), map[string]string{"team": "a", "xcc-dns.io/owner": "a"}, nil),
+			withMeta(exp("b", 1, svc(nil, tcp("http", 80))), map[string]string{"team": "a", "bad key": "b"}, map[string]string{"app.kubernetes.io/managed-by": "b"}),
+		},
+		imports: []string{"shop/cart ClusterSetIP ports=http/TCP/80 sa=None itp=Cluster labels=team=a winner=a clusters=a,b"},
+		status:  []string{"a shop/cart " + validOK, "b shop/cart " + validOK},
+	},
 	{
 		name:    "one export is the import",
 		exports: []Export{exp("a", 0, svc(nil, tcp("http", 80)))},
@@ -455,5 +509,69 @@ func TestUnexportOfTheOldest(t *testing.T) {
 	}
 	if r, err := Aggregate(nil); err != nil || len(r.Imports)+len(r.Exports) != 0 {
 		t.Errorf("no exports: %+v, %v; want nothing", r, err)
+	}
+}
+
+// TestExportedMetadataLeftOut: what a tenant writes in exportedLabels and
+// exportedAnnotations is checked entry by entry; an entry that could not
+// be written or takes a reserved key is left out and named in the Valid
+// message, and the others are still exported.
+func TestExportedMetadataLeftOut(t *testing.T) {
+	many := map[string]string{}
+	for i := range MaxExportedEntries + 2 {
+		many[fmt.Sprintf("k%02d", i)] = "v"
+	}
+	cases := []struct {
+		name     string
+		labels   bool
+		in       map[string]string
+		keep     []string
+		messages []string
+	}{
+		{"valid label", true, map[string]string{"team": "shop", "example.com/tier": "web"}, []string{"example.com/tier", "team"}, nil},
+		{"not a key", true, map[string]string{"bad key": "v", "ok": "v"}, []string{"ok"}, []string{`exportedLabels "bad key" left out: not a valid key`}},
+		{"not a label value", true, map[string]string{"k": "has space", "ok": "v"}, []string{"ok"}, []string{`"k" left out: not a valid label value`}},
+		{"any value of an annotation", false, map[string]string{"note": "has space / and more"}, []string{"note"}, nil},
+		{"reserved domain", true, map[string]string{"xcc-dns.io/record": "x", "a.xcc-dns.io/x": "y", "multicluster.kubernetes.io/service-name": "other"}, nil,
+			[]string{`"a.xcc-dns.io/x" left out: reserved`, `"multicluster.kubernetes.io/service-name" left out: reserved`, `"xcc-dns.io/record" left out: reserved`}},
+		{"managed-by", false, map[string]string{"app.kubernetes.io/managed-by": "me", "app.kubernetes.io/name": "cart"}, []string{"app.kubernetes.io/name"}, []string{"managed-by\" left out: reserved"}},
+		{"a domain that only ends like a reserved one", true, map[string]string{"notxcc-dns.io/x": "y"}, []string{"notxcc-dns.io/x"}, nil},
+		{"too many entries: the first in key order are kept", true, many, slices.Sorted(maps.Keys(many))[:MaxExportedEntries],
+			[]string{`"k32" left out: more than 32 entries`, `"k33" left out: more than 32 entries`}},
+		{"too many bytes", false, map[string]string{"a": strings.Repeat("x", MaxExportedAnnotationBytes-1), "b": "y"}, []string{"a"},
+			[]string{`"b" left out: more than`}},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			e := exp("a", 0, svc(nil, tcp("http", 80)))
+			if tt.labels {
+				e.Labels = tt.in
+			} else {
+				e.Annotations = tt.in
+			}
+			r, err := Aggregate([]Export{e})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := r.Imports[0].Annotations
+			if tt.labels {
+				got = r.Imports[0].Labels
+			}
+			if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, tt.keep) {
+				t.Errorf("kept %q, want %q", keys, tt.keep)
+			}
+			valid := r.Exports[0].Conditions[0]
+			if valid.Status != StatusTrue {
+				t.Errorf("Valid %s: entries left out must not refuse the export", valid.Status)
+			}
+			for _, m := range tt.messages {
+				if !strings.Contains(valid.Message, m) {
+					t.Errorf("Valid message %q does not say %q", valid.Message, m)
+				}
+			}
+			if len(tt.messages) == 0 && valid.Message != "the Service can be exported" {
+				t.Errorf("Valid message %q names entries left out", valid.Message)
+			}
+		})
 	}
 }

@@ -16,6 +16,10 @@
 //   - Type (ClusterSetIP or Headless), sessionAffinity and its config,
 //     internalTrafficPolicy and trafficDistribution are global: the
 //     winner's values are the import's.
+//   - exportedLabels and exportedAnnotations of the ServiceExport are
+//     global too. Each entry is checked as hostile input (exported.go):
+//     one that could not be written or takes a reserved key is left out
+//     and named in the Valid message, which stays True.
 //   - Ports are the union of the valid exports' ports, merged first by
 //     name, then by protocol and port; where two clash, the one of the
 //     export with precedence is kept (KEP: "the conflict resolution

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -47,6 +48,17 @@ func fuzzExports(data []byte) []Export {
 				s.Ports = appendValidPort(s.Ports, Port{Name: portNames[b%3], Port: numbers[(b/3)%3], Protocol: protocols[(b/9)%3]})
 			}
 			e.Service = s
+		}
+		// Exported metadata: some agree, some differ, some are refused.
+		meta := next()
+		if meta&1 != 0 {
+			e.Labels = map[string]string{"team": []string{"a", "b"}[(meta>>1)&1]}
+		}
+		if meta&4 != 0 {
+			e.Labels = map[string]string{"xcc-dns.io/x": "y", "bad key!": "v"}
+		}
+		if meta&8 != 0 {
+			e.Annotations = map[string]string{"note": "x"}
 		}
 		id := e.Cluster + "/" + e.Namespace
 		if !seen[id] {
@@ -117,7 +129,8 @@ func checkImports(t *testing.T, exports []Export, r Result) {
 		}
 		if imp.Winner != w.Cluster || imp.Type != importType(w.Service) || imp.SessionAffinity != w.Service.SessionAffinity ||
 			imp.TrafficDistribution != w.Service.TrafficDistribution || imp.InternalTrafficPolicy != w.Service.InternalTrafficPolicy ||
-			!sameAffinityConfig(imp.SessionAffinityConfig, w.Service.SessionAffinityConfig) {
+			!sameAffinityConfig(imp.SessionAffinityConfig, w.Service.SessionAffinityConfig) ||
+			!maps.Equal(imp.Labels, w.Labels) || !maps.Equal(imp.Annotations, w.Annotations) {
 			t.Fatalf("import %+v, want the fields of the oldest valid export %+v", imp, w)
 		}
 		names := map[string]bool{}
@@ -127,6 +140,11 @@ func checkImports(t *testing.T, exports []Export, r Result) {
 				t.Fatalf("import %v has two ports of name %q or of %v: %+v", imp.Key, p.Name, n, imp.Ports)
 			}
 			names[p.Name], numbers[protocolPort{p.Protocol, p.Port}] = true, true
+		}
+		for k := range imp.Labels {
+			if Reserved(k) {
+				t.Fatalf("import %v carries reserved label %q", imp.Key, k)
+			}
 		}
 		// The API server gives a Service no two ports of one name or
 		// number, so the winner's ports are all in the import.

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -40,6 +41,8 @@ func newImport(k Key, valid []Export, ports []Port) *Import {
 		SessionAffinity:       w.SessionAffinity,
 		InternalTrafficPolicy: w.InternalTrafficPolicy,
 		TrafficDistribution:   w.TrafficDistribution,
+		Labels:                maps.Clone(valid[0].Labels),
+		Annotations:           maps.Clone(valid[0].Annotations),
 		Winner:                valid[0].Cluster,
 	}
 	// A copy: the import must not share memory with its input.
@@ -68,6 +71,8 @@ func ownConflicts(valid []Export, lostPorts map[int]bool) [][]Field {
 			FieldSessionAffinityConfig: !sameAffinityConfig(s.SessionAffinityConfig, w.SessionAffinityConfig),
 			FieldInternalTrafficPolicy: s.InternalTrafficPolicy != w.InternalTrafficPolicy,
 			FieldTrafficDistribution:   s.TrafficDistribution != w.TrafficDistribution,
+			FieldExportedLabels:        !maps.Equal(e.Labels, valid[0].Labels),
+			FieldExportedAnnotations:   !maps.Equal(e.Annotations, valid[0].Annotations),
 		}
 		for _, f := range fieldOrder {
 			if differs[f] {
@@ -128,7 +133,7 @@ func validStatuses(imp *Import, valid []Export, own [][]Field) []ExportStatus {
 			Cluster: e.Cluster,
 			Key:     e.key(),
 			Conditions: []Condition{
-				{Type: ConditionValid, Status: StatusTrue, Reason: ReasonValid, Message: "the Service can be exported"},
+				{Type: ConditionValid, Status: StatusTrue, Reason: ReasonValid, Message: withNotes("the Service can be exported", e.left)},
 				conflict,
 				{Type: ConditionReady, Status: StatusTrue, Reason: ReasonExported,
 					Message: fmt.Sprintf("part of the import %s/%s", e.Namespace, e.Name)},

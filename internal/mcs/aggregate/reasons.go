@@ -35,6 +35,8 @@ const (
 	ReasonSessionAffinityConfigConflict Reason = "SessionAffinityConfigConflict"
 	ReasonInternalTrafficPolicyConflict Reason = "InternalTrafficPolicyConflict"
 	ReasonTrafficDistributionConflict   Reason = "TrafficDistributionConflict"
+	ReasonLabelsConflict                Reason = "LabelsConflict"
+	ReasonAnnotationsConflict           Reason = "AnnotationsConflict"
 )
 
 // Reasons of the Ready condition.

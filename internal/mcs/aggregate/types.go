@@ -70,6 +70,15 @@ type Export struct {
 	// OverLimit: the member exports more than it may, and this export is
 	// one of the newest past the limit; it is invalid.
 	OverLimit bool
+	// Labels and Annotations are the ServiceExport's spec.exportedLabels
+	// and spec.exportedAnnotations, as read: the aggregator keeps those
+	// an import may carry (exportedMetadata).
+	Labels      map[string]string
+	Annotations map[string]string
+	// Cut is how many entries of both ReadBound cut before they were read.
+	Cut int
+	// left are the notes on entries of Labels and Annotations left out.
+	left []string
 }
 
 // Key is the namespace/name that namespace sameness makes one service in
@@ -91,6 +100,10 @@ type Import struct {
 	SessionAffinityConfig *SessionAffinityConfig
 	InternalTrafficPolicy string
 	TrafficDistribution   string
+	// Labels and Annotations are the exported ones of the export with
+	// precedence, to be set on the ServiceImport.
+	Labels      map[string]string
+	Annotations map[string]string
 	// Winner is the cluster id of the export with precedence.
 	Winner string
 	// Clusters are the cluster ids of the valid exports, sorted.

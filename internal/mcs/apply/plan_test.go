@@ -374,3 +374,51 @@ func TestComputePlanImportStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestComputePlanExportedMetadata: the exported labels and annotations of
+// an import follow its exports: added, changed and, once no export has
+// them, removed; labels and annotations that others set stay.
+func TestComputePlanExportedMetadata(t *testing.T) {
+	plain := desiredOf(t, true, "cart")
+	exported := desiredOf(t, true, "cart")
+	si := exported.Imports[0]
+	si.Labels["team"] = "shop"
+	si.Annotations = map[string]string{"note": "hi", objects.AnnotationExportedLabels: "team", objects.AnnotationExportedAnnotations: "note"}
+
+	// Before: exported by another version of the export, with others' keys.
+	ex := existingOf(plain)
+	ex.Imports[0].Labels["theirs"] = "x"
+	ex.Imports[0].Annotations = map[string]string{"theirs": "y"}
+	p := ComputePlan(exported, ex, now)
+	if got := planView(p); !slices.Equal(got, []string{"update ServiceImport shop/cart"}) {
+		t.Fatalf("plan %q, want the import updated", got)
+	}
+	u := p.Imports.Update[0]
+	if u.Labels["team"] != "shop" || u.Annotations["note"] != "hi" || u.Labels["theirs"] != "x" || u.Annotations["theirs"] != "y" {
+		t.Fatalf("update labels %v annotations %v: want the exported ones beside theirs", u.Labels, u.Annotations)
+	}
+
+	// Written: nothing to do.
+	ex = Existing{Imports: []*mcsv1beta1.ServiceImport{u}, Services: existingOf(plain).Services, Slices: existingOf(plain).Slices}
+	if got := planView(ComputePlan(exported, ex, now)); len(got) != 0 {
+		t.Fatalf("plan %q over what it wrote, want none", got)
+	}
+
+	// No longer exported: they go, theirs stay.
+	p = ComputePlan(plain, ex, now)
+	if got := planView(p); !slices.Equal(got, []string{"update ServiceImport shop/cart"}) {
+		t.Fatalf("plan %q, want the import updated", got)
+	}
+	u = p.Imports.Update[0]
+	if _, ok := u.Labels["team"]; ok || u.Annotations["note"] != "" || u.Annotations[objects.AnnotationExportedLabels] != "" ||
+		u.Labels["theirs"] != "x" || u.Annotations["theirs"] != "y" || u.Labels[objects.LabelManagedBy] != objects.ManagedByValue {
+		t.Fatalf("update labels %v annotations %v: want the exported ones gone, theirs and ours kept", u.Labels, u.Annotations)
+	}
+
+	// A member's user lists a label of ours as exported: it is not removed.
+	ex.Imports[0].Annotations[objects.AnnotationExportedLabels] = objects.LabelManagedBy + ",team"
+	u = ComputePlan(plain, ex, now).Imports.Update[0]
+	if u.Labels[objects.LabelManagedBy] != objects.ManagedByValue {
+		t.Fatalf("labels %v: a listed label of the controller's was removed", u.Labels)
+	}
+}

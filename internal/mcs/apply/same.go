@@ -24,8 +24,18 @@ func sameMeta(e, d metav1.Object) bool {
 			return false
 		}
 	}
-	for _, k := range objects.ManagedLabels {
+	for _, k := range managedLabels(e) {
 		if _, want := d.GetLabels()[k]; !want && hasLabel(e, k) {
+			return false
+		}
+	}
+	for k, v := range d.GetAnnotations() {
+		if got, ok := e.GetAnnotations()[k]; !ok || got != v {
+			return false
+		}
+	}
+	for _, k := range managedAnnotations(e) {
+		if _, want := d.GetAnnotations()[k]; !want && hasAnnotation(e, k) {
 			return false
 		}
 	}
@@ -37,23 +47,36 @@ func sameMeta(e, d metav1.Object) bool {
 	return true
 }
 
+// managedLabels are the label keys of e the controller keeps equal to
+// the desired object's: its own, and those e lists as exported.
+func managedLabels(e metav1.Object) []string {
+	return append(slices.Clone(objects.ManagedLabels), objects.ExportedKeys(e, objects.AnnotationExportedLabels)...)
+}
+
+// managedAnnotations are the annotation keys of e the controller keeps
+// equal to the desired object's: the lists of exported keys, and the
+// annotations e lists as exported.
+func managedAnnotations(e metav1.Object) []string {
+	return append([]string{objects.AnnotationExportedLabels, objects.AnnotationExportedAnnotations},
+		objects.ExportedKeys(e, objects.AnnotationExportedAnnotations)...)
+}
+
+func hasAnnotation(o metav1.Object, k string) bool {
+	_, ok := o.GetAnnotations()[k]
+	return ok
+}
+
 func hasLabel(o metav1.Object, k string) bool {
 	_, ok := o.GetLabels()[k]
 	return ok
 }
 
-// mergeMeta sets the desired labels (and removes managed ones not desired) and replaces owner references to a
-// ServiceImport with the desired ones (a recreated import has a new UID).
+// mergeMeta sets the desired labels and annotations (and removes managed
+// ones not desired) and replaces owner references to a ServiceImport with
+// the desired ones (a recreated import has a new UID).
 func mergeMeta(u, d metav1.Object) {
-	labels := maps.Clone(u.GetLabels())
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	for _, k := range objects.ManagedLabels {
-		delete(labels, k)
-	}
-	maps.Copy(labels, d.GetLabels())
-	u.SetLabels(labels)
+	u.SetLabels(merged(u.GetLabels(), managedLabels(u), d.GetLabels()))
+	u.SetAnnotations(merged(u.GetAnnotations(), managedAnnotations(u), d.GetAnnotations()))
 	if len(d.GetOwnerReferences()) == 0 {
 		return
 	}
@@ -61,6 +84,23 @@ func mergeMeta(u, d metav1.Object) {
 		return r.Kind == mcsv1beta1.ServiceImportKindName
 	})
 	u.SetOwnerReferences(append(refs, d.GetOwnerReferences()...))
+}
+
+// merged is have without the managed keys, with want over it; nil when
+// empty, as the API server returns an empty map.
+func merged(have map[string]string, managed []string, want map[string]string) map[string]string {
+	out := maps.Clone(have)
+	for _, k := range managed {
+		delete(out, k)
+	}
+	if out == nil && len(want) > 0 {
+		out = map[string]string{}
+	}
+	maps.Copy(out, want)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func sameImport(e, d *mcsv1beta1.ServiceImport) bool {

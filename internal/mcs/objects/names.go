@@ -4,13 +4,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 )
 
 // Labels of the objects the controller writes into a member.
@@ -37,6 +41,29 @@ const (
 	// Headless import.
 	LabelHeadless = corev1.IsHeadlessService
 )
+
+// Annotations of a ServiceImport that list, comma-separated and sorted,
+// the keys of the labels and annotations it carries from its exports
+// (spec.exportedLabels, spec.exportedAnnotations): a writer removes a
+// listed key no longer exported, and leaves keys others set alone.
+const (
+	AnnotationExportedLabels      = "xcc-dns.io/exported-labels"
+	AnnotationExportedAnnotations = "xcc-dns.io/exported-annotations"
+)
+
+// ExportedKeys are the keys an annotation of o (AnnotationExportedLabels
+// or AnnotationExportedAnnotations) lists; a key that could not have
+// been exported is not one.
+func ExportedKeys(o metav1.Object, annotation string) []string {
+	v := o.GetAnnotations()[annotation]
+	if v == "" {
+		return nil
+	}
+	keys := strings.Split(v, ",")
+	return slices.DeleteFunc(keys, func(k string) bool {
+		return len(validation.IsQualifiedName(k)) > 0 || aggregate.Reserved(k)
+	})
+}
 
 const (
 	// derivedPrefix starts the name of every derived Service.

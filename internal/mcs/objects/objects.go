@@ -3,8 +3,10 @@ package objects
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -122,7 +124,32 @@ func serviceImport(imp aggregate.Import, st ImportState) *mcsv1beta1.ServiceImpo
 		si.Spec.IPFamilies = endpointFamilies(imp, st.Endpoints)
 	}
 	si.Status = importStatus(imp, si.Spec.IPs)
+	exportedMeta(si, imp)
 	return si
+}
+
+// exportedMeta puts the import's exported labels and annotations on si,
+// and lists their keys in its annotations. The aggregator left out every
+// key reserved for the controller, so none replaces one of si's own.
+func exportedMeta(si *mcsv1beta1.ServiceImport, imp aggregate.Import) {
+	if len(imp.Labels) == 0 && len(imp.Annotations) == 0 {
+		return
+	}
+	for k, v := range imp.Labels {
+		if _, own := si.Labels[k]; !own {
+			si.Labels[k] = v
+		}
+	}
+	si.Annotations = maps.Clone(imp.Annotations)
+	if si.Annotations == nil {
+		si.Annotations = map[string]string{}
+	}
+	if len(imp.Labels) > 0 {
+		si.Annotations[AnnotationExportedLabels] = strings.Join(slices.Sorted(maps.Keys(imp.Labels)), ",")
+	}
+	if len(imp.Annotations) > 0 {
+		si.Annotations[AnnotationExportedAnnotations] = strings.Join(slices.Sorted(maps.Keys(imp.Annotations)), ",")
+	}
 }
 
 // importIPs keeps the valid addresses of the derived Service's

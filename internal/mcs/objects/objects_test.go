@@ -221,3 +221,33 @@ func TestEndpointFamilies(t *testing.T) {
 		}
 	}
 }
+
+// TestImportCarriesExportedMetadata: the ServiceImport has the exported
+// labels and annotations of the oldest export, lists their keys, and
+// keeps its own labels.
+func TestImportCarriesExportedMetadata(t *testing.T) {
+	a := export("a", 0, false, tcp("http", 80))
+	a.Labels = map[string]string{"team": "shop", "tier": "web", LabelManagedBy: "someone"}
+	a.Annotations = map[string]string{"note": "hi"}
+	b := export("b", 1, false, tcp("http", 80))
+	b.Labels = map[string]string{"team": "other"}
+	out := Compute(Input{Cluster: "a", Namespaces: map[string]bool{ns: true}, Result: aggregated(t, a, b)})
+	si := out.Imports[0]
+	want := map[string]string{"team": "shop", "tier": "web", LabelManagedBy: ManagedByValue, LabelServiceName: svc}
+	if fmt.Sprint(si.Labels) != fmt.Sprint(want) {
+		t.Errorf("labels %v, want %v", si.Labels, want)
+	}
+	wantAnn := map[string]string{"note": "hi", AnnotationExportedLabels: "team,tier", AnnotationExportedAnnotations: "note"}
+	if fmt.Sprint(si.Annotations) != fmt.Sprint(wantAnn) {
+		t.Errorf("annotations %v, want %v", si.Annotations, wantAnn)
+	}
+	if got := ExportedKeys(si, AnnotationExportedLabels); !slices.Equal(got, []string{"team", "tier"}) {
+		t.Errorf("exported label keys %q", got)
+	}
+	// Every label the controller sets is one no export may set.
+	for _, k := range ManagedLabels {
+		if !aggregate.Reserved(k) {
+			t.Errorf("label %q of the controller's is not reserved", k)
+		}
+	}
+}
