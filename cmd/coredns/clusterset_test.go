@@ -83,7 +83,9 @@ func TestClusterSetAnswers(t *testing.T) {
 		{"_http._tcp." + web, dns.TypeSRV, dns.RcodeSuccess, []string{"_http._tcp." + web + " 5 IN SRV 10 100 80 " + web}, true},
 		{"_http._udp." + web, dns.TypeSRV, dns.RcodeNameError, nil, true},
 		nodata(web, dns.TypeTXT, true),
-		nodata(web, dns.TypeSRV, false),
+		// SRV of the name itself: the SRV records of every named port.
+		{web, dns.TypeSRV, dns.RcodeSuccess, []string{web + " 5 IN SRV 10 20 80 " + web}, true},
+		{"Web.Dev-Team.svc.clusterset.local.", dns.TypeSRV, dns.RcodeSuccess, []string{web + " 5 IN SRV 10 20 80 " + web}, false},
 		nodata("_tcp."+web, dns.TypeA, false),
 		// <clusterid>.X does not exist for a ClusterSetIP import.
 		{"cluster-a." + web, dns.TypeA, dns.RcodeNameError, nil, true},
@@ -99,6 +101,12 @@ func TestClusterSetAnswers(t *testing.T) {
 			"_pg._tcp." + db + " 5 IN SRV 10 33 5432 10-1-0-6.cluster-a." + db,
 			"_pg._tcp." + db + " 5 IN SRV 10 33 5432 pg-0.cluster-a." + db,
 			"_pg._tcp." + db + " 5 IN SRV 10 33 5432 pg-0.cluster-b." + db}, true},
+		// The etcd plugin weighs every record below the name, those
+		// without a port too: equal weights, of no meaning.
+		{db, dns.TypeSRV, dns.RcodeSuccess, []string{
+			db + " 5 IN SRV 10 4 5432 10-1-0-6.cluster-a." + db,
+			db + " 5 IN SRV 10 4 5432 pg-0.cluster-a." + db,
+			db + " 5 IN SRV 10 4 5432 pg-0.cluster-b." + db}, true},
 		// <clusterid>.X of a Headless import: that source's endpoints.
 		{"cluster-b." + db, dns.TypeA, dns.RcodeSuccess, []string{"cluster-b." + db + " 5 IN A 10.2.0.5"}, true},
 		{"pg-9.cluster-a." + db, dns.TypeA, dns.RcodeNameError, nil, true},

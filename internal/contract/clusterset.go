@@ -294,7 +294,7 @@ func ClusterSetShapes() []Shape {
 		{Kind: "dns-version", Labels: labels(lit(dnsVersionLabel)), TXT: true},
 		{Kind: "svc", Labels: labels(svc), Empty: true, Root: true},
 		{Kind: "namespace of svc", Labels: labels(ns, svc), Empty: true},
-		{Kind: "clusterset service", Labels: labels(s, ns, svc), StoredAt: headlessAllLabel},
+		{Kind: "clusterset service", Labels: labels(s, ns, svc), StoredAt: headlessAllLabel, SRVOfAll: true},
 		{Kind: "clusterset service, stored", Labels: labels(lit(headlessAllLabel), s, ns, svc)},
 		{Kind: "clusterset cluster", Labels: labels(c, s, ns, svc)},
 		{Kind: "clusterset endpoint", Labels: labels(variable("<hostname>"), c, s, ns, svc)},

@@ -70,8 +70,16 @@ type Shape struct {
 	// answer the name itself with every record below it).
 	StoredAt string
 	// SRV: the name answers SRV and nothing else; no other name answers
-	// SRV (its answer would name the record keys below the asked name).
+	// SRV (its answer would name the record keys below the asked name),
+	// except one of SRVOfAll.
 	SRV bool
+	// SRVOfAll: SRV of the name reads the name itself, not StoredAt: the
+	// etcd plugin answers SRV with every record below the name that has a
+	// port, and below it only its SRV names have one (the other records
+	// carry port -1), so the answer is the union of their SRV records.
+	// CoreDNS's kubernetes plugin answers SRV at a service's name, and
+	// the MCS conformance suite asks it there.
+	SRVOfAll bool
 	// TXT: the name answers TXT and nothing else (dns-version of the
 	// clusterset zone).
 	TXT bool
@@ -281,5 +289,17 @@ func (v Verdict) ReadsEtcd(qtype string) bool {
 	if v.Shape.TXT {
 		return qtype == "TXT"
 	}
+	if v.Shape.SRVOfAll && qtype == "SRV" {
+		return true
+	}
 	return v.Shape.SRV == (qtype == "SRV")
+}
+
+// StoredFor is the name whose key the etcd plugin reads for a query of
+// type qtype of verdict v: Stored, except SRV of a name of SRVOfAll.
+func (v Verdict) StoredFor(qtype string) string {
+	if v.Shape != nil && v.Shape.SRVOfAll && qtype == "SRV" && v.Shape.StoredAt != "" {
+		return strings.TrimPrefix(v.Stored, v.Shape.StoredAt+".")
+	}
+	return v.Stored
 }

@@ -37,6 +37,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/reload"
 	_ "github.com/coredns/coredns/plugin/rewrite"
 	_ "github.com/coredns/coredns/plugin/template"
+	_ "github.com/coredns/coredns/plugin/view"
 	_ "github.com/coredns/coredns/plugin/whoami"
 )
 
@@ -51,7 +52,8 @@ import (
 // the answers are the same, and the cache holds an entry per name asked
 // instead of per gateway.
 //
-// Besides the xcc.test zone (rewrite, cache, template, etcd) and bind (to
+// Besides the xcc.test zone (rewrite, cache, template, etcd), view (the
+// clusterset zone's SRV of a service name: internal/guard) and bind (to
 // listen on chosen addresses only, as the local lab does) it holds what
 // a cluster DNS Corefile uses (kubernetes, forward, loop, loadbalance), so the
 // same binary can stand in for kube-system's CoreDNS in the local lab, and
@@ -77,6 +79,7 @@ var Directives = []string{
 	"loop",
 	"forward",
 	"whoami",
+	"view",
 }
 
 // Upstream is CoreDNS's own plugin order, as compiled into the module

@@ -49,11 +49,23 @@ type Template struct {
 	Answer  string
 }
 
-// Zone is the guard of one zone: rewrites, then templates in order.
+// View is a server block of its own for the queries of the zone for
+// which Expr is true (the view plugin), before the zone's block: those
+// queries skip its rewrites and templates and go straight to the etcd
+// plugin, so Expr must accept only names whose key may be read as asked.
+type View struct {
+	Comment string
+	Name    string
+	Expr    string
+}
+
+// Zone is the guard of one zone: views, then rewrites, then templates in
+// order.
 type Zone struct {
 	// Name is the zone, canonical; empty for the reverse zones, whose
 	// templates take the zones of their server block.
 	Name      string
+	Views     []View
 	Rewrites  []Rewrite
 	Templates []Template
 }
@@ -67,7 +79,7 @@ func Forward(zone string, shapes []contract.Shape) Zone {
 	apex := "^" + dots(zone) + `\.$`
 	suffix := `\.` + dots(zone) + `\.$`
 
-	var empty, records, roots, notSRV, txt []string
+	var empty, records, roots, notSRV, txt, srvOfAll, srvOfAllDocs []string
 	closed := false
 	for _, s := range shapes {
 		if len(s.Labels) == 0 {
@@ -92,6 +104,10 @@ func Forward(zone string, shapes []contract.Shape) Zone {
 		if s.Root {
 			roots = append(roots, re)
 		}
+		if s.SRVOfAll && !s.Empty {
+			srvOfAll = append(srvOfAll, shapeRegex(s.Labels, "[.]"))
+			srvOfAllDocs = append(srvOfAllDocs, doc(s.Labels, zone))
+		}
 		if s.Wildcard {
 			z.Rewrites = append(z.Rewrites, Rewrite{
 				Comment:     "Every name below " + doc(s.Labels, zone) + " (" + s.Kind + ") answers its records.",
@@ -106,6 +122,13 @@ func Forward(zone string, shapes []contract.Shape) Zone {
 				Replacement: s.StoredAt + ".{1}.",
 			})
 		}
+	}
+	if len(srvOfAll) > 0 {
+		z.Views = append(z.Views, View{
+			Comment: "SRV of " + strings.Join(srvOfAllDocs, ", ") + " reads the name itself: below it only its SRV names have a port, so the answer is all of their records. A block of its own, since a rewrite cannot tell types apart. The name is of the shape, without the label \"any\".",
+			Name:    "srv-of-all",
+			Expr:    "type() == 'SRV' && name() matches '^(?:" + strings.Join(srvOfAll, "|") + ")[.]" + exprDots(zone) + "[.]$' && !(name() matches '(?:^|[.])any[.]')",
+		})
 	}
 	rootMatch := []string{"(?:^|\\.)(?:" + strings.Join(roots, "|") + ")" + suffix}
 	if closed {
@@ -263,7 +286,12 @@ func Write(w io.Writer, cfg Config) error {
 	var b strings.Builder
 	b.WriteString(header)
 	fmt.Fprintf(&b, "\n# The %s zone, imported into its server block.\n(%s) {\n", skydnsrecord.CanonicalName(cfg.Zone), Snippet)
-	Forward(cfg.Zone, contract.Shapes(cfg.Zone, cfg.Grants)).write(&b, "    ")
+	fz := Forward(cfg.Zone, contract.Shapes(cfg.Zone, cfg.Grants))
+	if len(fz.Views) > 0 {
+		// A snippet is imported into one block; a view needs one of its own.
+		return fmt.Errorf("zone %q: a view in the imported snippet", cfg.Zone)
+	}
+	fz.write(&b, "    ")
 	b.WriteString("}\n")
 	if len(cfg.ReverseCIDRs) > 0 {
 		keys := make([]string, len(cfg.ReverseCIDRs))
@@ -276,9 +304,15 @@ func Write(w io.Writer, cfg Config) error {
 	}
 	if cfg.ClusterSetZone != "" {
 		zone := skydnsrecord.CanonicalName(cfg.ClusterSetZone)
+		cz := Forward(zone, contract.ClusterSetShapes())
+		for _, v := range cz.Views {
+			b.WriteString("\n")
+			comment(&b, "", v.Comment)
+			fmt.Fprintf(&b, "%s:{$DNS_PORT} {\n    view %s {\n        expr \"%s\"\n    }\n%s%s}\n", zone, v.Name, v.Expr, blockHead, blockTail)
+		}
 		fmt.Fprintf(&b, "\n# The %s zone of the Multi-Cluster Services DNS specification\n# (schema %s): only its names exist here, no name put by hand.\n%s:{$DNS_PORT} {\n%s",
 			zone, contract.DNSVersion, zone, blockHead)
-		Forward(zone, contract.ClusterSetShapes()).write(&b, "    ")
+		cz.write(&b, "    ")
 		b.WriteString(blockTail + "}\n")
 	}
 	_, err := io.WriteString(w, b.String())

@@ -18,18 +18,25 @@ type outcome struct {
 	stored string
 }
 
-// decide runs a query through z as the rewrite and template plugins do:
+// decide runs a query through z as the view, rewrite and template plugins
+// do: a view whose expression is true sends it to etcd as asked; else
 // the first rewrite whose regex matches replaces the name, then the first
 // template whose type, one of whose expressions, and whose expression
 // match answers; else the query goes on to etcd.
 func decide(t testing.TB, z Zone, name, qtype string) outcome {
+	env := map[string]any{"name": func() string { return name }, "type": func() string { return qtype }}
+	for _, v := range z.Views {
+		if run(t, v.Expr, env) {
+			return outcome{stored: strings.TrimSuffix(name, ".")}
+		}
+	}
 	for _, r := range z.Rewrites {
 		if m := regexp.MustCompile(r.Regex).FindStringSubmatch(name); m != nil {
 			name = strings.ReplaceAll(r.Replacement, "{1}", m[1])
 			break
 		}
 	}
-	env := map[string]any{"name": func() string { return name }, "type": func() string { return qtype }}
+	env = map[string]any{"name": func() string { return name }, "type": func() string { return qtype }}
 	for _, tm := range z.Templates {
 		if tm.Type != "ANY" && tm.Type != qtype {
 			continue
@@ -41,22 +48,25 @@ func decide(t testing.TB, z Zone, name, qtype string) outcome {
 		if !matched {
 			continue
 		}
-		if tm.Expr != "" {
-			prog, err := expr.Compile(tm.Expr, expr.Env(env), expr.AsBool())
-			if err != nil {
-				t.Fatalf("expression %q: %v", tm.Expr, err)
-			}
-			ok, err := expr.Run(prog, env)
-			if err != nil {
-				t.Fatalf("expression %q: %v", tm.Expr, err)
-			}
-			if !ok.(bool) {
-				continue
-			}
+		if tm.Expr != "" && !run(t, tm.Expr, env) {
+			continue
 		}
 		return outcome{rcode: tm.Rcode}
 	}
 	return outcome{stored: strings.TrimSuffix(name, ".")}
+}
+
+// run evaluates an expression of the template or view plugin.
+func run(t testing.TB, e string, env map[string]any) bool {
+	prog, err := expr.Compile(e, expr.Env(env), expr.AsBool())
+	if err != nil {
+		t.Fatalf("expression %q: %v", e, err)
+	}
+	ok, err := expr.Run(prog, env)
+	if err != nil {
+		t.Fatalf("expression %q: %v", e, err)
+	}
+	return ok.(bool)
 }
 
 // want is what the grammar says of a query (contract.ClassifyQuery).
@@ -65,7 +75,7 @@ func want(v contract.Verdict, qtype string) outcome {
 	case v.Refused:
 		return outcome{rcode: "NXDOMAIN"}
 	case v.ReadsEtcd(qtype):
-		return outcome{stored: v.Stored}
+		return outcome{stored: v.StoredFor(qtype)}
 	default:
 		return outcome{rcode: "NOERROR"}
 	}
