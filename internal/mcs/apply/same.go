@@ -19,28 +19,29 @@ import (
 // existing object, keeping the rest and its resourceVersion.
 
 func sameMeta(e, d metav1.Object) bool {
-	for k, v := range d.GetLabels() {
-		if got, ok := e.GetLabels()[k]; !ok || got != v {
-			return false
-		}
-	}
-	for _, k := range managedLabels(e) {
-		if _, want := d.GetLabels()[k]; !want && hasLabel(e, k) {
-			return false
-		}
-	}
-	for k, v := range d.GetAnnotations() {
-		if got, ok := e.GetAnnotations()[k]; !ok || got != v {
-			return false
-		}
-	}
-	for _, k := range managedAnnotations(e) {
-		if _, want := d.GetAnnotations()[k]; !want && hasAnnotation(e, k) {
-			return false
-		}
+	if !sameEntries(e.GetLabels(), d.GetLabels(), managedLabels(e)) ||
+		!sameEntries(e.GetAnnotations(), d.GetAnnotations(), managedAnnotations(e)) {
+		return false
 	}
 	for _, ref := range d.GetOwnerReferences() {
 		if !slices.ContainsFunc(e.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == ref.UID }) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameEntries: have holds every entry of want, and no managed key that
+// want has not.
+func sameEntries(have, want map[string]string, managed []string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	for _, k := range managed {
+		_, wanted := want[k]
+		if _, has := have[k]; has && !wanted {
 			return false
 		}
 	}
@@ -59,16 +60,6 @@ func managedLabels(e metav1.Object) []string {
 func managedAnnotations(e metav1.Object) []string {
 	return append([]string{objects.AnnotationExportedLabels, objects.AnnotationExportedAnnotations},
 		objects.ExportedKeys(e, objects.AnnotationExportedAnnotations)...)
-}
-
-func hasAnnotation(o metav1.Object, k string) bool {
-	_, ok := o.GetAnnotations()[k]
-	return ok
-}
-
-func hasLabel(o metav1.Object, k string) bool {
-	_, ok := o.GetLabels()[k]
-	return ok
 }
 
 // mergeMeta sets the desired labels and annotations (and removes managed
