@@ -24,7 +24,8 @@ import (
 // Service's EndpointSlices (cluster-a's pod across the router, pod
 // addresses being routed between the clusters, and cluster-b's own), and
 // to cluster-a's StatefulSet pod by its clusterset hostname. A newer
-// export with another port is in Conflict; unexport removes the imports
+// export with another port is in Conflict, and the import's port then
+// reaches only the pods of the cluster that exposes it; unexport removes the imports
 // and their names. It times export to the first answer in the pod and
 // unexport to NXDOMAIN. Everything it makes is removed at the end.
 func TestMCS(t *testing.T) {
@@ -251,6 +252,26 @@ func TestMCS(t *testing.T) {
 	if err != nil || imp == nil || !slices.Equal(imp.Ports, []string{"http/TCP/80"}) {
 		t.Fatalf("ServiceImport %s/%s of cluster-b in conflict: %+v %v, want the older port http/TCP/80", ns, echo, imp, err)
 	}
+	// Port 80 of the import reaches only the pods of the cluster whose
+	// Service exposes 80: cluster-b's http is now 8000.
+	poll(t, "GETs of "+url+" from cluster-b reaching only cluster-a's pods", 2*time.Minute, func() error {
+		out, err := nl.RunProbe(ctx, b, "mcs-get", "get", "20", url)
+		if err != nil {
+			return err
+		}
+		got = map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			got[line]++
+		}
+		for answer := range got {
+			pod := strings.TrimPrefix(answer, "200 hello from ")
+			if _, ok := echoA[pod]; !ok {
+				return fmt.Errorf("answers %v, want only cluster-a's pods %v", got, slices.Collect(maps.Keys(echoA)))
+			}
+		}
+		return nil
+	})
+	t.Logf("mcs: 20 GETs of %s from cluster-b with cluster-b's port in conflict: %v", url, got)
 
 	// Unexport everything: the imports go, and the names with them.
 	timed(t, b, "unexport of every ServiceExport", "A", x, "NXDOMAIN", nil, func() {

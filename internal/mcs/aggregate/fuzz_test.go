@@ -141,6 +141,18 @@ func checkImports(t *testing.T, exports []Export, r Result) {
 			}
 			names[p.Name], numbers[protocolPort{p.Protocol, p.Port}] = true, true
 		}
+		// Each cluster serves the import's ports its Service has alike,
+		// the winner all of its own.
+		for _, c := range imp.Clusters {
+			for _, p := range imp.Served[c] {
+				if !slices.Contains(imp.Ports, p) {
+					t.Fatalf("import %v: cluster %s serves %+v, not a port of the import", imp.Key, c, p)
+				}
+			}
+		}
+		if len(imp.Served[w.Cluster]) != len(w.Service.Ports) {
+			t.Fatalf("import %v: the winner serves %+v of its ports %+v", imp.Key, imp.Served[w.Cluster], w.Service.Ports)
+		}
 		for k := range imp.Labels {
 			if Reserved(k) {
 				t.Fatalf("import %v carries reserved label %q", imp.Key, k)

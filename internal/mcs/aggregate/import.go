@@ -50,11 +50,25 @@ func newImport(k Key, valid []Export, ports []Port) *Import {
 		imp.SessionAffinityConfig = &SessionAffinityConfig{TimeoutSeconds: c.TimeoutSeconds}
 	}
 	imp.Ports = ports
+	imp.Served = map[string][]Port{}
 	for _, e := range valid {
 		imp.Clusters = append(imp.Clusters, e.Cluster)
+		imp.Served[e.Cluster] = served(ports, e.Service.Ports)
 	}
 	slices.Sort(imp.Clusters)
 	return imp
+}
+
+// served are the ports of an import that a Service declares alike: name,
+// protocol and number (appProtocol is the import's).
+func served(ports, own []Port) []Port {
+	var out []Port
+	for _, p := range ports {
+		if slices.ContainsFunc(own, func(o Port) bool { return o.Name == p.Name && o.Protocol == p.Protocol && o.Port == p.Port }) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // ownConflicts lists, per valid export, the fields in which its values

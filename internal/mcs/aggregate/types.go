@@ -104,6 +104,12 @@ type Import struct {
 	// precedence, to be set on the ServiceImport.
 	Labels      map[string]string
 	Annotations map[string]string
+	// Served are, per cluster id of Clusters, the ports of the import
+	// that the cluster's Service declares alike (name, protocol and
+	// number): its endpoints take the traffic of those ports only, so a
+	// client of a port reaches only Services that expose it (the
+	// conformance suite's StrictPortConflict).
+	Served map[string][]Port
 	// Winner is the cluster id of the export with precedence.
 	Winner string
 	// Clusters are the cluster ids of the valid exports, sorted.

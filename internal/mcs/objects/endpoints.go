@@ -75,7 +75,7 @@ func readSource(cluster string, local bool, in []*discoveryv1.EndpointSlice, imp
 			refused = append(refused, fmt.Sprintf("EndpointSlice %s: addressType %q: want IPv4 or IPv6", s.Name, s.AddressType))
 			continue
 		}
-		ports, problems := importPorts(s.Ports, imp.Ports)
+		ports, problems := importPorts(s.Ports, imp.Served[cluster])
 		refused = appendPrefixed(refused, "EndpointSlice "+s.Name+": ", problems)
 		ready := contract.ReadyEndpoints([]*discoveryv1.EndpointSlice{servingOnly(s)}, nil, "")
 		refused = appendPrefixed(refused, "EndpointSlice "+s.Name+": ", ready.Refused)
@@ -152,8 +152,9 @@ func servingOnly(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 }
 
 // importPorts keeps the ports of a source slice that are valid and that
-// the import has (same name and protocol; the number is the target port
-// in the source and may differ per member). appProtocol is the import's.
+// the source serves of the import (want: aggregate.Import.Served; same
+// name and protocol; the number is the target port in the source and may
+// differ per member). appProtocol is the import's.
 func importPorts(in []discoveryv1.EndpointPort, want []aggregate.Port) ([]discoveryv1.EndpointPort, []string) {
 	var out []discoveryv1.EndpointPort
 	var refused []string
