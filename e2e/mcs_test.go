@@ -76,9 +76,8 @@ func testMCS(t *testing.T) {
 	t.Logf("mcs: cluster-b resolves %s to its ClusterSetIP %v %s after the ClusterSet was applied", x, impB.IPs, time.Since(applied).Round(10*time.Millisecond))
 	expect(t, dnsA, x, dns.TypeA, dns.RcodeSuccess, impA.IPs...)
 	expect(t, dnsB, "_http._tcp."+x, dns.TypeSRV, dns.RcodeSuccess, "10 100 80 "+x+".")
-	// SRV of the name itself: every port's (the etcd plugin weighs the
-	// four records below X, two of them without a port).
-	expect(t, dnsB, x, dns.TypeSRV, dns.RcodeSuccess, "10 25 80 "+x+".")
+	// SRV of the name itself: every port's.
+	expect(t, dnsB, x, dns.TypeSRV, dns.RcodeSuccess, "10 100 80 "+x+".")
 	// The specification's names that must not exist, and its version.
 	expect(t, dnsB, lab.ClusterA+"."+x, dns.TypeA, dns.RcodeNameError)
 	expect(t, dnsB, "dns-version."+lab.ClusterSetZone, dns.TypeTXT, dns.RcodeSuccess, `"1.0.0"`)

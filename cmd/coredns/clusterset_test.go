@@ -21,15 +21,17 @@ import (
 const csZone = contract.DefaultClusterSetZone
 
 // clusterSetSlices are the imports of one member as the controller writes
-// them: web, a ClusterSetIP import (dual stack, one named port); db, a
+// them: web, a ClusterSetIP import (dual stack, named ports http and dns
+// in TCP and UDP, one unnamed); db, a
 // Headless import exported by cluster-a (one endpoint without hostname,
 // one dual-stack) and cluster-b; and hostile slices of the kind.
 func clusterSetSlices() []*discoveryv1.EndpointSlice {
 	pg := []contract.Port{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432}}
 	out := slices.Concat(
 		contract.BuildClusterSet(contract.ClusterSetImport{Namespace: "dev-team", Name: "web", Type: contract.ImportClusterSetIP,
-			IPs:   []string{"10.96.0.10", "fd00::a"},
-			Ports: []contract.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}, {Protocol: corev1.ProtocolTCP, Port: 8080}}}, csZone),
+			IPs: []string{"10.96.0.10", "fd00::a"},
+			Ports: []contract.Port{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}, {Protocol: corev1.ProtocolTCP, Port: 8080},
+				{Name: "dns", Protocol: corev1.ProtocolTCP, Port: 53}, {Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}}}, csZone),
 		contract.BuildClusterSet(contract.ClusterSetImport{Namespace: "dev-team", Name: "db", Type: contract.ImportHeadless, Sources: []contract.ClusterSetSource{
 			{Cluster: "cluster-a", Endpoints: contract.HeadlessEndpoints{Groups: []contract.HeadlessGroup{{Ports: pg,
 				IPv4: []contract.Endpoint{{Address: "10.1.0.5", Hostname: "pg-0"}, {Address: "10.1.0.6"}},
@@ -83,9 +85,12 @@ func TestClusterSetAnswers(t *testing.T) {
 		{"_http._tcp." + web, dns.TypeSRV, dns.RcodeSuccess, []string{"_http._tcp." + web + " 5 IN SRV 10 100 80 " + web}, true},
 		{"_http._udp." + web, dns.TypeSRV, dns.RcodeNameError, nil, true},
 		nodata(web, dns.TypeTXT, true),
-		// SRV of the name itself: the SRV records of every named port.
-		{web, dns.TypeSRV, dns.RcodeSuccess, []string{web + " 5 IN SRV 10 20 80 " + web}, true},
-		{"Web.Dev-Team.svc.clusterset.local.", dns.TypeSRV, dns.RcodeSuccess, []string{web + " 5 IN SRV 10 20 80 " + web}, false},
+		// SRV of the name itself: each target and port of its SRV names
+		// once (dns is one port in TCP and UDP).
+		{web, dns.TypeSRV, dns.RcodeSuccess, []string{web + " 5 IN SRV 10 50 53 " + web, web + " 5 IN SRV 10 50 80 " + web}, true},
+		{"Web.Dev-Team.svc.clusterset.local.", dns.TypeSRV, dns.RcodeSuccess, []string{web + " 5 IN SRV 10 50 53 " + web, web + " 5 IN SRV 10 50 80 " + web}, false},
+		{"_dns._udp." + web, dns.TypeSRV, dns.RcodeSuccess, []string{"_dns._udp." + web + " 5 IN SRV 10 100 53 " + web}, true},
+		{"_srv." + web, dns.TypeA, dns.RcodeSuccess, nil, false},
 		nodata("_tcp."+web, dns.TypeA, false),
 		// <clusterid>.X does not exist for a ClusterSetIP import.
 		{"cluster-a." + web, dns.TypeA, dns.RcodeNameError, nil, true},
@@ -101,12 +106,10 @@ func TestClusterSetAnswers(t *testing.T) {
 			"_pg._tcp." + db + " 5 IN SRV 10 33 5432 10-1-0-6.cluster-a." + db,
 			"_pg._tcp." + db + " 5 IN SRV 10 33 5432 pg-0.cluster-a." + db,
 			"_pg._tcp." + db + " 5 IN SRV 10 33 5432 pg-0.cluster-b." + db}, true},
-		// The etcd plugin weighs every record below the name, those
-		// without a port too: equal weights, of no meaning.
 		{db, dns.TypeSRV, dns.RcodeSuccess, []string{
-			db + " 5 IN SRV 10 4 5432 10-1-0-6.cluster-a." + db,
-			db + " 5 IN SRV 10 4 5432 pg-0.cluster-a." + db,
-			db + " 5 IN SRV 10 4 5432 pg-0.cluster-b." + db}, true},
+			db + " 5 IN SRV 10 33 5432 10-1-0-6.cluster-a." + db,
+			db + " 5 IN SRV 10 33 5432 pg-0.cluster-a." + db,
+			db + " 5 IN SRV 10 33 5432 pg-0.cluster-b." + db}, true},
 		// <clusterid>.X of a Headless import: that source's endpoints.
 		{"cluster-b." + db, dns.TypeA, dns.RcodeSuccess, []string{"cluster-b." + db + " 5 IN A 10.2.0.5"}, true},
 		{"pg-9.cluster-a." + db, dns.TypeA, dns.RcodeNameError, nil, true},

@@ -283,6 +283,14 @@ func parseClusterSetIPs(slice *discoveryv1.EndpointSlice, zone string, p *Parsed
 	return true, problems
 }
 
+// srvAllLabel is the label below an import's name X where the SRV
+// records of X itself are stored (ClusterSetSRVName).
+const srvAllLabel = "_srv"
+
+// ClusterSetSRVName is where the SRV records of the import's name x are
+// stored: each distinct target and port of its SRV names.
+func ClusterSetSRVName(x string) string { return srvAllLabel + "." + x }
+
 // ClusterSetShapes returns every shape of the clusterset zone. The zone
 // is closed: only these names exist in it, none is put by hand.
 func ClusterSetShapes() []Shape {
@@ -294,8 +302,9 @@ func ClusterSetShapes() []Shape {
 		{Kind: "dns-version", Labels: labels(lit(dnsVersionLabel)), TXT: true},
 		{Kind: "svc", Labels: labels(svc), Empty: true, Root: true},
 		{Kind: "namespace of svc", Labels: labels(ns, svc), Empty: true},
-		{Kind: "clusterset service", Labels: labels(s, ns, svc), StoredAt: headlessAllLabel, SRVOfAll: true},
+		{Kind: "clusterset service", Labels: labels(s, ns, svc), StoredAt: headlessAllLabel, SRVAt: srvAllLabel},
 		{Kind: "clusterset service, stored", Labels: labels(lit(headlessAllLabel), s, ns, svc)},
+		{Kind: "clusterset service, SRV stored", Labels: labels(lit(srvAllLabel), s, ns, svc), SRV: true},
 		{Kind: "clusterset cluster", Labels: labels(c, s, ns, svc)},
 		{Kind: "clusterset endpoint", Labels: labels(variable("<hostname>"), c, s, ns, svc)},
 		{Kind: "clusterset protocol", Labels: labels(proto, s, ns, svc), Empty: true},

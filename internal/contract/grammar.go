@@ -71,15 +71,15 @@ type Shape struct {
 	StoredAt string
 	// SRV: the name answers SRV and nothing else; no other name answers
 	// SRV (its answer would name the record keys below the asked name),
-	// except one of SRVOfAll.
+	// except one with SRVAt.
 	SRV bool
-	// SRVOfAll: SRV of the name reads the name itself, not StoredAt: the
-	// etcd plugin answers SRV with every record below the name that has a
-	// port, and below it only its SRV names have one (the other records
-	// carry port -1), so the answer is the union of their SRV records.
-	// CoreDNS's kubernetes plugin answers SRV at a service's name, and
-	// the MCS conformance suite asks it there.
-	SRVOfAll bool
+	// SRVAt: SRV of the name is answered from the records stored at this
+	// label below it (serve keeps there each distinct target and port of
+	// the name's SRV names: an RRset holds no record twice, and a port of
+	// one number in TCP and UDP is two SRV names with one target). CoreDNS's
+	// kubernetes plugin answers SRV at a service's name, and the MCS
+	// conformance suite asks it there. Other types read StoredAt.
+	SRVAt string
 	// TXT: the name answers TXT and nothing else (dns-version of the
 	// clusterset zone).
 	TXT bool
@@ -289,17 +289,21 @@ func (v Verdict) ReadsEtcd(qtype string) bool {
 	if v.Shape.TXT {
 		return qtype == "TXT"
 	}
-	if v.Shape.SRVOfAll && qtype == "SRV" {
+	if v.Shape.SRVAt != "" && qtype == "SRV" {
 		return true
 	}
 	return v.Shape.SRV == (qtype == "SRV")
 }
 
 // StoredFor is the name whose key the etcd plugin reads for a query of
-// type qtype of verdict v: Stored, except SRV of a name of SRVOfAll.
+// type qtype of verdict v: Stored, except SRV of a name with SRVAt.
 func (v Verdict) StoredFor(qtype string) string {
-	if v.Shape != nil && v.Shape.SRVOfAll && qtype == "SRV" && v.Shape.StoredAt != "" {
-		return strings.TrimPrefix(v.Stored, v.Shape.StoredAt+".")
+	if v.Shape == nil || v.Shape.SRVAt == "" || qtype != "SRV" {
+		return v.Stored
 	}
-	return v.Stored
+	name := v.Stored
+	if v.Shape.StoredAt != "" {
+		name = strings.TrimPrefix(name, v.Shape.StoredAt+".")
+	}
+	return v.Shape.SRVAt + "." + name
 }

@@ -51,12 +51,14 @@ type Template struct {
 
 // View is a server block of its own for the queries of the zone for
 // which Expr is true (the view plugin), before the zone's block: those
-// queries skip its rewrites and templates and go straight to the etcd
-// plugin, so Expr must accept only names whose key may be read as asked.
+// queries skip its rewrites and templates, take the view's Rewrites and
+// go on to the etcd plugin, so Expr must accept only names whose key,
+// rewritten, may be read.
 type View struct {
-	Comment string
-	Name    string
-	Expr    string
+	Comment  string
+	Name     string
+	Expr     string
+	Rewrites []Rewrite
 }
 
 // Zone is the guard of one zone: views, then rewrites, then templates in
@@ -79,7 +81,8 @@ func Forward(zone string, shapes []contract.Shape) Zone {
 	apex := "^" + dots(zone) + `\.$`
 	suffix := `\.` + dots(zone) + `\.$`
 
-	var empty, records, roots, notSRV, txt, srvOfAll, srvOfAllDocs []string
+	var empty, records, roots, notSRV, txt, srvAt, srvAtDocs []string
+	var srvRewrites []Rewrite
 	closed := false
 	for _, s := range shapes {
 		if len(s.Labels) == 0 {
@@ -104,9 +107,14 @@ func Forward(zone string, shapes []contract.Shape) Zone {
 		if s.Root {
 			roots = append(roots, re)
 		}
-		if s.SRVOfAll && !s.Empty {
-			srvOfAll = append(srvOfAll, shapeRegex(s.Labels, "[.]"))
-			srvOfAllDocs = append(srvOfAllDocs, doc(s.Labels, zone))
+		if s.SRVAt != "" && !s.Empty {
+			srvAt = append(srvAt, shapeRegex(s.Labels, "[.]"))
+			srvAtDocs = append(srvAtDocs, doc(s.Labels, zone))
+			srvRewrites = append(srvRewrites, Rewrite{
+				Comment:     "SRV of " + doc(s.Labels, zone) + " is stored at " + s.SRVAt + " below it.",
+				Regex:       "^(" + re + `\.` + dots(zone) + `)\.$`,
+				Replacement: s.SRVAt + ".{1}.",
+			})
 		}
 		if s.Wildcard {
 			z.Rewrites = append(z.Rewrites, Rewrite{
@@ -123,11 +131,12 @@ func Forward(zone string, shapes []contract.Shape) Zone {
 			})
 		}
 	}
-	if len(srvOfAll) > 0 {
+	if len(srvAt) > 0 {
 		z.Views = append(z.Views, View{
-			Comment: "SRV of " + strings.Join(srvOfAllDocs, ", ") + " reads the name itself: below it only its SRV names have a port, so the answer is all of their records. A block of its own, since a rewrite cannot tell types apart. The name is of the shape, without the label \"any\".",
-			Name:    "srv-of-all",
-			Expr:    "type() == 'SRV' && name() matches '^(?:" + strings.Join(srvOfAll, "|") + ")[.]" + exprDots(zone) + "[.]$' && !(name() matches '(?:^|[.])any[.]')",
+			Comment:  "SRV of " + strings.Join(srvAtDocs, ", ") + ": a block of its own, since a rewrite cannot tell types apart. The name is of the shape, without the label \"any\".",
+			Name:     "srv-of-name",
+			Expr:     "type() == 'SRV' && name() matches '^(?:" + strings.Join(srvAt, "|") + ")[.]" + exprDots(zone) + "[.]$' && !(name() matches '(?:^|[.])any[.]')",
+			Rewrites: srvRewrites,
 		})
 	}
 	rootMatch := []string{"(?:^|\\.)(?:" + strings.Join(roots, "|") + ")" + suffix}
@@ -308,7 +317,9 @@ func Write(w io.Writer, cfg Config) error {
 		for _, v := range cz.Views {
 			b.WriteString("\n")
 			comment(&b, "", v.Comment)
-			fmt.Fprintf(&b, "%s:{$DNS_PORT} {\n    view %s {\n        expr \"%s\"\n    }\n%s%s}\n", zone, v.Name, v.Expr, blockHead, blockTail)
+			fmt.Fprintf(&b, "%s:{$DNS_PORT} {\n    view %s {\n        expr \"%s\"\n    }\n%s", zone, v.Name, v.Expr, blockHead)
+			Zone{Rewrites: v.Rewrites}.write(&b, "    ")
+			b.WriteString(blockTail + "}\n")
 		}
 		fmt.Fprintf(&b, "\n# The %s zone of the Multi-Cluster Services DNS specification\n# (schema %s): only its names exist here, no name put by hand.\n%s:{$DNS_PORT} {\n%s",
 			zone, contract.DNSVersion, zone, blockHead)

@@ -19,7 +19,8 @@ type outcome struct {
 }
 
 // decide runs a query through z as the view, rewrite and template plugins
-// do: a view whose expression is true sends it to etcd as asked; else
+// do: a view whose expression is true sends it to etcd after the view's
+// rewrites; else
 // the first rewrite whose regex matches replaces the name, then the first
 // template whose type, one of whose expressions, and whose expression
 // match answers; else the query goes on to etcd.
@@ -27,15 +28,10 @@ func decide(t testing.TB, z Zone, name, qtype string) outcome {
 	env := map[string]any{"name": func() string { return name }, "type": func() string { return qtype }}
 	for _, v := range z.Views {
 		if run(t, v.Expr, env) {
-			return outcome{stored: strings.TrimSuffix(name, ".")}
+			return outcome{stored: strings.TrimSuffix(rewrite(v.Rewrites, name), ".")}
 		}
 	}
-	for _, r := range z.Rewrites {
-		if m := regexp.MustCompile(r.Regex).FindStringSubmatch(name); m != nil {
-			name = strings.ReplaceAll(r.Replacement, "{1}", m[1])
-			break
-		}
-	}
+	name = rewrite(z.Rewrites, name)
 	env = map[string]any{"name": func() string { return name }, "type": func() string { return qtype }}
 	for _, tm := range z.Templates {
 		if tm.Type != "ANY" && tm.Type != qtype {
@@ -54,6 +50,16 @@ func decide(t testing.TB, z Zone, name, qtype string) outcome {
 		return outcome{rcode: tm.Rcode}
 	}
 	return outcome{stored: strings.TrimSuffix(name, ".")}
+}
+
+// rewrite applies the first of rules whose regex matches name.
+func rewrite(rules []Rewrite, name string) string {
+	for _, r := range rules {
+		if m := regexp.MustCompile(r.Regex).FindStringSubmatch(name); m != nil {
+			return strings.ReplaceAll(r.Replacement, "{1}", m[1])
+		}
+	}
+	return name
 }
 
 // run evaluates an expression of the template or view plugin.

@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
@@ -64,4 +66,30 @@ func canonicalOrEmpty(zone string) string {
 		return ""
 	}
 	return skydnsrecord.CanonicalName(zone)
+}
+
+// srvOfName adds to records, at contract.ClusterSetSRVName(name), one
+// record per distinct target and port of the SRV records of name's SRV
+// names in records: SRV of the import's name itself. An RRset holds no
+// record twice, and a port of one number in TCP and UDP is two SRV names
+// with the same target and port. At most contract.MaxRecordsPerName, in
+// order of target and port.
+func srvOfName(records skydnsrecord.Set, name, owner string, ttl uint32) {
+	type target struct {
+		host string
+		port int
+	}
+	seen := map[target]bool{}
+	for _, r := range records {
+		if r.Port > 0 && r.Owner == owner {
+			seen[target{r.Host, r.Port}] = true
+		}
+	}
+	targets := slices.SortedFunc(maps.Keys(seen), func(a, b target) int {
+		return cmp.Or(cmp.Compare(a.host, b.host), cmp.Compare(a.port, b.port))
+	})
+	at := contract.ClusterSetSRVName(name)
+	for _, t := range targets[:min(len(targets), contract.MaxRecordsPerName)] {
+		records[skydnsrecord.RecordKey(at, owner, t.host+":"+strconv.Itoa(t.port))] = skydnsrecord.Record{Host: t.host, Port: t.port, TTL: ttl, Owner: owner}
+	}
 }

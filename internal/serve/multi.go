@@ -151,6 +151,7 @@ func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsr
 	}
 	if clusterSet {
 		clusterSetSourceRecords(records, parsed, owner)
+		srvOfName(records, name, owner, ttl)
 	}
 	return records, answer, problems
 }

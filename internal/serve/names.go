@@ -41,12 +41,6 @@ func nameRecord(dir string, leaves skydnsrecord.Set) (string, skydnsrecord.Recor
 		return "", skydnsrecord.Record{}, false
 	}
 	best.Owner = nameOwnerPrefix + dir
-	if best.Port > 0 {
-		// A copy of an SRV record: an SRV query of a name above it reads
-		// it beside the leaves (the clusterset service's SRV of all), and
-		// must count that record once.
-		best.Port = NoSRVPort
-	}
 	return dir, best, true
 }
 
