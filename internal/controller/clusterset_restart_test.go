@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	k8stesting "k8s.io/client-go/testing"
@@ -314,4 +315,111 @@ func TestControllerClusterSetStateSavedOnChange(t *testing.T) {
 		return kept != nil && len(kept.Members["cluster-a"].Exports) == 1 &&
 			len(kept.Members["cluster-a"].Exports[0].Slices) == 1 && len(kept.Members["cluster-a"].Exports[0].Slices[0].Endpoints) == 2
 	})
+}
+
+// clusterSetSelecting is the ClusterSet name of dev-team, created at
+// created, selecting the Clusters labelled key=value.
+func clusterSetSelecting(name, key, value string, created time.Time) *unstructured.Unstructured {
+	u := clusterSetObject(name)
+	_ = unstructured.SetNestedStringMap(u.Object, map[string]string{key: value}, "spec", "clusterSelector", "matchLabels")
+	u.SetCreationTimestamp(metav1.NewTime(created))
+	return u
+}
+
+// A Cluster selected by two ClusterSets belongs to the older while that
+// one is being deleted: its removal is never raced by the newer's writes.
+// Once the older is gone, the newer takes the Cluster and writes its
+// imports there.
+func TestControllerClusterSetHandOver(t *testing.T) {
+	a, b, c := newMember(true, "10.244.1.5"), newMember(false, ""), newMember(true, "10.244.3.5")
+	d := downableMember(a)
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb"),
+			testfixture.KubeconfigSecret("cluster-c", "kc")},
+		[]runtime.Object{
+			capiCluster("cluster-a", map[string]string{"set": "prod"}, ""),
+			capiCluster("cluster-b", map[string]string{"set": "prod", "tier": "web"}, ""),
+			capiCluster("cluster-c", map[string]string{"tier": "web"}, ""),
+			clusterSetSelecting("prod", "set", "prod", time.Unix(100, 0)),
+			clusterSetSelecting("next", "tier", "web", time.Unix(200, 0)),
+		},
+		nil, map[string]workload.Client{"ka": a, "kb": b, "kc": c},
+		func(c *Config) { c.ClusterSets = true; c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
+	refusedByNext := func() bool {
+		for _, m := range clusterSetStatusOf(e.ctx, t, e, "next").Clusters {
+			if m.Name == "cluster-b" && m.Reason == xccv1alpha1.ReasonConflict {
+				return true
+			}
+		}
+		return false
+	}
+	eventually(t, "cluster-a's import in cluster-b (prod has it)", func() bool { return hasImport(e.ctx, b) })
+	eventually(t, "next refuses cluster-b: prod is older", refusedByNext)
+	eventually(t, "prod holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+
+	// prod is deleted while cluster-a cannot be reached: its removal is
+	// done in cluster-b, and next still does not take cluster-b.
+	d.down()
+	e.markSetDeleting("prod")
+	eventually(t, "prod's objects gone from cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
+	e.ctrl.sets.queue.Add("dev-team/next")
+	time.Sleep(300 * time.Millisecond)
+	if !refusedByNext() || !holdsNothing(e.ctx, t, b) {
+		t.Fatal("next took cluster-b while prod, being deleted, still removes its objects")
+	}
+
+	// The removal ends, the API server deletes prod: next takes cluster-b.
+	d.up()
+	eventually(t, "prod's finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+	if err := e.dyn.Resource(xccv1alpha1.ClusterSetResource).Namespace("dev-team").Delete(e.ctx, "prod", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "next's import of cluster-c's export in cluster-b", func() bool {
+		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		return err == nil && len(si.Status.Clusters) == 1 && si.Status.Clusters[0].Cluster == "cluster-c"
+	})
+}
+
+// A member that moves from one ClusterSet to another is handed over: the
+// set it left leaves its objects to the set it joined, which replaces
+// them with its own.
+func TestControllerClusterSetMemberMoves(t *testing.T) {
+	a, b, c := newMember(true, "10.244.1.5"), newMember(false, ""), newMember(true, "10.244.3.5")
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb"),
+			testfixture.KubeconfigSecret("cluster-c", "kc")},
+		[]runtime.Object{
+			capiCluster("cluster-a", map[string]string{"set": "prod"}, ""),
+			capiCluster("cluster-b", map[string]string{"set": "prod"}, ""),
+			capiCluster("cluster-c", map[string]string{"tier": "web"}, ""),
+			clusterSetSelecting("prod", "set", "prod", time.Unix(100, 0)),
+			clusterSetSelecting("next", "tier", "web", time.Unix(200, 0)),
+		},
+		nil, map[string]workload.Client{"ka": a, "kb": b, "kc": c},
+		func(c *Config) { c.ClusterSets = true })
+	eventually(t, "cluster-a's import in cluster-b", func() bool { return hasImport(e.ctx, b) })
+
+	clusters := e.dyn.Resource(clusterGVR).Namespace("dev-team")
+	u, err := clusters.Get(e.ctx, "cluster-b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetLabels(map[string]string{"tier": "web"})
+	if _, err := clusters.Update(e.ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	importOfC := func() bool {
+		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		return err == nil && len(si.Status.Clusters) == 1 && si.Status.Clusters[0].Cluster == "cluster-c"
+	}
+	eventually(t, "next's import of cluster-c's export in cluster-b", importOfC)
+	for range 3 {
+		e.ctrl.sets.queue.Add("dev-team/prod")
+		e.ctrl.sets.queue.Add("dev-team/next")
+		time.Sleep(100 * time.Millisecond)
+	}
+	eventually(t, "still next's import in cluster-b after both synced again", importOfC)
+	if kept := e.keptSet(); kept != nil && kept.Written["cluster-b"] != "" {
+		t.Errorf("prod still lists cluster-b as holding its objects: %v", kept.Written)
+	}
 }

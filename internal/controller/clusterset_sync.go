@@ -41,7 +41,7 @@ func (c *Controller) syncClusterSet(ctx context.Context, key string, cs *xccv1al
 		return err
 	}
 	user := clusterSetUser + key
-	res, members, err := c.membership(cs, user)
+	res, members, others, err := c.membership(cs, user)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (c *Controller) syncClusterSet(ctx context.Context, key string, cs *xccv1al
 		return err
 	}
 	written := c.writeMembers(ctx, mem, members, reads, agg)
-	c.removeLeftMembers(ctx, mem, members, user)
+	c.removeLeftMembers(ctx, mem, members, others, user)
 	c.workloads.Release(user, keep)
 	stateErr := c.saveClusterSet(ctx, mem, key)
 	st := clusterSetStatus(cs, res, members, reads, agg, written)
@@ -89,23 +89,28 @@ func (c *Controller) noteWritten(ctx context.Context, mem *setMemory, key string
 // membership resolves which Clusters of cs's namespace are its members,
 // with their cluster ids (package member), and connects to each for
 // user. A member that cannot be reached is still a member: its last
-// exports are kept.
-func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, user string) (member.Result, []setMember, error) {
+// exports are kept. others are the Clusters (namespace/name) that
+// another ClusterSet has.
+//
+// A ClusterSet being deleted keeps its members until its finalizer goes:
+// a newer one that selects them too takes them only once the older's
+// removal is done, so the removal never deletes what the newer wrote.
+func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, user string) (member.Result, []setMember, map[string]bool, error) {
 	setObjs, err := c.sets.informer.GetIndexer().ByIndex(cache.NamespaceIndex, cs.Namespace)
 	if err != nil {
-		return member.Result{}, nil, fmt.Errorf("list ClusterSets in %q: %w", cs.Namespace, err)
+		return member.Result{}, nil, nil, fmt.Errorf("list ClusterSets in %q: %w", cs.Namespace, err)
 	}
 	var sets []member.ClusterSet
 	for _, o := range setObjs {
 		other, err := toClusterSet(o)
-		if err != nil || other.DeletionTimestamp != nil {
+		if err != nil {
 			continue
 		}
 		sets = append(sets, member.ClusterSet{Name: other.Name, Created: other.CreationTimestamp.Time, Selector: other.Spec.ClusterSelector})
 	}
 	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, cs.Namespace)
 	if err != nil {
-		return member.Result{}, nil, fmt.Errorf("list clusters in %q: %w", cs.Namespace, err)
+		return member.Result{}, nil, nil, fmt.Errorf("list clusters in %q: %w", cs.Namespace, err)
 	}
 	access := map[string]setMember{}
 	var clusters []member.Cluster
@@ -118,7 +123,7 @@ func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, user string) (member
 		if selects(cs, u.GetLabels()) {
 			sm, err := c.connect(cs.Namespace, u.GetName(), user)
 			if err != nil {
-				return member.Result{}, nil, err
+				return member.Result{}, nil, nil, err
 			}
 			if sm.cluster != nil {
 				if _, has, synced := sm.cluster.SliceNamespace(c.cfg.SliceNamespace); synced {
@@ -133,9 +138,14 @@ func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, user string) (member
 		clusters = append(clusters, mc)
 	}
 	var mine member.Result
+	others := map[string]bool{}
 	for _, r := range member.Resolve(sets, clusters) {
 		if r.Name == cs.Name {
 			mine = r
+			continue
+		}
+		for _, m := range r.Members {
+			others[cs.Namespace+"/"+m.Cluster] = true
 		}
 	}
 	members := make([]setMember, 0, len(mine.Members))
@@ -144,7 +154,7 @@ func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, user string) (member
 		sm.Member = m
 		members = append(members, sm)
 	}
-	return mine, members, nil
+	return mine, members, others, nil
 }
 
 // selects reports whether cs's selector picks a Cluster of these labels;

@@ -288,14 +288,22 @@ func corev1Protocol(p string) corev1.Protocol { return corev1.Protocol(p) }
 // removeLeftMembers removes the objects of the clusterset from the
 // Clusters that were members and are not now (unselected, refused,
 // deleted); one that cannot be reached is tried again at the next sync.
-func (c *Controller) removeLeftMembers(ctx context.Context, mem *setMemory, members []setMember, user string) {
+// A Cluster that another ClusterSet now has (others) is handed over, not
+// cleaned: that set's sync replaces every object of the controller there
+// with its own, and a removal racing it could delete what it wrote.
+func (c *Controller) removeLeftMembers(ctx context.Context, mem *setMemory, members []setMember, others map[string]bool, user string) {
 	now := map[string]bool{}
 	for _, m := range members {
 		now[m.ClusterID] = true
 	}
 	var left []string
-	for id := range mem.written {
-		if !now[id] {
+	for id, key := range mem.written {
+		switch {
+		case now[id]:
+		case others[key]:
+			klog.FromContext(ctx).V(2).Info("A former member is another ClusterSet's now; its objects are left to that set", "member", id, "cluster", key)
+			delete(mem.written, id)
+		default:
 			left = append(left, id)
 		}
 	}
