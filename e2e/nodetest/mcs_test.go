@@ -179,13 +179,9 @@ func TestMCS(t *testing.T) {
 	url := "http://" + x + "/"
 	var got map[string]int
 	poll(t, "GETs of "+url+" from cluster-b reaching both clusters' pods", 2*time.Minute, func() error {
-		out, err := nl.RunProbe(ctx, b, "mcs-get", "get", "20", url)
-		if err != nil {
+		var err error
+		if got, err = getAnswers(ctx, b, url); err != nil {
 			return err
-		}
-		got = map[string]int{}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			got[line]++
 		}
 		for _, pod := range append(slices.Collect(maps.Keys(echoA)), slices.Collect(maps.Keys(echoB))...) {
 			if got["200 hello from "+pod] == 0 {
@@ -255,13 +251,9 @@ func TestMCS(t *testing.T) {
 	// Port 80 of the import reaches only the pods of the cluster whose
 	// Service exposes 80: cluster-b's http is now 8000.
 	poll(t, "GETs of "+url+" from cluster-b reaching only cluster-a's pods", 2*time.Minute, func() error {
-		out, err := nl.RunProbe(ctx, b, "mcs-get", "get", "20", url)
-		if err != nil {
+		var err error
+		if got, err = getAnswers(ctx, b, url); err != nil {
 			return err
-		}
-		got = map[string]int{}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			got[line]++
 		}
 		for answer := range got {
 			pod := strings.TrimPrefix(answer, "200 hello from ")
@@ -395,4 +387,18 @@ func poll(t *testing.T, what string, timeout time.Duration, check func() error) 
 
 func values(m map[string]string) []string {
 	return slices.Sorted(maps.Values(m))
+}
+
+// getAnswers runs 20 GETs of url from a probe pod of c, each on a new
+// connection, and counts each answer line.
+func getAnswers(ctx context.Context, c *lab.NodeCluster, url string) (map[string]int, error) {
+	out, err := nl.RunProbe(ctx, c, "mcs-get", "get", "20", url)
+	if err != nil {
+		return nil, err
+	}
+	got := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		got[line]++
+	}
+	return got, nil
 }
