@@ -70,6 +70,10 @@ type setMemory struct {
 	// start, so a removal and an unreachable member's imports outlive a
 	// restart.
 	recovered bool
+	// damaged: the kept state could not be read, so written may lack
+	// members that hold objects; a removal then also cleans the members
+	// the ClusterSet selects now.
+	damaged bool
 	// saved is the sha256 of what the state holds, as
 	// state.EncodeClusterSet wrote it (a hash: the encoding can be large);
 	// unknown while savedKnown is false.
@@ -177,10 +181,38 @@ func (c *Controller) syncClusterSetDeleting(ctx context.Context, key string, cs 
 		return nil
 	}
 	klog.FromContext(ctx).V(2).Info("ClusterSet being deleted; removing its imports")
+	if err := c.noteMembersIfDamaged(ctx, key, cs); err != nil {
+		return err
+	}
 	if err := c.removeClusterSet(ctx, key, cs.UID); err != nil {
 		return errors.Join(err, c.reportSetRemoval(ctx, cs, err))
 	}
 	return c.removeSetFinalizer(ctx, cs)
+}
+
+// noteMembersIfDamaged adds, when the kept state of cs could not be read,
+// the members cs selects now to those its removal cleans: the state
+// would have named every member holding its objects, and without it a
+// deletion after a restart would remove nothing. A member that left
+// while no controller ran is still missed; the log says the state was
+// damaged.
+func (c *Controller) noteMembersIfDamaged(ctx context.Context, key string, cs *xccv1alpha1.ClusterSet) error {
+	mem := c.sets.memoryOf(key, cs.UID)
+	if err := c.recoverClusterSet(ctx, mem, key, cs.UID); err != nil || !mem.damaged {
+		return err
+	}
+	user := clusterSetUser + key
+	_, members, _, err := c.membership(cs, user)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if m.cluster != nil {
+			mem.written[m.ClusterID] = m.cluster.Key()
+		}
+	}
+	mem.damaged = false
+	return nil
 }
 
 // clusterSetFailed reports a failed ClusterSet sync; the queue requeues it.

@@ -423,3 +423,34 @@ func TestControllerClusterSetMemberMoves(t *testing.T) {
 		t.Errorf("prod still lists cluster-b as holding its objects: %v", kept.Written)
 	}
 }
+
+// A ClusterSet deleted while no controller ran, its kept state damaged:
+// the next controller cannot know from the state where its objects are,
+// so it removes them from the members the ClusterSet selects.
+func TestControllerClusterSetRemovedWithDamagedState(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	e := twoMembers(t, a, b)
+	eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
+	eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+	e.keptBoth()
+
+	e.restart(func() {
+		e.markSetDeleting("prod")
+		cms, err := e.mgmt.CoreV1().ConfigMaps(stateNamespace).List(e.base, metav1.ListOptions{})
+		if err != nil || len(cms.Items) == 0 {
+			t.Fatalf("state ConfigMaps: %v, %v", cms, err)
+		}
+		for _, cm := range cms.Items {
+			for k := range cm.BinaryData {
+				cm.BinaryData[k] = []byte("not gzip")
+			}
+			if _, err := e.mgmt.CoreV1().ConfigMaps(stateNamespace).Update(e.base, &cm, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	eventually(t, "nothing of the ClusterSet left in either member", func() bool {
+		return holdsNothing(e.ctx, t, a) && holdsNothing(e.ctx, t, b)
+	})
+	eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+}

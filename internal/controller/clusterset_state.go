@@ -31,6 +31,7 @@ func (c *Controller) recoverClusterSet(ctx context.Context, mem *setMemory, key 
 	switch {
 	case errors.Is(err, state.ErrDamaged):
 		klog.FromContext(ctx).Info("The kept state of the ClusterSet is damaged; starting without it", "err", err)
+		mem.damaged = true
 	case err != nil:
 		return fmt.Errorf("read the kept state of ClusterSet %s: %w", key, err)
 	case kept != nil:
