@@ -60,8 +60,11 @@ type testEnv struct {
 	base context.Context
 }
 
-// sawEvent reports whether an event containing every part was recorded.
+// sawEvent reports whether an event containing every part was recorded,
+// waiting for it up to eventWait: the event of a sync may come after the
+// status or object the test waited for, written earlier in that sync.
 func (e *testEnv) sawEvent(parts ...string) bool {
+	timeout := time.After(eventWait)
 	for {
 		select {
 		case ev := <-e.events.Events:
@@ -72,11 +75,14 @@ func (e *testEnv) sawEvent(parts ...string) bool {
 			if all {
 				return true
 			}
-		default:
+		case <-timeout:
 			return false
 		}
 	}
 }
+
+// eventWait is how long sawEvent waits for an event.
+const eventWait = 5 * time.Second
 
 func capiCluster(name string, labels map[string]string, apiHost string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
