@@ -345,16 +345,21 @@ func TestControllerClusterSetHandOver(t *testing.T) {
 		},
 		nil, map[string]workload.Client{"ka": a, "kb": b, "kc": c},
 		func(c *Config) { c.ClusterSets = true; c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
-	refusedByNext := func() bool {
+	refusedByNext := func(says ...string) bool {
 		for _, m := range clusterSetStatusOf(e.ctx, t, e, "next").Clusters {
 			if m.Name == "cluster-b" && m.Reason == xccv1alpha1.ReasonConflict {
+				for _, s := range says {
+					if !strings.Contains(m.Message, s) {
+						return false
+					}
+				}
 				return true
 			}
 		}
 		return false
 	}
 	eventually(t, "cluster-a's import in cluster-b (prod has it)", func() bool { return hasImport(e.ctx, b) })
-	eventually(t, "next refuses cluster-b: prod is older", refusedByNext)
+	eventually(t, "next refuses cluster-b: prod is older", func() bool { return refusedByNext() })
 	eventually(t, "prod holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
 
 	// prod is deleted while cluster-a cannot be reached: its removal is
@@ -362,9 +367,8 @@ func TestControllerClusterSetHandOver(t *testing.T) {
 	d.down()
 	e.markSetDeleting("prod")
 	eventually(t, "prod's objects gone from cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
-	e.ctrl.sets.queue.Add("dev-team/next")
-	time.Sleep(300 * time.Millisecond)
-	if !refusedByNext() || !holdsNothing(e.ctx, t, b) {
+	eventually(t, "next says cluster-b is prod's while prod is being deleted", func() bool { return refusedByNext("being deleted") })
+	if !holdsNothing(e.ctx, t, b) {
 		t.Fatal("next took cluster-b while prod, being deleted, still removes its objects")
 	}
 

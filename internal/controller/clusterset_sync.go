@@ -106,7 +106,8 @@ func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, user string) (member
 		if err != nil {
 			continue
 		}
-		sets = append(sets, member.ClusterSet{Name: other.Name, Created: other.CreationTimestamp.Time, Selector: other.Spec.ClusterSelector})
+		sets = append(sets, member.ClusterSet{Name: other.Name, Created: other.CreationTimestamp.Time, Selector: other.Spec.ClusterSelector,
+			Deleting: other.DeletionTimestamp != nil})
 	}
 	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, cs.Namespace)
 	if err != nil {

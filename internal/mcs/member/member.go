@@ -61,6 +61,10 @@ type ClusterSet struct {
 	Name     string
 	Created  time.Time
 	Selector metav1.LabelSelector
+	// Deleting: the ClusterSet is being deleted. It keeps its members
+	// until its objects are removed from them; a newer one that selects
+	// them says so.
+	Deleting bool
 }
 
 // Cluster is what membership reads of one Cluster API Cluster of the
@@ -114,6 +118,10 @@ func Resolve(sets []ClusterSet, clusters []Cluster) []Result {
 	slices.SortFunc(cs, func(a, b Cluster) int { return olderFirst(a.Created, a.Name, b.Created, b.Name) })
 
 	owner := map[string]string{} // Cluster name -> the set that has it
+	deleting := map[string]bool{}
+	for _, set := range sets {
+		deleting[set.Name] = set.Deleting
+	}
 	results := make([]Result, 0, len(order))
 	for _, set := range order {
 		r := Result{Name: set.Name}
@@ -128,8 +136,11 @@ func Resolve(sets []ClusterSet, clusters []Cluster) []Result {
 				continue
 			}
 			if o, taken := owner[c.Name]; taken {
-				r.Refused = append(r.Refused, Member{Cluster: c.Name, Reason: xccdns.ReasonConflict,
-					Message: fmt.Sprintf("ClusterSet %q, which is older, selects this Cluster too and has it", o)})
+				msg := fmt.Sprintf("ClusterSet %q, which is older, selects this Cluster too and has it", o)
+				if deleting[o] {
+					msg += "; it is being deleted, and this ClusterSet takes the Cluster once its objects are removed"
+				}
+				r.Refused = append(r.Refused, Member{Cluster: c.Name, Reason: xccdns.ReasonConflict, Message: msg})
 				continue
 			}
 			owner[c.Name] = set.Name

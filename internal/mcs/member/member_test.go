@@ -117,6 +117,13 @@ func TestResolve(t *testing.T) {
 			messages: map[string][]string{"a": {`ClusterSet "old"`, "older"}},
 		},
 		{
+			name:     "an older set being deleted keeps its Clusters until its objects are removed",
+			sets:     []ClusterSet{set("new", 10, "x"), {Name: "old", Created: at(5), Deleting: true, Selector: set("", 0, "x").Selector}},
+			clusters: []Cluster{cl("a", 0, "x")},
+			want:     []string{"new: a!Conflict", "old: a=a"},
+			messages: map[string][]string{"a": {`ClusterSet "old"`, "being deleted", "once its objects are removed"}},
+		},
+		{
 			name:     "sets of one instant: the name decides",
 			sets:     []ClusterSet{set("b-set", 5, "x"), set("a-set", 5, "x")},
 			clusters: []Cluster{cl("a", 0, "x")},
