@@ -123,8 +123,8 @@ func keptOf(mem *setMemory) state.ClusterSet {
 func keptRead(r memberRead) state.MemberRead {
 	var m state.MemberRead
 	for _, x := range r.exports {
-		k := state.Export{Namespace: x.Namespace, Name: x.Name, Created: x.Created.UTC(), OverLimit: x.OverLimit, Service: x.Service}
-		k.Labels, k.Annotations = aggregate.Exported(x.Labels, x.Annotations)
+		k := state.Export{Namespace: x.Namespace, Name: x.Name, Created: x.Created.UTC(), OverLimit: x.OverLimit, Service: x.Service,
+			Labels: x.Labels, Annotations: x.Annotations}
 		for _, s := range r.endpoints[aggregate.Key{Namespace: x.Namespace, Name: x.Name}] {
 			if s != nil {
 				k.Slices = append(k.Slices, trimmedSlice(s))

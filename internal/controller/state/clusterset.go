@@ -75,7 +75,9 @@ type Export struct {
 	Created   time.Time          `json:"created"`
 	OverLimit bool               `json:"overLimit,omitempty"`
 	Service   *aggregate.Service `json:"service,omitempty"`
-	// Labels and Annotations are the exported ones an import may carry.
+	// Labels and Annotations are the export's exportedLabels and
+	// exportedAnnotations as read (the cache bounds them); the aggregator
+	// checks them again when it takes them back.
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Slices are the EndpointSlices of the exported Service with only

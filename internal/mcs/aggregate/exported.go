@@ -85,15 +85,6 @@ func metadataBytes(m map[string]string) int {
 	return n
 }
 
-// Exported is what of an export's exported labels and annotations an
-// import may carry: what a controller keeps of a member it may not be
-// able to read again.
-func Exported(labels, annotations map[string]string) (map[string]string, map[string]string) {
-	l, _ := exportedMetadata(labels, true)
-	a, _ := exportedMetadata(annotations, false)
-	return l, a
-}
-
 // exportedMetadata returns the entries of m that an import may carry (nil
 // for none) and a note on each entry left out. Entries are taken in key
 // order, so the same map always keeps the same ones.
