@@ -99,6 +99,12 @@ func writable(m setMember, r memberRead) bool {
 // member's API server's to allocate: a derived Service made in this
 // write gets its address only then, so the member's objects are computed
 // and written a second time with it.
+//
+// An object the member refuses costs only its import: the others are
+// written, and so are the member's DNS slices, which answer only the
+// ClusterSetIPs of derived Services the member holds now. Only a member
+// that does not answer at all (apply.ErrNotAnswering) or cannot be listed
+// is left as it is until the next sync.
 func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
 	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, allWritten bool) error {
 	client, ok := memberClient(m)
@@ -114,6 +120,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 	existing.Exports = r.own
 	ips := derivedClusterIPs(existing)
 	var objs objects.Objects
+	var errs []error
 	for round := 0; round < 2; round++ {
 		objs = objects.Compute(objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg,
 			Imports: importStates(agg, endpoints, ips, allWritten)})
@@ -124,36 +131,44 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 		}
 		res, err := apply.Apply(ctx, client, objs, existing, metav1.Now())
 		if err != nil {
-			return err
+			errs = append(errs, err)
 		}
-		if maps.EqualFunc(res.ClusterIPs, ips, slices.Equal) {
+		if errors.Is(err, apply.ErrNotAnswering) {
+			return errors.Join(errs...)
+		}
+		changed := !maps.EqualFunc(res.ClusterIPs, ips, slices.Equal)
+		// What the member holds now, and nothing it gave up.
+		ips = res.ClusterIPs
+		if !changed {
 			break
 		}
-		maps.Copy(ips, res.ClusterIPs)
 		if existing, err = apply.ListOurs(ctx, client); err != nil {
-			return err
+			return errors.Join(append(errs, err)...)
 		}
 	}
 	for _, line := range objs.Refused {
 		klog.FromContext(ctx).V(2).Info("Endpoint not imported", "member", m.ClusterID, "why", line)
 	}
-	return c.writeClusterSetSlices(ctx, m.cluster, c.clusterSetSlices(objs, agg, endpoints, ips))
+	errs = append(errs, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace),
+		c.clusterSetSlices(objs, agg, endpoints, ips)))
+	return errors.Join(errs...)
 }
 
-// memberClient is the apply.Member of a member's workload client.
+// memberClient is the apply.Member of a member's workload client, every
+// call bounded by workload.RequestTimeout.
 func memberClient(m setMember) (apply.Member, bool) {
 	mcs, ok := m.cluster.MCS()
 	if !ok {
 		return apply.Member{}, false
 	}
 	kube := m.cluster.Client()
-	return apply.Member{
+	return apply.Bounded(apply.Member{
 		Cluster:  m.ClusterID,
 		Imports:  func(ns string) apply.ImportClient { return mcs.MulticlusterV1beta1().ServiceImports(ns) },
 		Exports:  func(ns string) apply.ExportClient { return mcs.MulticlusterV1beta1().ServiceExports(ns) },
 		Services: func(ns string) apply.ServiceClient { return kube.CoreV1().Services(ns) },
 		Slices:   func(ns string) apply.SliceClient { return kube.DiscoveryV1().EndpointSlices(ns) },
-	}, true
+	}, workload.RequestTimeout), true
 }
 
 // derivedClusterIPs are the ClusterIPs the member's derived Services have.
@@ -219,15 +234,12 @@ func clusterSetSelector() string {
 		contract.LabelRecord: string(contract.KindClusterSet)}).String()
 }
 
-// writeClusterSetSlices makes the member's slice namespace hold want, and
-// no other clusterset slice.
-func (c *Controller) writeClusterSetSlices(ctx context.Context, w *workload.Cluster, want []*discoveryv1.EndpointSlice) error {
-	client := w.Client().DiscoveryV1().EndpointSlices(c.cfg.SliceNamespace)
-	lctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
-	defer cancel()
-	list, err := client.List(lctx, metav1.ListOptions{LabelSelector: clusterSetSelector()})
+// writeClusterSetSlices makes the member's slice namespace (client, of
+// the Cluster key) hold want, and no other clusterset slice.
+func (c *Controller) writeClusterSetSlices(ctx context.Context, key string, client apply.SliceClient, want []*discoveryv1.EndpointSlice) error {
+	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: clusterSetSelector()})
 	if err != nil {
-		return fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", w.Key(), c.cfg.SliceNamespace, err)
+		return fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", key, c.cfg.SliceNamespace, err)
 	}
 	have := map[string]*discoveryv1.EndpointSlice{}
 	for i := range list.Items {
@@ -248,12 +260,12 @@ func (c *Controller) writeClusterSetSlices(ctx context.Context, w *workload.Clus
 			continue
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("write EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, s.Name, w.Key(), err))
+			errs = append(errs, fmt.Errorf("write EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, s.Name, key, err))
 		}
 	}
 	for name := range have {
 		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, name, w.Key(), err))
+			errs = append(errs, fmt.Errorf("delete EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, name, key, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -280,7 +292,10 @@ func (c *Controller) removeMember(ctx context.Context, m setMember) error {
 		return err
 	}
 	_, err = apply.Apply(ctx, client, objects.Objects{}, existing, metav1.Now())
-	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster, nil))
+	if errors.Is(err, apply.ErrNotAnswering) {
+		return err
+	}
+	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), nil))
 }
 
 func corev1Protocol(p string) corev1.Protocol { return corev1.Protocol(p) }

@@ -1,12 +1,28 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // TestForEachMember: members are written side by side, never more than
@@ -51,5 +67,98 @@ func TestForEachMember(t *testing.T) {
 				t.Error("no error joined")
 			}
 		})
+	}
+}
+
+// addExport exports the Service ns/name of m, one ready endpoint at addr.
+func addExport(t *testing.T, m memberFake, ns, name, addr string) {
+	t.Helper()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.11",
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}}
+	s := testfixture.ServiceEndpoints(ns, name, name+"-1", testfixture.Endpoint(addr, true))
+	s.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}}
+	for _, o := range []runtime.Object{svc, s} {
+		if err := m.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.mcs.Tracker().Add(&mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		CreationTimestamp: metav1.NewTime(time.Unix(150, 0))}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// answersImport reports whether m's slice namespace holds the clusterset
+// slice of ns/name with a ClusterSetIP.
+func answersImport(ctx context.Context, t *testing.T, m memberFake, ns, name string) bool {
+	for _, s := range clusterSetSlices(ctx, t, m) {
+		if s.Annotations[contract.AnnotationServiceImport] == ns+"/"+name && len(s.Endpoints) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// One import a member refuses (the name of its derived Service is taken
+// by someone else's Service) costs that import only: the member's other
+// imports get their DNS slices, a name no longer exported leaves its DNS,
+// and the refused import's ServiceImport says why.
+func TestControllerClusterSetRefusedImportKeepsTheZone(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	addExport(t, a, "shop", "api", "10.244.1.6")
+	// Someone else's Service holds the name of web's derived Service in b.
+	taken := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: objects.DerivedServiceName("shop", "web")},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.9.9", ClusterIPs: []string{"10.96.9.9"}}}
+	if err := b.Tracker().Add(taken); err != nil {
+		t.Fatal(err)
+	}
+	e := twoMembers(t, a, b)
+	eventually(t, "shop/api answered in cluster-b", func() bool { return answersImport(e.ctx, t, b, "shop", "api") })
+	if answersImport(e.ctx, t, b, "shop", "web") {
+		t.Error("cluster-b answers shop/web, whose derived Service is another's")
+	}
+	eventually(t, "shop/web's ServiceImport in cluster-b says its Service is not the controller's", func() bool {
+		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		c := meta.FindStatusCondition(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+		return err == nil && c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "not the controller's")
+	})
+
+	// Unexport api while web is still refused: api leaves cluster-b's DNS.
+	if err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Delete(e.ctx, "api", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "shop/api gone from cluster-b's DNS", func() bool { return !answersImport(e.ctx, t, b, "shop", "api") })
+}
+
+// A member that accepts requests and answers none costs each write of
+// it one deadline, not one per object: Bounded fails every call after
+// the first that passed its deadline at once.
+func TestBoundedMemberStopsAtTheFirstDeadline(t *testing.T) {
+	m := newMember(false, "")
+	var calls atomic.Int32
+	hang := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		calls.Add(1)
+		time.Sleep(200 * time.Millisecond)
+		return true, nil, context.DeadlineExceeded
+	}
+	m.PrependReactor("*", "*", hang)
+	client := apply.Bounded(apply.NewMember("cluster-b", m.Clientset, m.mcs), 50*time.Millisecond)
+	start := time.Now()
+	var errs []error
+	for i := range 20 {
+		_, err := client.Services("shop").Create(context.Background(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("s", i)}}, metav1.CreateOptions{})
+		errs = append(errs, err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d calls reached the member, want 1", n)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, apply.ErrNotAnswering) {
+			t.Errorf("call %d: %v, want ErrNotAnswering", i, err)
+		}
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("20 calls took %s", took)
 	}
 }

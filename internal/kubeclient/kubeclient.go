@@ -3,7 +3,12 @@
 package kubeclient
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,4 +29,19 @@ func Config(kubeconfig, userAgent string) (*rest.Config, error) {
 	}
 	cfg.UserAgent = userAgent
 	return cfg, nil
+}
+
+// IsTimeout reports whether err says an API server did not answer in
+// time: a request's deadline passed, or the server said it timed out.
+// Every writer into a workload cluster uses it to tell a member that does
+// not answer from one that refuses.
+func IsTimeout(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 )
 
 // targetWorkers is how many target clusters one sync writes to at once.
@@ -567,7 +567,7 @@ func (w *Writer) writeSlot(ctx context.Context, ref string, wr *write, snap snap
 			st := *first.state
 			st.client = wr.targets[i].Cluster.Client()
 			wr.results[i].state, wr.results[i].selfErr = &st, first.selfErr
-		case isTimeout(first.err):
+		case kubeclient.IsTimeout(first.err):
 			// The same API server: it would not answer either.
 			wr.results[i].err = first.err
 		default:
@@ -589,7 +589,7 @@ func (w *Writer) recordResultsLocked(ref string, p *record, wr *write) {
 		} else {
 			delete(p.targets, key)
 		}
-		if !isTimeout(r.err) {
+		if !kubeclient.IsTimeout(r.err) {
 			if to := p.timedOut[key]; to != nil {
 				to.timer.Stop()
 				delete(p.timedOut, key)
@@ -674,7 +674,7 @@ func (w *Writer) withSelf(ctx context.Context, t Target, r targetResult, listed 
 	r.written += n
 	r.state.self = self
 	switch {
-	case isTimeout(err):
+	case kubeclient.IsTimeout(err):
 		r.state, r.err = nil, err
 	case err != nil:
 		r.selfErr = err
@@ -700,19 +700,6 @@ func (w *Writer) removeTarget(ctx context.Context, snap snapshot, old targetStat
 		r.state = &targetState{written: snap.gen, client: t.Cluster.Client(), nsUID: uid, listed: time.Now()}
 	}
 	return r
-}
-
-// isTimeout reports whether err says an API server did not answer in
-// time: a request's deadline passed, or the server said it timed out.
-func isTimeout(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // slices returns the slice client of a target's slice namespace.
@@ -751,7 +738,7 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 	n := 0
 	var errs []error
 	// A call that timed out ends the write: the server does not answer.
-	stalled := func() bool { return len(errs) > 0 && isTimeout(errs[len(errs)-1]) }
+	stalled := func() bool { return len(errs) > 0 && kubeclient.IsTimeout(errs[len(errs)-1]) }
 	for _, s := range p.Create {
 		if stalled() {
 			break
@@ -817,7 +804,7 @@ func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 	n := 0
 	var errs []error
 	// A call that timed out ends the write: the server does not answer.
-	stalled := func() bool { return len(errs) > 0 && isTimeout(errs[len(errs)-1]) }
+	stalled := func() bool { return len(errs) > 0 && kubeclient.IsTimeout(errs[len(errs)-1]) }
 	put := func(s *discoveryv1.EndpointSlice, isNew bool) {
 		changed, err := w.put(ctx, t, ref, s, isNew)
 		if err != nil {

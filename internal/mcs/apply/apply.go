@@ -32,6 +32,9 @@ type writer struct {
 	m    Member
 	now  metav1.Time
 	errs []error
+	// notAnswering: ErrNotAnswering is among errs, and is not added again
+	// for each object the member was not asked to write.
+	notAnswering bool
 }
 
 // Apply makes the member hold desired, given what it holds (List); see
@@ -215,6 +218,12 @@ func (w *writer) exports(ctx context.Context, exports []*mcsv1beta1.ServiceExpor
 }
 
 func (w *writer) fail(verb, kind string, o metav1.Object, err error) {
+	if errors.Is(err, ErrNotAnswering) {
+		if w.notAnswering {
+			return
+		}
+		w.notAnswering = true
+	}
 	w.errs = append(w.errs, fmt.Errorf("%s %s %s/%s in %s: %w", verb, kind, o.GetNamespace(), o.GetName(), w.m.Cluster, err))
 }
 

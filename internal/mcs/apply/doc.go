@@ -33,4 +33,10 @@
 //     written.
 //   - One failure does not stop the other objects: every error is
 //     collected, wrapped with the object and member, and returned joined.
+//     A refusal costs only its object (and the objects of its import that
+//     depend on it); the caller goes on to write the member's DNS slices.
+//   - Every call has a deadline (Bounded), and once one call of a write has
+//     passed it the member counts as not answering: the rest of that write
+//     fails at once with ErrNotAnswering, so a frozen member costs one
+//     deadline per write, not one per object.
 package apply
