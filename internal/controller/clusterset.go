@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
@@ -42,6 +43,9 @@ const clusterSetQueue = "xcc-dns-clusterset"
 type clusterSets struct {
 	informer cache.SharedIndexInformer
 	queue    *watch.Queue
+	// lanes write into each member one write at a time, in the
+	// background: a slow or frozen member delays only itself.
+	lanes *lane.Set
 
 	mu sync.Mutex
 	// memory is what each ClusterSet's syncs remember, by key.
@@ -239,6 +243,9 @@ func exportsOf(reads map[string]memberRead) []aggregate.Export {
 func (c *Controller) newClusterSets() *clusterSets {
 	s := &clusterSets{memory: map[string]*setMemory{}}
 	s.queue = watch.New(watch.Config{Name: clusterSetQueue, Sync: c.syncClusterSetKey, Failed: c.clusterSetFailed})
+	// A write that ended after its sync stopped waiting syncs its set
+	// again, for the status to say what came of it.
+	s.lanes = lane.NewSet(lane.Config{Done: s.queue.Add})
 	s.informer = c.dynInf.ForResource(xccv1alpha1.ClusterSetResource).Informer()
 	c.synced = append(c.synced, s.informer.HasSynced)
 	// Every ClusterSet of the namespace: which one owns a Cluster

@@ -21,6 +21,9 @@ import (
 const (
 	setReasonWritten     = "Written"
 	setReasonWriteFailed = "WriteFailed"
+	// setReasonWriting: a member's write is still running (its API server
+	// is slow or not answering); the others are written.
+	setReasonWriting     = "Writing"
 	setReasonUnreachable = "MembersUnreachable"
 	setReasonNoMembers   = "NoMembers"
 	// setReasonRemoving: the ClusterSet is being deleted and some member
@@ -29,9 +32,11 @@ const (
 )
 
 // memberWrites is what writing the members did: the error of each member
-// whose objects were not all written, by cluster id.
+// whose objects were not all written, and the members whose write was
+// still running when the sync stopped waiting, by cluster id.
 type memberWrites struct {
-	errs map[string]error
+	errs    map[string]error
+	writing map[string]bool
 }
 
 func (w memberWrites) err() error {
@@ -72,6 +77,8 @@ func clusterSetStatus(cs *xccv1alpha1.ClusterSet, res member.Result, members []s
 			unreachable = append(unreachable, m.ClusterID)
 		case written.errs[m.ClusterID] != nil:
 			msg = "write failed: " + written.errs[m.ClusterID].Error()
+		case written.writing[m.ClusterID]:
+			msg = "writing: its API server has not finished the write yet"
 		}
 		entries = append(entries, xccv1alpha1.MemberStatus{Name: m.Cluster, ClusterID: m.ClusterID, Reason: m.Reason, Message: msg})
 	}
@@ -94,6 +101,9 @@ func clusterSetStatus(cs *xccv1alpha1.ClusterSet, res member.Result, members []s
 		ready.Message = "members not read, their last exports kept: " + strings.Join(unreachable, ", ")
 	case len(written.errs) > 0:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, setReasonWriteFailed, written.err().Error()
+	case len(written.writing) > 0:
+		ready.Status, ready.Reason = metav1.ConditionFalse, setReasonWriting
+		ready.Message = "writes still running in: " + strings.Join(slices.Sorted(maps.Keys(written.writing)), ", ")
 	}
 	st.Conditions = slices.Clone(cs.Status.Conditions)
 	meta.SetStatusCondition(&st.Conditions, ready)

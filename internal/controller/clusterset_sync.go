@@ -56,8 +56,8 @@ func (c *Controller) syncClusterSet(ctx context.Context, key string, cs *xccv1al
 		c.workloads.Release(user, keep)
 		return err
 	}
-	written := c.writeMembers(ctx, mem, members, reads, agg)
-	c.removeLeftMembers(ctx, mem, members, others, user)
+	written := c.writeMembers(ctx, key, mem, members, reads, agg)
+	c.removeLeftMembers(ctx, key, mem, members, others, user)
 	c.workloads.Release(user, keep)
 	stateErr := c.saveClusterSet(ctx, mem, key)
 	st := clusterSetStatus(cs, res, members, reads, agg, written)

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
@@ -28,11 +28,13 @@ import (
 
 // writeMembers writes each member that was read: its MCS objects
 // (package apply) and the contract slices serve answers the clusterset
-// zone from. A member that was not read is not written; it keeps what it
-// has.
-func (c *Controller) writeMembers(ctx context.Context, mem *setMemory, members []setMember,
+// zone from. Each member's write runs in its lane (package lane), waited
+// for a short while at most: one still running when the wait ends is
+// reported writing, and its end syncs the set again. A member that was
+// not read is not written; it keeps what it has.
+func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemory, members []setMember,
 	reads map[string]memberRead, agg aggregate.Result) memberWrites {
-	w := memberWrites{errs: map[string]error{}}
+	w := memberWrites{errs: map[string]error{}, writing: map[string]bool{}}
 	endpoints := map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice{}
 	for id, r := range reads {
 		for k, s := range r.endpoints {
@@ -42,50 +44,31 @@ func (c *Controller) writeMembers(ctx context.Context, mem *setMemory, members [
 			endpoints[k][id] = s
 		}
 	}
-	var write []setMember
+	logger := klog.FromContext(ctx)
+	allWritten := mem.allWritten
+	var ids, clusters []string
+	var started []*lane.Write
 	for _, m := range members {
 		r := reads[m.ClusterID]
 		if !writable(m, r) {
 			continue
 		}
 		mem.written[m.ClusterID] = m.cluster.Key()
-		write = append(write, m)
+		ids, clusters = append(ids, m.ClusterID), append(clusters, m.cluster.Key())
+		started = append(started, c.sets.lanes.Submit(m.cluster.Key(), key, func(ctx context.Context) error {
+			return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, allWritten)
+		}))
 	}
-	errs := forEachMember(len(write), func(i int) error {
-		m := write[i]
-		return c.writeMember(ctx, m, reads[m.ClusterID], agg, endpoints, mem.allWritten)
-	})
-	for i, err := range errs {
-		if err != nil {
-			w.errs[write[i].ClusterID] = err
+	for i, res := range c.sets.lanes.Wait(ctx, clusters, started) {
+		switch {
+		case !res.Ended:
+			w.writing[ids[i]] = true
+		case res.Err != nil:
+			w.errs[ids[i]] = res.Err
 		}
 	}
-	mem.allWritten = len(w.errs) == 0
+	mem.allWritten = len(w.errs) == 0 && len(w.writing) == 0
 	return w
-}
-
-// maxMemberWrites bounds the members written at once. Each member's
-// client has its own rate limit, so a clusterset is written in about the
-// time of its largest member rather than the sum of all of them.
-const maxMemberWrites = 8
-
-// forEachMember runs do(0..n-1), at most maxMemberWrites at once, and
-// returns the error of each.
-func forEachMember(n int, do func(i int) error) []error {
-	errs := make([]error, n)
-	sem := make(chan struct{}, maxMemberWrites)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = do(i)
-		}()
-	}
-	wg.Wait()
-	return errs
 }
 
 // writable reports whether the member m, read r, is written: read in
@@ -302,27 +285,28 @@ func corev1Protocol(p string) corev1.Protocol { return corev1.Protocol(p) }
 
 // removeLeftMembers removes the objects of the clusterset from the
 // Clusters that were members and are not now (unselected, refused,
-// deleted); one that cannot be reached is tried again at the next sync.
+// deleted); one that cannot be reached, or whose removal is still
+// running in its lane, is tried again at the next sync.
 // A Cluster that another ClusterSet now has (others) is handed over, not
 // cleaned: that set's sync replaces every object of the controller there
 // with its own, and a removal racing it could delete what it wrote.
-func (c *Controller) removeLeftMembers(ctx context.Context, mem *setMemory, members []setMember, others map[string]bool, user string) {
+func (c *Controller) removeLeftMembers(ctx context.Context, key string, mem *setMemory, members []setMember, others map[string]bool, user string) {
 	now := map[string]bool{}
 	for _, m := range members {
 		now[m.ClusterID] = true
 	}
 	var left []string
-	for id, key := range mem.written {
+	for id, cluster := range mem.written {
 		switch {
 		case now[id]:
-		case others[key]:
-			klog.FromContext(ctx).V(2).Info("A former member is another ClusterSet's now; its objects are left to that set", "member", id, "cluster", key)
+		case others[cluster]:
+			klog.FromContext(ctx).V(2).Info("A former member is another ClusterSet's now; its objects are left to that set", "member", id, "cluster", cluster)
 			delete(mem.written, id)
 		default:
 			left = append(left, id)
 		}
 	}
-	errs := forEachMember(len(left), func(i int) error { return c.removeFrom(ctx, left[i], mem.written[left[i]], user) })
+	errs := c.removeFromAll(ctx, key, mem, left, user)
 	for i, id := range left {
 		if errs[i] != nil && !c.clusterGone(ctx, id, mem.written[id], errs[i]) {
 			klog.FromContext(ctx).Info("Removing the imports of a former member failed; retried at the next sync", "member", id, "err", errs[i])
@@ -330,6 +314,39 @@ func (c *Controller) removeLeftMembers(ctx context.Context, mem *setMemory, memb
 		}
 		delete(mem.written, id)
 	}
+}
+
+// errRemoving is the error of a removal still running in its member's
+// lane when its sync stopped waiting: it is waited for again at the next.
+var errRemoving = errors.New("the removal is still running")
+
+// removeFromAll removes the clusterset's objects from each member ids
+// (cluster ids of mem.written), each in its member's lane, and returns
+// the error of each, errRemoving for one still running.
+func (c *Controller) removeFromAll(ctx context.Context, key string, mem *setMemory, ids []string, user string) []error {
+	errs := make([]error, len(ids))
+	logger := klog.FromContext(ctx)
+	var clusters []string
+	var started []*lane.Write
+	var at []int
+	for i, id := range ids {
+		cluster := mem.written[id]
+		sm, err := c.connectMember(id, cluster, user)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		clusters, at = append(clusters, cluster), append(at, i)
+		started = append(started, c.sets.lanes.Submit(cluster, key, func(ctx context.Context) error {
+			return c.removeMember(klog.NewContext(ctx, logger), sm)
+		}))
+	}
+	for j, res := range c.sets.lanes.Wait(ctx, clusters, started) {
+		if errs[at[j]] = res.Err; !res.Ended {
+			errs[at[j]] = errRemoving
+		}
+	}
+	return errs
 }
 
 // clusterGone reports, for a removal from the Cluster key that failed
@@ -347,19 +364,19 @@ func (c *Controller) clusterGone(ctx context.Context, id, key string, err error)
 	return true
 }
 
-// removeFrom removes the clusterset's objects from the Cluster key
-// (<namespace>/<name>), cluster id id.
-func (c *Controller) removeFrom(ctx context.Context, id, key, user string) error {
+// connectMember is the connection to the Cluster key
+// (<namespace>/<name>), cluster id id, for a removal.
+func (c *Controller) connectMember(id, key, user string) (setMember, error) {
 	namespace, name, _ := strings.Cut(key, "/")
 	sm, err := c.connect(namespace, name, user)
 	if err != nil {
-		return err
+		return sm, err
 	}
 	if sm.cluster == nil {
-		return errors.New(sm.access)
+		return sm, errors.New(sm.access)
 	}
 	sm.ClusterID = id
-	return c.removeMember(ctx, sm)
+	return sm, nil
 }
 
 // removeClusterSet removes what the ClusterSet key (uid; "" when it is
@@ -374,7 +391,7 @@ func (c *Controller) removeClusterSet(ctx context.Context, key string, uid types
 	}
 	user := clusterSetUser + key
 	ids := slices.Sorted(maps.Keys(mem.written))
-	removed := forEachMember(len(ids), func(i int) error { return c.removeFrom(ctx, ids[i], mem.written[ids[i]], user) })
+	removed := c.removeFromAll(ctx, key, mem, ids, user)
 	var errs []error
 	for i, id := range ids {
 		if removed[i] != nil && !c.clusterGone(ctx, id, mem.written[id], removed[i]) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,55 +19,11 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
-
-// TestForEachMember: members are written side by side, never more than
-// maxMemberWrites at once, and each member's error comes back at its
-// index.
-func TestForEachMember(t *testing.T) {
-	for _, n := range []int{0, 1, 3, maxMemberWrites, 3*maxMemberWrites + 1} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			var running, most atomic.Int32
-			var mu sync.Mutex
-			done := map[int]bool{}
-			errs := forEachMember(n, func(i int) error {
-				now := running.Add(1)
-				defer running.Add(-1)
-				for {
-					m := most.Load()
-					if now <= m || most.CompareAndSwap(m, now) {
-						break
-					}
-				}
-				time.Sleep(5 * time.Millisecond)
-				mu.Lock()
-				done[i] = true
-				mu.Unlock()
-				if i%2 == 1 {
-					return fmt.Errorf("member %d", i)
-				}
-				return nil
-			})
-			if len(errs) != n || len(done) != n {
-				t.Fatalf("%d errors, %d members done; want %d", len(errs), len(done), n)
-			}
-			for i, err := range errs {
-				if want := i%2 == 1; (err != nil) != want || (want && err.Error() != fmt.Sprintf("member %d", i)) {
-					t.Errorf("error %d: %v", i, err)
-				}
-			}
-			if got, want := most.Load(), int32(min(n, maxMemberWrites)); got > want || (n > 1 && got < 2) {
-				t.Errorf("%d members at once, want 2..%d", got, want)
-			}
-			if errors.Join(errs...) == nil && n > 1 {
-				t.Error("no error joined")
-			}
-		})
-	}
-}
 
 // addExport exports the Service ns/name of m, one ready endpoint at addr.
 func addExport(t *testing.T, m memberFake, ns, name, addr string) {
@@ -160,5 +115,49 @@ func TestBoundedMemberStopsAtTheFirstDeadline(t *testing.T) {
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("20 calls took %s", took)
+	}
+}
+
+// A member whose writes are slow (an admission webhook that takes seconds
+// per call) delays only its own writes: another member gets a new export
+// at once, and the ClusterSet says which member is still being written.
+func TestControllerClusterSetSlowMemberDelaysOnlyItself(t *testing.T) {
+	a, b, c := newMember(true, "10.244.1.5"), newMember(false, ""), newMember(false, "")
+	release := make(chan struct{})
+	slow := func(k8stesting.Action) (bool, runtime.Object, error) {
+		select {
+		case <-release:
+		case <-time.After(2 * time.Second):
+		}
+		return false, nil, nil
+	}
+	for _, verb := range []string{"create", "update", "delete"} {
+		b.PrependReactor(verb, "*", slow)
+		b.mcs.PrependReactor(verb, "*", slow)
+	}
+	sel := map[string]string{"set": "prod"}
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb"),
+			testfixture.KubeconfigSecret("cluster-c", "kc")},
+		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), capiCluster("cluster-c", sel, ""),
+			clusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b, "kc": c},
+		func(c *Config) { c.ClusterSets = true })
+	// Runs before the controller stops: the slow calls end at once.
+	t.Cleanup(func() { close(release) })
+	eventually(t, "shop/web answered in cluster-c", func() bool { return answersImport(e.ctx, t, c, "shop", "web") })
+	eventually(t, "the ClusterSet says cluster-b is being written", func() bool {
+		st := clusterSetStatusOf(e.ctx, t, e, "prod")
+		cond := meta.FindStatusCondition(st.Conditions, "Ready")
+		return cond != nil && cond.Reason == setReasonWriting && strings.Contains(cond.Message, "cluster-b")
+	})
+
+	addExport(t, a, "shop", "api", "10.244.1.6")
+	start := time.Now()
+	eventually(t, "shop/api answered in cluster-c", func() bool { return answersImport(e.ctx, t, c, "shop", "api") })
+	// A healthy set writes a new export in well under a second; each write
+	// of cluster-b takes 2 s a call, several calls.
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Errorf("a new export reached the healthy member after %s", took)
 	}
 }

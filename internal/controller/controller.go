@@ -329,6 +329,8 @@ func (c *Controller) Run(ctx context.Context, ready chan<- struct{}) error {
 	}
 	var sets sync.WaitGroup
 	if c.sets != nil {
+		c.sets.lanes.Start(ctx)
+		defer c.sets.lanes.Stop()
 		sets.Go(func() { c.sets.queue.Run(ctx, c.cfg.Workers) })
 		sets.Go(func() { c.enqueueKeptClusterSets(ctx) })
 	}

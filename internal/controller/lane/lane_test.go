@@ -1,0 +1,157 @@
+package lane
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func newTestSet(t *testing.T, cfg Config) (*Set, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := NewSet(cfg)
+	s.Start(ctx)
+	t.Cleanup(func() { cancel(); s.Stop() })
+	return s, ctx
+}
+
+// A frozen cluster's write delays neither the other cluster's nor the
+// sync past its wait; its end is reported to Done, and the next sync
+// does not wait for that lane at all.
+func TestFrozenLaneDelaysOnlyItself(t *testing.T) {
+	doneOwners := make(chan string, 4)
+	s, ctx := newTestSet(t, Config{Wait: 100 * time.Millisecond, Done: func(o string) { doneOwners <- o }})
+	release := make(chan struct{})
+	frozen := s.Submit("b", "set-1", func(context.Context) error { <-release; return errors.New("no answer") })
+	healthy := s.Submit("a", "set-1", func(context.Context) error { return nil })
+	start := time.Now()
+	res := s.Wait(ctx, []string{"b", "a"}, []*Write{frozen, healthy})
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the sync waited %s", took)
+	}
+	if res[0].Ended || !res[1].Ended || res[1].Err != nil {
+		t.Fatalf("results %+v: want the frozen one running, the healthy one ended", res)
+	}
+	time.Sleep(50 * time.Millisecond) // well past the wait
+	close(release)
+	select {
+	case o := <-doneOwners:
+		if o != "set-1" {
+			t.Errorf("Done(%q)", o)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the frozen write's end was never reported")
+	}
+	// The lane ran past its wait: the next sync does not wait for it.
+	again := s.Submit("b", "set-1", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	start = time.Now()
+	if r := s.Wait(ctx, []string{"b"}, []*Write{again}); r[0].Ended {
+		t.Errorf("%+v", r)
+	}
+	if took := time.Since(start); took > 50*time.Millisecond {
+		t.Errorf("waited %s for a lane known to be slow", took)
+	}
+}
+
+// A write submitted while one runs waits; a newer one replaces it, and
+// the writes of one lane never overlap.
+func TestNewerWriteReplacesTheWaitingOne(t *testing.T) {
+	s, ctx := newTestSet(t, Config{Wait: time.Second})
+	var running, most atomic.Int32
+	var mu sync.Mutex
+	var ran []int
+	write := func(n int) func(context.Context) error {
+		return func(context.Context) error {
+			if r := running.Add(1); r > most.Load() {
+				most.Store(r)
+			}
+			defer running.Add(-1)
+			time.Sleep(50 * time.Millisecond)
+			mu.Lock()
+			ran = append(ran, n)
+			mu.Unlock()
+			return nil
+		}
+	}
+	w1 := s.Submit("a", "o", write(1))
+	w2 := s.Submit("a", "o", write(2))
+	w3 := s.Submit("a", "o", write(3))
+	res := s.Wait(ctx, []string{"a", "a", "a"}, []*Write{w1, w2, w3})
+	if !res[1].Ended || !errors.Is(res[1].Err, ErrReplaced) {
+		t.Errorf("the replaced write: %+v", res[1])
+	}
+	if !res[0].Ended || !res[2].Ended || res[0].Err != nil || res[2].Err != nil {
+		t.Errorf("results %+v", res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 2 || ran[0] != 1 || ran[1] != 3 || most.Load() != 1 {
+		t.Errorf("ran %v, %d at once; want [1 3], one at a time", ran, most.Load())
+	}
+}
+
+// After a failed write the lane's next one waits for the backoff, which
+// doubles up to its maximum and resets after a success.
+func TestFailedWriteBacksOff(t *testing.T) {
+	s, ctx := newTestSet(t, Config{Wait: 2 * time.Second, MinBackoff: 200 * time.Millisecond, MaxBackoff: 400 * time.Millisecond})
+	fail := func(context.Context) error { return errors.New("refused") }
+	s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", fail)})
+	for _, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 400 * time.Millisecond} {
+		start := time.Now()
+		var started time.Time
+		w := s.Submit("a", "o", func(context.Context) error { started = time.Now(); return errors.New("refused") })
+		if r := s.Wait(ctx, []string{"a"}, []*Write{w}); !r[0].Ended {
+			t.Fatalf("want %s: the write never ended", want)
+		}
+		if got := started.Sub(start); got < want*9/10 || got > want*3 {
+			t.Errorf("the write after a failure started after %s, want about %s", got, want)
+		}
+	}
+	time.Sleep(450 * time.Millisecond)
+	s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", func(context.Context) error { return nil })})
+	start := time.Now()
+	s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", fail)})
+	if took := time.Since(start); took > 100*time.Millisecond {
+		t.Errorf("the write after a success waited %s", took)
+	}
+}
+
+// Stop cancels the writes' context and returns once they have ended; a
+// write submitted after it does not run.
+func TestStopEndsTheWrites(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := NewSet(Config{Wait: 10 * time.Millisecond})
+	s.Start(ctx)
+	w := s.Submit("a", "o", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	cancel()
+	s.Stop()
+	if r := s.Wait(context.Background(), []string{"a"}, []*Write{w}); !r[0].Ended {
+		t.Error("a running write had not ended when Stop returned")
+	}
+	var ran atomic.Bool
+	late := s.Submit("a", "o", func(context.Context) error { ran.Store(true); return nil })
+	if r := s.Wait(context.Background(), []string{"a"}, []*Write{late}); !r[0].Ended || r[0].Err == nil || ran.Load() {
+		t.Errorf("a write after Stop: %+v, ran %v", r[0], ran.Load())
+	}
+}
+
+// A write whose sync collected its result is not reported to Done:
+// otherwise every sync would cause the next.
+func TestCollectedWriteIsNotReported(t *testing.T) {
+	var reported atomic.Int32
+	s, ctx := newTestSet(t, Config{Wait: time.Second, Done: func(string) { reported.Add(1) }})
+	w := s.Submit("a", "o", func(context.Context) error { return nil })
+	time.Sleep(20 * time.Millisecond) // it ends before the sync waits
+	if r := s.Wait(ctx, []string{"a"}, []*Write{w}); !r[0].Ended {
+		t.Fatal("not ended")
+	}
+	w = s.Submit("a", "o", func(context.Context) error { return nil })
+	s.Wait(ctx, []string{"a"}, []*Write{w})
+	time.Sleep(20 * time.Millisecond)
+	if n := reported.Load(); n != 0 {
+		t.Errorf("%d collected writes reported to Done", n)
+	}
+}
