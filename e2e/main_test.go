@@ -128,6 +128,7 @@ var suite = []struct {
 
 	{"HeadlessDown", outage, testHeadlessDown},
 	{"HeadlessForgedRecovery", outage, testHeadlessForgedRecovery},
+	{"WorkloadAPIServerKilled", outage, testWorkloadAPIServerKilled},
 	{"ManagementDown", outage, testManagementDown},
 	{"WorkloadAPIServerDown", outage, testWorkloadAPIServerDown},
 	{"ReplicasRestart", outage, testReplicasRestart},

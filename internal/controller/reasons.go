@@ -24,6 +24,12 @@ const (
 	// but the names are not everywhere yet. Also the reason of the
 	// target's entry and of each cluster whose records it lacks.
 	ReasonWriting Reason = "Writing"
+	// ReasonTargetUnreachable: a target's API server has answered no read
+	// for UnreachableAfter (the shared cache's view of it): whether it
+	// holds the latest records cannot be told, and its DNS serves the
+	// records it last got. Also the reason of the target's entry and of
+	// each cluster whose records it may lack.
+	ReasonTargetUnreachable Reason = "TargetUnreachable"
 	// ReasonRemoving: the GatewayDNS is being deleted and some target
 	// still holds its slices (being cleaned, or failed and tried again);
 	// also the Normal Event naming those still being cleaned.

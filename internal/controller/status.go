@@ -36,7 +36,10 @@ const maxStatusClusters = 1000
 type writes struct {
 	errs    map[string]error
 	pending []string
-	since   sinces
+	// unreachable are the targets the shared cache sees as unreachable,
+	// and why, by name.
+	unreachable map[string]string
+	since       sinces
 	// now is the time of this sync, in seconds as status stores it.
 	now time.Time
 }
@@ -81,8 +84,10 @@ func buildStatus(gd *v1alpha1.GatewayDNS, d desired.Result, w writes) (v1alpha1.
 	switch {
 	case len(failed) > 0:
 		reason, ready.Message = ReasonWriteFailed, "EndpointSlices not written to: "+strings.Join(failed, "; ")
-	case len(behind) > 0:
+	case len(w.pending) > 0:
 		reason, ready.Message = ReasonWriting, "EndpointSlices still being written to: "+strings.Join(w.pending, ", ")
+	case len(behind) > 0:
+		reason, ready.Message = ReasonTargetUnreachable, "targets not answering, serving the records they last got: "+strings.Join(unreachableNames(behind), "; ")
 	case len(d.Clusters) == 0:
 		reason, ready.Message = ReasonNoClustersSelected, "clusterSelector matches no Cluster in namespace "+gd.Namespace
 	case st.ReadyClusters == 0 && len(d.ConflictOwners) > 0:
@@ -115,7 +120,8 @@ func conflictCondition(gd *v1alpha1.GatewayDNS, d desired.Result) metav1.Conditi
 }
 
 // targetsBehind lists, by name, the targets that do not hold the latest
-// records: WriteFailed with the error, or Writing. A target behind at the
+// records: WriteFailed with the error, Writing, or TargetUnreachable (it
+// may not: nothing can be written to it). A target behind at the
 // last sync keeps its since-time, a new one gets now; next records them.
 // failed describes the failed ones for the Ready condition.
 func targetsBehind(w writes, next *sinces) (behind []v1alpha1.TargetStatus, failed []string) {
@@ -134,13 +140,32 @@ func targetsBehind(w writes, next *sinces) (behind []v1alpha1.TargetStatus, fail
 		ts := add(name, ReasonWriteFailed, strings.ReplaceAll(w.errs[name].Error(), "\n", "; "))
 		failed = append(failed, fmt.Sprintf("%s (since %s): %s", name, formatSince(ts.Since.Time), ts.Message))
 	}
+	pending := map[string]bool{}
 	for _, name := range w.pending {
 		if _, failedToo := w.errs[name]; !failedToo {
 			add(name, ReasonWriting, "a write is still in flight")
+			pending[name] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.unreachable)) {
+		if _, failedToo := w.errs[name]; !failedToo && !pending[name] {
+			add(name, ReasonTargetUnreachable, w.unreachable[name]+"; it serves the records it last got")
 		}
 	}
 	sort.Slice(behind, func(i, j int) bool { return behind[i].Name < behind[j].Name })
 	return behind, failed
+}
+
+// unreachableNames are the TargetUnreachable targets of behind, each with
+// its since-time.
+func unreachableNames(behind []v1alpha1.TargetStatus) []string {
+	var out []string
+	for _, t := range behind {
+		if t.Reason == string(ReasonTargetUnreachable) {
+			out = append(out, fmt.Sprintf("%s (since %s)", t.Name, formatSince(t.Since.Time)))
+		}
+	}
+	return out
 }
 
 // maxTargetsNamed bounds the targets a cluster's message names; status.targets
@@ -149,8 +174,8 @@ const maxTargetsNamed = 3
 
 // markUnwritten returns clusters with each Ready one made not Ready while
 // behind lists a target: its records are not in every target. The reason
-// is WriteFailed when a target failed, else Writing; the message names the
-// targets. clusters is copied before it is changed.
+// is WriteFailed when a target failed, else TargetUnreachable when one is
+// unreachable, else Writing; the message names the targets. clusters is copied before it is changed.
 func markUnwritten(clusters []v1alpha1.ClusterStatus, behind []v1alpha1.TargetStatus) []v1alpha1.ClusterStatus {
 	if len(behind) == 0 {
 		return clusters
@@ -158,8 +183,11 @@ func markUnwritten(clusters []v1alpha1.ClusterStatus, behind []v1alpha1.TargetSt
 	reason := ReasonWriting
 	var named []string
 	for i, t := range behind {
-		if t.Reason == string(ReasonWriteFailed) {
+		switch {
+		case t.Reason == string(ReasonWriteFailed):
 			reason = ReasonWriteFailed
+		case t.Reason == string(ReasonTargetUnreachable) && reason == ReasonWriting:
+			reason = ReasonTargetUnreachable
 		}
 		if i < maxTargetsNamed {
 			named = append(named, fmt.Sprintf("%s (%s since %s)", t.Name, t.Reason, formatSince(t.Since.Time)))

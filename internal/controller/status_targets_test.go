@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -279,4 +280,38 @@ func TestControllerSourceDownIsUnreachable(t *testing.T) {
 
 	d.up()
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 && len(s.Targets) == 0 })
+}
+
+// A target whose API server stops answering (a Cluster the GatewayDNS
+// does not select, so none of its reads is a source's) is listed in
+// status.targets as TargetUnreachable with since when, and the source's
+// entry stops saying Published: its records may not be there. Back up,
+// everything is Published again.
+func TestControllerUnreachableTargetIsNotPublished(t *testing.T) {
+	target := fakeWorkload(false, "")
+	d := newDownable(target)
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-t", "cluster-t")},
+		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-t", map[string]string{"other": "yes"}, ""),
+			gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
+		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-t": target}, nil,
+		func(c *Config) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
+	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 1 && len(s.Targets) == 0 })
+
+	d.down()
+	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
+		return len(s.Targets) == 1 && s.Targets[0].Name == "cluster-t" && s.Targets[0].Reason == string(ReasonTargetUnreachable)
+	})
+	if msg := st.Targets[0].Message; !strings.Contains(msg, "has not answered since") || !strings.Contains(msg, "records it last got") {
+		t.Errorf("target entry %+v", st.Targets[0])
+	}
+	if a := clusterEntry(st, "cluster-a"); a.Ready || a.Reason != string(ReasonTargetUnreachable) || !strings.Contains(a.Message, "cluster-t") {
+		t.Errorf("cluster-a %+v, want not Published, naming cluster-t", a)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != string(ReasonTargetUnreachable) {
+		t.Errorf("Ready %+v", c)
+	}
+
+	d.up()
+	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 1 && len(s.Targets) == 0 })
 }

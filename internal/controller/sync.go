@@ -106,7 +106,8 @@ func (c *Controller) sync(ctx context.Context, key string, gd *v1alpha1.GatewayD
 	}
 	markAnswered(want, selves)
 	// Status, and an Event per cluster whose reason changed.
-	status, since := buildStatus(gd, want, writes{errs: res.Errs, pending: res.Pending, since: mem.lastSinces(gd.Status), now: statusNow()})
+	status, since := buildStatus(gd, want, writes{errs: res.Errs, pending: res.Pending, unreachable: unreachableTargets(targets),
+		since: mem.lastSinces(gd.Status), now: statusNow()})
 	mem.setSinces(since)
 	c.recordTransitions(gd, want.Clusters)
 	c.recordNameTransitions(gd, want.Names)
@@ -289,6 +290,19 @@ func (c *Controller) readCluster(in *desired.Input, w *workload.Cluster, gd *v1a
 		in.AccessReason, in.AccessMessage = desired.ReasonClusterUnreachable, why
 	}
 	return refs
+}
+
+// unreachableTargets are the targets the shared cache sees as
+// unreachable, and why, by name: a write to them would fail only once
+// there is something new to write.
+func unreachableTargets(targets []publish.Target) map[string]string {
+	out := map[string]string{}
+	for _, t := range targets {
+		if why := t.Cluster.Unreachable(); why != "" {
+			out[t.Name] = why
+		}
+	}
+	return out
 }
 
 // owners maps each Cluster of the namespace to the GatewayDNS that may

@@ -249,7 +249,9 @@ type TargetStatus struct {
 	// Name of the Cluster.
 	Name string `json:"name"`
 	// Reason is WriteFailed (its API server refused the write or did not
-	// answer; it is tried again) or Writing (a write is still in flight).
+	// answer; it is tried again), Writing (a write is still in flight) or
+	// TargetUnreachable (its API server has answered no read for a while;
+	// its DNS serves the records it last got).
 	Reason string `json:"reason"`
 	// Message says what failed.
 	// +optional

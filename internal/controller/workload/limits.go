@@ -50,8 +50,10 @@ const (
 	DefaultCutOffRetry = 5 * time.Minute
 	// DefaultUnreachableAfter is how long every read of a cluster fails,
 	// none going through, before it counts as unreachable: long enough
-	// for an informer's watch to be made again after a blip.
-	DefaultUnreachableAfter = 30 * time.Second
+	// for an informer's watch to be made again after a blip, short enough
+	// that status says so within 30 s of the API server dying, a sync
+	// included (e2e WorkloadAPIServerKilled).
+	DefaultUnreachableAfter = 20 * time.Second
 )
 
 // ReadLimits bound the reads from one workload cluster; a zero field is
