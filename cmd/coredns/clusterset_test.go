@@ -90,7 +90,6 @@ func TestClusterSetAnswers(t *testing.T) {
 		{web, dns.TypeSRV, dns.RcodeSuccess, []string{web + " 5 IN SRV 10 50 53 " + web, web + " 5 IN SRV 10 50 80 " + web}, true},
 		{"Web.Dev-Team.svc.clusterset.local.", dns.TypeSRV, dns.RcodeSuccess, []string{web + " 5 IN SRV 10 50 53 " + web, web + " 5 IN SRV 10 50 80 " + web}, false},
 		{"_dns._udp." + web, dns.TypeSRV, dns.RcodeSuccess, []string{"_dns._udp." + web + " 5 IN SRV 10 100 53 " + web}, true},
-		{"_srv." + web, dns.TypeA, dns.RcodeSuccess, nil, false},
 		nodata("_tcp."+web, dns.TypeA, false),
 		// <clusterid>.X does not exist for a ClusterSetIP import.
 		{"cluster-a." + web, dns.TypeA, dns.RcodeNameError, nil, true},
@@ -136,6 +135,15 @@ func TestClusterSetAnswers(t *testing.T) {
 		refused("_pg._tcp.cluster-a."+db, dns.TypeSRV),
 		refused("_pg._tls."+db, dns.TypeSRV),
 		refused("_all.svc.clusterset.local.", dns.TypeA),
+		// Where X and SRV of X are stored: no names of the specification.
+		refused("_all."+db, dns.TypeA),
+		refused("_all."+db, dns.TypeAAAA),
+		refused("_all."+db, dns.TypeSRV),
+		refused("_all."+web, dns.TypeA),
+		refused("_srv."+web, dns.TypeA),
+		refused("_srv."+web, dns.TypeSRV),
+		refused("_srv."+db, dns.TypeSRV),
+		refused("_SRV.DB.dev-team.svc.clusterset.local.", dns.TypeSRV),
 		refused(`db\047x.dev-team.svc.clusterset.local.`, dns.TypeA),
 		refused(`\*.dev-team.svc.clusterset.local.`, dns.TypeA),
 		refused("/.clusterset.local.", dns.TypeSRV),

@@ -264,6 +264,12 @@ var hostileQueries = []question{
 	{"x y.dev-team.names.xcc.test.", dns.TypeA},
 	{"_x.gateway.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA},
 	{"_all.cluster-a.dev-team.clusters.xcc.test.", dns.TypeA},
+	// Where the records of the headless name db... are stored: no name of
+	// the zone, though the rewrite of db... reads its key.
+	{"_all.db.dev-team.services.xcc.test.", dns.TypeA},
+	{"_all.db.dev-team.services.xcc.test.", dns.TypeAAAA},
+	{"_all.db.dev-team.services.xcc.test.", dns.TypeSRV},
+	{"_ALL.db.dev-team.services.xcc.test.", dns.TypeA},
 	{"x.shop.dev-team.names.xcc.test.", dns.TypeA},
 	{"a.b.c.d.e.f.dev-team.services.xcc.test.", dns.TypeA},
 	{"_pg.db.dev-team.services.xcc.test.", dns.TypeSRV},
@@ -495,7 +501,7 @@ func testCorefileAnswers(t *testing.T, zone string, directives []string) {
 	}
 	// SRV is answered at SRV names only: elsewhere it would list the
 	// record keys below the name.
-	for _, name := range []string{a, "kuard." + a, api, web, "x." + web, "shop.dev-team.names.xcc.test.", "cluster-a." + db, "postgres-0.cluster-a." + db, "_all." + db} {
+	for _, name := range []string{a, "kuard." + a, api, web, "x." + web, "shop.dev-team.names.xcc.test.", "cluster-a." + db, "postgres-0.cluster-a." + db} {
 		tests = append(tests, row{name, dns.TypeSRV, dns.RcodeSuccess, nil, true})
 	}
 	if zone != dnsworld.Zone {

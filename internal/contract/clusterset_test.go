@@ -209,7 +209,10 @@ func TestClusterSetGrammar(t *testing.T) {
 	)
 	for _, tt := range []struct{ name, want string }{
 		{x, HeadlessAllName(x)},
-		{HeadlessAllName(x), HeadlessAllName(x)},
+		// Where X and SRV of X are stored: no name of the specification,
+		// NXDOMAIN when asked.
+		{HeadlessAllName(x), refused},
+		{ClusterSetSRVName(x), refused},
 		{HeadlessClusterName(x, "cluster-a"), "cluster-a." + x},
 		{HeadlessPodName(x, "cluster-a", "pg-0"), "pg-0.cluster-a." + x},
 		{HeadlessSRVName(x, Port{Name: "pg", Protocol: corev1.ProtocolTCP}), "_pg._tcp." + x},

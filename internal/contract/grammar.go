@@ -83,6 +83,11 @@ type Shape struct {
 	// TXT: the name answers TXT and nothing else (dns-version of the
 	// clusterset zone).
 	TXT bool
+	// Stored: a name where the records of another shape's name are
+	// stored (its StoredAt or SRVAt). The DNS server's rewrites read its
+	// key; asked itself it is no name of the zone and NXDOMAIN, else it
+	// would answer X's records under a name no specification has.
+	Stored bool
 	// Root: a subtree that holds only names of Shapes (a structured
 	// subtree or a grant's suffix); any other name below it is refused.
 	// A Root shape without labels closes the whole zone (the clusterset
@@ -137,7 +142,7 @@ func Shapes(zone string, grants Grants) []Shape {
 		{Kind: "services", Labels: labels(services), Empty: true, Root: true},
 		{Kind: "namespace of services", Labels: labels(ns, services), Empty: true},
 		{Kind: string(KindHeadless), Labels: labels(gd, ns, services), StoredAt: headlessAllLabel},
-		{Kind: "headless, stored", Labels: labels(lit(headlessAllLabel), gd, ns, services)},
+		{Kind: "headless, stored", Labels: labels(lit(headlessAllLabel), gd, ns, services), Stored: true},
 		{Kind: "headless cluster", Labels: labels(c, gd, ns, services)},
 		{Kind: "headless pod", Labels: labels(variable("<pod>"), c, gd, ns, services)},
 		{Kind: "headless protocol", Labels: labels(Label{Class: LabelProto, Text: "_<proto>"}, gd, ns, services), Empty: true},
@@ -216,6 +221,9 @@ func ClassifyQuery(query, zone string, shapes []Shape) Verdict {
 	for i := range shapes {
 		s := &shapes[i]
 		if len(rel) == len(s.Labels) && s.matches(rel) {
+			if s.Stored {
+				return Verdict{Refused: true}
+			}
 			stored := q
 			if s.StoredAt != "" {
 				stored = s.StoredAt + "." + q

@@ -67,6 +67,9 @@ func TestClassifyQuery(t *testing.T) {
 		{"_tcp.db.ns.services.xcc.test", empty},
 		{"_pg._tcp.db.ns.services.xcc.test", "headless SRV"},
 		{"_pg._tls.db.ns.services.xcc.test", refused},
+		// Where the records of a headless name are stored: not published.
+		{"_all.db.ns.services.xcc.test", refused},
+		{"_srv.db.ns.services.xcc.test", refused},
 		{"outside.example", refused},
 	} {
 		v := ClassifyQuery(tt.name, "xcc.test", shapes)

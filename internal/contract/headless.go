@@ -28,8 +28,9 @@ import (
 //
 // The etcd plugin answers a name from every record below it, so the
 // records of X are stored at _all.X (HeadlessAllName) and the Corefile
-// rewrites X onto it; below <cluster>.X lie only the pod names of that
-// cluster, whose addresses are the cluster's own. No accepted cluster,
+// rewrites X onto it (_all.X asked itself is NXDOMAIN: Shape.Stored);
+// below <cluster>.X lie only the pod names of that cluster, whose
+// addresses are the cluster's own. No accepted cluster,
 // pod or port label starts with '_', so _all and _<proto> collide with
 // none of them.
 

@@ -82,7 +82,7 @@ func Forward(zone string, shapes []contract.Shape) Zone {
 	suffix := `\.` + dots(zone) + `\.$`
 
 	var empty, records, roots, notSRV, txt, srvAt, srvAtDocs []string
-	var srvRewrites []Rewrite
+	var srvRewrites, refusals []Rewrite
 	closed := false
 	for _, s := range shapes {
 		if len(s.Labels) == 0 {
@@ -92,6 +92,17 @@ func Forward(zone string, shapes []contract.Shape) Zone {
 			continue
 		}
 		re := shapeRegex(s.Labels, `\.`)
+		if s.Stored {
+			// The templates see the name after the rewrites, so they
+			// cannot tell a stored name asked from one rewritten onto:
+			// a rewrite ahead of the others moves the asked one below
+			// the label the templates refuse.
+			refusals = append(refusals, Rewrite{
+				Comment:     doc(s.Labels, zone) + " (" + s.Kind + ") holds the records of another name and is none itself: asked, it is moved below the label \"" + refusedLabel + "\", NXDOMAIN.",
+				Regex:       "^(" + re + `\.` + dots(zone) + `)\.$`,
+				Replacement: refusedLabel + ".{1}.",
+			})
+		}
 		if s.TXT {
 			txt = append(txt, re)
 		}
@@ -131,6 +142,7 @@ func Forward(zone string, shapes []contract.Shape) Zone {
 			})
 		}
 	}
+	z.Rewrites = append(refusals, z.Rewrites...)
 	if len(srvAt) > 0 {
 		z.Views = append(z.Views, View{
 			Comment:  "SRV of " + strings.Join(srvAtDocs, ", ") + ": a block of its own, since a rewrite cannot tell types apart. The name is of the shape, without the label \"any\".",
@@ -226,6 +238,12 @@ func shapeRegex(labels []contract.Label, sep string) string {
 	}
 	return strings.Join(parts, sep)
 }
+
+// refusedLabel is the etcd plugin's wildcard label, which the first
+// template answers NXDOMAIN: a stored name asked is rewritten below it.
+// Were it ever to reach the plugin, it would read only the subtree of
+// the stored name, the one name's records.
+const refusedLabel = "any"
 
 // nameLabel is contract.LabelName as a regular expression; "any" is
 // refused by an earlier template.

@@ -125,7 +125,7 @@ var seeds = []string{
 	"api.cluster-a.dev-team.clusters.xcc.test", "www.api.cluster-a.dev-team.clusters.xcc.test",
 	"web.dev-team.gateways.xcc.test", "a.b.web.dev-team.gateways.xcc.test", "dev-team.gateways.xcc.test",
 	"shop.dev-team.names.xcc.test", "x.shop.dev-team.names.xcc.test",
-	"db.dev-team.services.xcc.test", "_all.db.dev-team.services.xcc.test", "cluster-a.db.dev-team.services.xcc.test",
+	"db.dev-team.services.xcc.test", "_all.db.dev-team.services.xcc.test", "_srv.db.dev-team.services.xcc.test", "cluster-a.db.dev-team.services.xcc.test",
 	"pg-0.cluster-a.db.dev-team.services.xcc.test", "_pg._tcp.db.dev-team.services.xcc.test", "_tcp.db.dev-team.services.xcc.test",
 	"_pg._tls.db.dev-team.services.xcc.test", "x.pg-0.cluster-a.db.dev-team.services.xcc.test", "_any._tcp.db.dev-team.services.xcc.test",
 	"cart.shop.eu.xcc.test", "shop.eu.xcc.test", "eu.xcc.test", "x.cart.shop.eu.xcc.test", "db.eu.xcc.test",
@@ -138,7 +138,7 @@ var seeds = []string{
 // csSeeds are names of every shape of the clusterset zone, and others.
 var csSeeds = []string{
 	"clusterset.local", "svc.clusterset.local", "dev-team.svc.clusterset.local", "db.dev-team.svc.clusterset.local",
-	"_all.db.dev-team.svc.clusterset.local", "cluster-a.db.dev-team.svc.clusterset.local", "pg-0.cluster-a.db.dev-team.svc.clusterset.local",
+	"_all.db.dev-team.svc.clusterset.local", "_srv.db.dev-team.svc.clusterset.local", "_srv.web.dev-team.svc.clusterset.local", "cluster-a.db.dev-team.svc.clusterset.local", "pg-0.cluster-a.db.dev-team.svc.clusterset.local",
 	"_pg._tcp.db.dev-team.svc.clusterset.local", "_tcp.db.dev-team.svc.clusterset.local", "_pg._tls.db.dev-team.svc.clusterset.local",
 	"x.pg-0.cluster-a.db.dev-team.svc.clusterset.local", "_any._tcp.db.dev-team.svc.clusterset.local", "any.db.dev-team.svc.clusterset.local",
 	"dns-version.clusterset.local", "x.dns-version.clusterset.local", "foo.clusterset.local", "a.b.clusterset.local", "ns.dns.clusterset.local",
@@ -198,6 +198,29 @@ func TestClusterSetZoneClosed(t *testing.T) {
 	}
 	if got := decide(t, z, "dns-version.clusterset.local.", "TXT"); got.stored != "dns-version.clusterset.local" {
 		t.Errorf("dns-version TXT: %+v, want a read of its key", got)
+	}
+}
+
+// The names where the records of other names are stored (_all.X, the
+// records of X; _srv.X, SRV of a clusterset service) are no names of
+// the zone: NXDOMAIN for every type, though the rewrites read their keys.
+func TestStorageNamesRefused(t *testing.T) {
+	for _, tt := range []struct {
+		zone   string
+		shapes []contract.Shape
+		names  []string
+	}{
+		{testZone, testShapes(t), []string{"_all.db.dev-team.services.xcc.test."}},
+		{csZone, contract.ClusterSetShapes(), []string{"_all.db.dev-team.svc.clusterset.local.", "_srv.db.dev-team.svc.clusterset.local."}},
+	} {
+		z := Forward(tt.zone, tt.shapes)
+		for _, name := range tt.names {
+			for _, qtype := range qtypes {
+				if got := decide(t, z, name, qtype); got.rcode != "NXDOMAIN" {
+					t.Errorf("%s %s: %+v, want NXDOMAIN", name, qtype, got)
+				}
+			}
+		}
 	}
 }
 

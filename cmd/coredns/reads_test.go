@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/coredns"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture/dnsworld"
+)
+
+// largeEndpoints is the size of the large headless names below: the most
+// endpoints one cluster may export of one port set and family.
+const largeEndpoints = contract.MaxAddressesPerSlice
+
+// largeHeadlessSlices are a headless import of the clusterset zone and a
+// headless export of the xcc.test zone (policy All), each of
+// largeEndpoints endpoints with hostnames in cluster-a, one named port.
+func largeHeadlessSlices() []*discoveryv1.EndpointSlice {
+	pg := []contract.Port{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432}}
+	g := contract.HeadlessGroup{Ports: pg}
+	for i := range largeEndpoints {
+		g.IPv4 = append(g.IPv4, contract.Endpoint{Address: fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), Hostname: fmt.Sprintf("db-%d", i)})
+	}
+	eps := contract.HeadlessEndpoints{Groups: []contract.HeadlessGroup{g}}
+	out := slices.Concat(
+		contract.BuildClusterSet(contract.ClusterSetImport{Namespace: "dev-team", Name: "big", Type: contract.ImportHeadless,
+			Sources: []contract.ClusterSetSource{{Cluster: "cluster-a", Endpoints: eps}}}, csZone),
+		[]*discoveryv1.EndpointSlice{contract.BuildSelf(contract.Self{Namespace: "dev-team", Clusters: []string{"cluster-a"}})},
+		contract.BuildHeadless(contract.Source{Namespace: "dev-team", GatewayDNS: "big", Cluster: "cluster-a", Kind: contract.KindHeadless,
+			Hostname: contract.HeadlessHostname("big", "dev-team", dnsworld.Zone), Locality: contract.Locality{Policy: contract.PolicyAll}}, eps),
+	)
+	for _, s := range out {
+		s.Namespace = testfixture.SliceNamespace
+	}
+	return out
+}
+
+// TestLargeHeadlessReads counts the etcd reads of one cache miss of each
+// question about a headless name of largeEndpoints endpoints and holds
+// each to its bound: a name's addresses one prefix read, an NXDOMAIN two
+// (the prefix and the exact key), an SRV answer one read and one more
+// per target, whose addresses the etcd plugin looks up one by one for
+// the additional section (serve bounds the targets: MaxRecordsPerName
+// and what fits in one message, SRVAnswerBudget). Figures:
+// docs/benchmarks.md.
+func TestLargeHeadlessReads(t *testing.T) {
+	w := dnsworld.Start(t, dnsworld.Config{
+		Corefile: testfixture.ShippedCorefile(t), Directives: coredns.Directives, Slices: largeHeadlessSlices(),
+		ClusterSetZone: csZone, RecordReads: true,
+	})
+	const (
+		cs = "big.dev-team.svc.clusterset.local."
+		hx = "big.dev-team.services.xcc.test."
+	)
+	// Wait until serve has written both names whole.
+	eventually(t, func() bool {
+		return len(w.Ask(t, "tcp", cs, dns.TypeA, 0).Answer) == largeEndpoints &&
+			len(w.Ask(t, "tcp", hx, dns.TypeA, 0).Answer) == largeEndpoints
+	})
+	perTarget := func(answers int) int { return 1 + answers }
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+		rcode int
+		// answers is the least number of answer records.
+		answers int
+		// reads is the most etcd reads, for the answer's records.
+		reads func(answers int) int
+	}{
+		{cs, dns.TypeA, dns.RcodeSuccess, largeEndpoints, func(int) int { return 1 }},
+		{hx, dns.TypeA, dns.RcodeSuccess, largeEndpoints, func(int) int { return 1 }},
+		{"_pg._tcp." + cs, dns.TypeSRV, dns.RcodeSuccess, 500, perTarget},
+		{cs, dns.TypeSRV, dns.RcodeSuccess, 500, perTarget},
+		{"_pg._tcp." + hx, dns.TypeSRV, dns.RcodeSuccess, 500, perTarget},
+		{"db-7.cluster-a." + cs, dns.TypeA, dns.RcodeSuccess, 1, func(int) int { return 1 }},
+		{"nosuch.cluster-a." + cs, dns.TypeA, dns.RcodeNameError, 0, func(int) int { return 2 }},
+		{"nosuch.cluster-a." + hx, dns.TypeA, dns.RcodeNameError, 0, func(int) int { return 2 }},
+	} {
+		w.Reads.Take()
+		r := askMiss(t, w, tc.name, tc.qtype)
+		reads := len(w.Reads.Take())
+		t.Logf("%s %s: %s, %d answers, %d etcd reads", tc.name, dns.TypeToString[tc.qtype], dns.RcodeToString[r.Rcode], len(r.Answer), reads)
+		if r.Rcode != tc.rcode || len(r.Answer) < tc.answers {
+			t.Errorf("%s %s: %s with %d answers, want %s with at least %d", tc.name, dns.TypeToString[tc.qtype], dns.RcodeToString[r.Rcode], len(r.Answer), dns.RcodeToString[tc.rcode], tc.answers)
+		}
+		if most := tc.reads(len(r.Answer)); reads > most || reads == 0 {
+			t.Errorf("%s %s: %d etcd reads, want 1 to %d", tc.name, dns.TypeToString[tc.qtype], reads, most)
+		}
+	}
+}
+
+// askMiss asks over TCP with the DO bit set, which is part of the
+// cache's key: the questions asked while waiting, without it, answer
+// none of these from the cache.
+func askMiss(t *testing.T, w *dnsworld.World, name string, qtype uint16) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	m.SetEdns0(dns.MaxMsgSize, true)
+	c := &dns.Client{Net: "tcp", Timeout: waitFor}
+	r, _, err := c.Exchange(m, w.DNS.TCP)
+	if err != nil {
+		t.Fatalf("%s %s: %v", name, dns.TypeToString[qtype], err)
+	}
+	return r
+}
