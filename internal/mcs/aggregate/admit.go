@@ -53,3 +53,11 @@ func Admit(exports []Export, limit int) []Export {
 	}
 	return out
 }
+
+// Valid says whether an export's Service can be exported, its member's
+// limit aside: only then are its endpoints worth reading.
+func Valid(e Export) bool {
+	e.OverLimit = false
+	r, _ := validity(normalize(e))
+	return r == ReasonValid
+}
