@@ -32,7 +32,8 @@ type Input struct {
 	Result aggregate.Result
 	// Imports holds, per import, what the member and the sources say.
 	Imports map[aggregate.Key]ImportState
-	// Limits bound each source's endpoints; zero fields take defaults.
+	// Limits bound each source's endpoints, per import and over all its
+	// imports; zero fields take defaults.
 	Limits Limits
 }
 
