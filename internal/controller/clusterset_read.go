@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -27,10 +25,10 @@ type memberRead struct {
 }
 
 // readMember reads member w (cluster id id) for user, the clusterset's
-// key, starting the informers it needs: every ServiceExport and
-// Namespace, and per export (the oldest MaxExportsPerMember) its Service
-// and that Service's EndpointSlices. The keep map (cluster key -> refs) gets every ref read,
-// for Release.
+// key, starting the informers it needs: every ServiceExport, Namespace
+// and Service, and per export admitted under MaxExportsPerMember its
+// Service's EndpointSlices. The keep map (cluster key -> refs) gets every
+// ref read, for Release.
 func (c *Controller) readMember(w *workload.Cluster, id, user string, keep map[string]map[string]bool) memberRead {
 	refs := keep[w.Key()]
 	if refs == nil {
@@ -48,29 +46,28 @@ func (c *Controller) readMember(w *workload.Cluster, id, user string, keep map[s
 			live = append(live, e)
 		}
 	}
-	// The oldest exports of a member are imported, up to its limit; the
-	// newer ones are refused without reading their Services.
-	slices.SortStableFunc(live, func(a, b *mcsv1beta1.ServiceExport) int {
-		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
-	})
-	for i, e := range live {
-		if i >= c.cfg.MaxExportsPerMember {
-			x := exportOf(id, e, nil)
-			x.OverLimit = true
+	// Of a member's valid exports, its limit's worth are imported, the
+	// namespaces sharing it (aggregate.Admit); only their endpoints are
+	// read. The others' Services are known from one member-wide informer.
+	read := make([]aggregate.Export, 0, len(live))
+	for _, e := range live {
+		read = append(read, exportOf(id, e, c.workloads.ExportedService(w, e.Namespace, e.Name)))
+	}
+	for i, x := range aggregate.Admit(read, c.cfg.MaxExportsPerMember) {
+		if x.OverLimit || !aggregate.Valid(x) {
 			r.exports = append(r.exports, x)
 			continue
 		}
+		e := live[i]
 		refs[e.Namespace+"/"+e.Name] = true
 		c.workloads.WatchService(w, e.Namespace, e.Name, user, true)
-		svc, svcSynced := c.workloads.Service(w, e.Namespace, e.Name)
-		slices, epSynced := c.workloads.Endpoints(w, e.Namespace, e.Name)
-		if !svcSynced || !epSynced {
+		eps, epSynced := c.workloads.Endpoints(w, e.Namespace, e.Name)
+		if !epSynced {
 			r.synced = false
 			continue
 		}
-		x := exportOf(id, e, svc)
 		r.exports = append(r.exports, x)
-		r.endpoints[aggregate.Key{Namespace: e.Namespace, Name: e.Name}] = slices
+		r.endpoints[aggregate.Key{Namespace: e.Namespace, Name: e.Name}] = eps
 	}
 	return r
 }

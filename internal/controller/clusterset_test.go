@@ -302,14 +302,20 @@ func TestControllerClusterSetUnreachableMemberKept(t *testing.T) {
 	eventually(t, "the ClusterSet Ready again", ready(setReasonWritten))
 }
 
-// A member's exports past --max-exports-per-member, the newest, are
-// refused with TooManyExports and read no further; its older ones and
-// the other members' are imported.
+// A member's valid exports past --max-exports-per-member, the newest,
+// are refused with TooManyExports and their endpoints not read; its
+// older ones and the other members' are imported.
 func TestControllerClusterSetExportLimit(t *testing.T) {
 	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
 	newer := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api",
 		CreationTimestamp: metav1.NewTime(time.Unix(200, 0))}}
 	if err := a.mcs.Tracker().Add(newer); err != nil {
+		t.Fatal(err)
+	}
+	api := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.11",
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}}
+	if err := a.Tracker().Add(api); err != nil {
 		t.Fatal(err)
 	}
 	sel := map[string]string{"set": "prod"}
@@ -328,7 +334,44 @@ func TestControllerClusterSetExportLimit(t *testing.T) {
 		return err == nil
 	})
 	if _, services, _ := e.ctrl.workloads.Watched(); services != 1 {
-		t.Errorf("%d Services watched, want 1: a refused export's Service is not read", services)
+		t.Errorf("%d Services watched, want 1: a refused export's endpoints are not read", services)
+	}
+}
+
+// Exports without a Service cost nothing: many of them, older than a
+// valid export in another namespace (here three, the limit two), do not
+// make it TooManyExports; they say NoService.
+func TestControllerClusterSetExportsWithoutServiceCostNothing(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	for i := range 3 {
+		junk := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "junk", Name: fmt.Sprintf("gone-%d", i),
+			CreationTimestamp: metav1.NewTime(time.Unix(int64(10+i), 0))}}
+		if err := a.mcs.Tracker().Add(junk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel := map[string]string{"set": "prod"}
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
+		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b},
+		func(c *Config) { c.ClusterSets = true; c.MaxExportsPerMember = 2 })
+	valid := func(ns, name, reason string) func() bool {
+		return func() bool {
+			ex, err := a.mcs.MulticlusterV1beta1().ServiceExports(ns).Get(e.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			c := meta.FindStatusCondition(ex.Status.Conditions, "Valid")
+			return c != nil && c.Reason == reason
+		}
+	}
+	eventually(t, "the valid export imported", func() bool {
+		_, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		return err == nil && valid("shop", "web", "Valid")()
+	})
+	for i := range 3 {
+		eventually(t, "an export without its Service NoService", valid("junk", fmt.Sprintf("gone-%d", i), "NoService"))
 	}
 }
 

@@ -41,6 +41,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/controller/publish"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
@@ -52,8 +53,9 @@ const (
 	// DefaultResync re-runs every sync this often, which repairs slices
 	// someone deleted or edited in a workload cluster.
 	DefaultResync = 5 * time.Minute
-	// DefaultMaxExportsPerMember bounds what one member of a clusterset
-	// exports: each import costs every member a ClusterIP and objects.
+	// DefaultMaxExportsPerMember bounds the valid exports of one member
+	// of a clusterset: each import costs every member a ClusterIP and
+	// objects (docs/threat-model.md has the product of the limits).
 	DefaultMaxExportsPerMember = 1000
 	// DefaultWorkers syncs this many GatewayDNS at once.
 	DefaultWorkers = 2
@@ -87,9 +89,13 @@ type Config struct {
 	// MaxExportsPerMember bounds the ServiceExports of one member that a
 	// clusterset imports; zero is DefaultMaxExportsPerMember.
 	MaxExportsPerMember int
-	Resync              time.Duration
-	Workers             int
-	Metrics             *Metrics
+	// MemberLimits bound what one member puts into another over all its
+	// imports (and one source of one import); zero fields take the
+	// defaults of package objects.
+	MemberLimits objects.Limits
+	Resync       time.Duration
+	Workers      int
+	Metrics      *Metrics
 	// Recorder records Events on GatewayDNS objects; nil: none.
 	Recorder record.EventRecorder
 	// AllowedCIDRs are the ranges gateway and control-plane addresses must

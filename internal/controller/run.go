@@ -39,6 +39,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/httpserver"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 )
 
 // Defaults of leader election and the HTTP endpoints.
@@ -69,7 +70,12 @@ type Options struct {
 	ClusterSetZone string
 	// MaxExportsPerMember bounds the ServiceExports imported of one
 	// member of a clusterset; positive.
-	MaxExportsPerMember     int
+	MaxExportsPerMember int
+	// MaxEndpointsPerMember and MaxSlicesPerMember bound what one member
+	// of a clusterset puts into each other member over all its imports;
+	// positive.
+	MaxEndpointsPerMember   int
+	MaxSlicesPerMember      int
 	AllowedCIDRs            cidr.List // gateway and control-plane addresses must lie in one; empty: any
 	HTTPAddress             string
 	LeaderElect             bool
@@ -109,7 +115,11 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.SliceNamespace, "slice-namespace", DefaultSliceNamespace, "namespace in each workload cluster that receives EndpointSlices; its presence opts the cluster in")
 	fs.StringVar(&o.Domain, "domain", DefaultDomain, "DNS zone of the published names")
 	fs.IntVar(&o.MaxExportsPerMember, "max-exports-per-member", DefaultMaxExportsPerMember,
-		"most ServiceExports of one member of a clusterset that are imported, the oldest first; the newer ones are Valid=False, reason TooManyExports, so one member cannot crowd the others out")
+		"most valid ServiceExports of one member of a clusterset that are imported (one without a Service, or an invalid one, takes no place); over it each namespace of the member gets an equal share, the oldest first, and the others are Valid=False, reason TooManyExports, so one member cannot crowd the others out, nor one namespace the others")
+	fs.IntVar(&o.MaxEndpointsPerMember, "max-endpoints-per-member", objects.DefaultEndpointsPerMember,
+		"most endpoints one member of a clusterset puts into each member over all its imports; past it the imports of its newest exports get fewer or none, and their ServiceImport's Ready message says so")
+	fs.IntVar(&o.MaxSlicesPerMember, "max-slices-per-member", objects.DefaultSlicesPerMember,
+		"most EndpointSlices one member of a clusterset puts into each member over all its imports; past it as for --max-endpoints-per-member")
 	fs.StringVar(&o.ClusterSetZone, "clusterset-zone", contract.DefaultClusterSetZone, "DNS zone of the Multi-Cluster Services names of ClusterSets (<svc>.<ns>.svc.<zone>); serve needs the same value")
 	fs.Var(&o.AllowedCIDRs, "allowed-cidrs", "comma-separated CIDRs that gateway and control-plane addresses must lie in (e.g. 192.0.2.0/24,2001:db8::/32); a CIDR with host bits set is refused at start; empty: any")
 	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress, "once the management caches have synced, or while this replica stands by")
@@ -287,7 +297,8 @@ func (o Options) controllerRunner(mgmt management, metrics *Metrics, recorder re
 		}
 		c := New(Config{
 			Kube: mgmt.kube, Dynamic: mgmt.dyn, ClusterResource: mgmt.clusterGVR, ClusterSets: mgmt.clusterSets, NewClient: newClient,
-			SliceNamespace: o.SliceNamespace, Domain: o.Domain, ClusterSetZone: o.ClusterSetZone, MaxExportsPerMember: o.MaxExportsPerMember, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
+			SliceNamespace: o.SliceNamespace, Domain: o.Domain, ClusterSetZone: o.ClusterSetZone, MaxExportsPerMember: o.MaxExportsPerMember,
+			MemberLimits: objects.Limits{EndpointsPerMember: o.MaxEndpointsPerMember, SlicesPerMember: o.MaxSlicesPerMember}, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
 			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits, ReadLimits: o.ReadLimits,
 			State: &state.ConfigMaps{Client: mgmt.kube, Namespace: o.StateNamespace},
 		})
@@ -334,6 +345,8 @@ func (o Options) checkLimits() error {
 		desired.FlagMaxHeadlessEndpointsPerCluster:    o.Limits.HeadlessEndpointsPerCluster,
 		desired.FlagMaxHeadlessEndpointsPerGatewayDNS: o.Limits.HeadlessEndpointsPerGatewayDNS,
 		"max-exports-per-member":                      o.MaxExportsPerMember,
+		"max-endpoints-per-member":                    o.MaxEndpointsPerMember,
+		"max-slices-per-member":                       o.MaxSlicesPerMember,
 	} {
 		if v <= 0 {
 			return fmt.Errorf("--%s=%d: must be positive", flag, v)

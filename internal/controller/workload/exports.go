@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -36,12 +37,17 @@ func (w *Cluster) MCS() (MCSClient, bool) {
 	return c, ok
 }
 
-// exportsWatch is what a clusterset reads of a member besides the exported
-// Services (WatchService): every ServiceExport, and every Namespace, since
-// an import is written only where its namespace exists.
+// exportsWatch is what a clusterset reads of a member besides the
+// EndpointSlices of the exports it admits (WatchService): every
+// ServiceExport, every Namespace, since an import is written only where
+// its namespace exists, and every Service, cut to what the aggregator
+// reads, so that whether an export is valid is known for all of them
+// with one informer (an invalid export takes no place under the member's
+// limit) and a Service-less export costs no informer of its own.
 type exportsWatch struct {
 	exports    *objectWatch
 	namespaces *objectWatch
+	services   *objectWatch
 	cancel     context.CancelFunc
 	users      map[string]bool
 }
@@ -59,7 +65,7 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ew := w.exports
-	if ew != nil && (ew.exports.cut() || ew.namespaces.cut()) {
+	if ew != nil && (ew.exports.cut() || ew.namespaces.cut() || ew.services.cut()) {
 		ew.cancel()
 		w.exports = nil
 		ew = nil
@@ -73,8 +79,10 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 		notify := func() { m.onService(m.exportsUsersOf(ew)) }
 		ew.exports = watchExports(mcs, w.reads, notify)
 		ew.namespaces = watchNamespaces(w.client, w.reads, notify)
+		ew.services = watchExportedServices(w.client, w.reads, ew.exports, notify)
 		ew.exports.run(ctx, notify)
 		ew.namespaces.run(ctx, notify)
+		ew.services.run(ctx, notify)
 		w.exports = ew
 		klog.FromContext(m.ctx).Info("Watching the ServiceExports of workload cluster", "cluster", w.key)
 	}
@@ -83,13 +91,13 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 
 // Exports returns the cached ServiceExports of w, sorted by namespace and
 // name, and the names of its Namespaces that are not being deleted.
-// synced is false until both informers, started by WatchExports, have
+// synced is false until the informers started by WatchExports have
 // listed (unreachable, cut off, or the MCS CRDs not installed).
 func (m *Set) Exports(w *Cluster) (exports []*mcsv1beta1.ServiceExport, namespaces map[string]bool, synced bool) {
 	m.mu.Lock()
 	ew := w.exports
 	m.mu.Unlock()
-	if ew == nil || !ew.exports.HasSynced() || !ew.namespaces.HasSynced() {
+	if ew == nil || !ew.exports.HasSynced() || !ew.namespaces.HasSynced() || !ew.services.HasSynced() {
 		return nil, nil, false
 	}
 	for _, o := range ew.exports.store.List() {
@@ -107,6 +115,24 @@ func (m *Set) Exports(w *Cluster) (exports []*mcsv1beta1.ServiceExport, namespac
 		}
 	}
 	return exports, namespaces, true
+}
+
+// ExportedService returns the Service namespace/name of w as the
+// member-wide informer of WatchExports caches it (serviceForCache), nil
+// when there is none or it has not listed: read after Exports said synced.
+func (m *Set) ExportedService(w *Cluster, namespace, name string) *corev1.Service {
+	m.mu.Lock()
+	ew := w.exports
+	m.mu.Unlock()
+	if ew == nil {
+		return nil
+	}
+	obj, exists, _ := ew.services.store.GetByKey(namespace + "/" + name)
+	if !exists {
+		return nil
+	}
+	s, _ := obj.(*corev1.Service)
+	return s
 }
 
 func (m *Set) exportsUsersOf(ew *exportsWatch) []string {
@@ -162,6 +188,84 @@ func watchNamespaces(client Client, r *reads, onChange func()) *objectWatch {
 		},
 		Transform: namespaceForCache,
 	})
+}
+
+// watchExportedServices is the cluster-wide Service informer of a member.
+// Only a change of a Service that a ServiceExport names calls onChange:
+// the member's other Services change nothing its clustersets read.
+func watchExportedServices(client Client, r *reads, exports *objectWatch, onChange func()) *objectWatch {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().Services(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Services(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}
+	exported := func(obj any) bool {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		s, ok := obj.(*corev1.Service)
+		if !ok {
+			return true
+		}
+		_, exists, _ := exports.store.GetByKey(s.Namespace + "/" + s.Name)
+		return exists
+	}
+	return newInformer(r, "Services of every namespace", lw, cache.InformerOptions{
+		ObjectType: &corev1.Service{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				if exported(obj) {
+					onChange()
+				}
+			},
+			UpdateFunc: func(old, cur any) {
+				o, _ := old.(*corev1.Service)
+				n, _ := cur.(*corev1.Service)
+				if exported(cur) && (o == nil || n == nil || !sameExportedService(o, n)) {
+					onChange()
+				}
+			},
+			DeleteFunc: func(obj any) {
+				if exported(obj) {
+					onChange()
+				}
+			},
+		},
+		Transform: serviceForCache,
+	})
+}
+
+// sameExportedService: a and b differ in nothing serviceForCache keeps
+// but their resource version.
+func sameExportedService(a, b *corev1.Service) bool {
+	return (a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil) && equality.Semantic.DeepEqual(a.Spec, b.Spec)
+}
+
+// serviceForCache keeps of a Service what the aggregator reads (type,
+// cluster IP, ports, session affinity, traffic policy and distribution)
+// and its identity; the rest of a Service (selector, status, metadata)
+// is the member's users' and may be large. Idempotent.
+func serviceForCache(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
+			DeletionTimestamp: s.DeletionTimestamp},
+		Spec: corev1.ServiceSpec{
+			Type: s.Spec.Type, ClusterIP: s.Spec.ClusterIP, SessionAffinity: s.Spec.SessionAffinity,
+			SessionAffinityConfig: s.Spec.SessionAffinityConfig, InternalTrafficPolicy: s.Spec.InternalTrafficPolicy,
+			TrafficDistribution: s.Spec.TrafficDistribution,
+		},
+	}
+	for _, p := range s.Spec.Ports {
+		out.Spec.Ports = append(out.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, AppProtocol: p.AppProtocol})
+	}
+	return out, nil
 }
 
 // onEvery calls onChange on every event.

@@ -179,3 +179,30 @@ func TestEndpointsLeaveOutOurSlices(t *testing.T) {
 		t.Errorf("slices %q (%v), want only web-1", got, err)
 	}
 }
+
+// The member-wide Service informer keeps what the aggregator reads and
+// the identity only, idempotently.
+func TestServiceForCache(t *testing.T) {
+	tp := corev1.ServiceInternalTrafficPolicyLocal
+	in := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u", ResourceVersion: "4",
+			Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"big": strings.Repeat("x", 1000)}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.96.0.1", Selector: map[string]string{"app": "web"},
+			Ports:           []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}},
+			SessionAffinity: corev1.ServiceAffinityNone, InternalTrafficPolicy: &tp},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "1.2.3.4"}}}},
+	}
+	want := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u", ResourceVersion: "4"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.96.0.1",
+			Ports:           []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
+			SessionAffinity: corev1.ServiceAffinityNone, InternalTrafficPolicy: &tp},
+	}
+	got, err := serviceForCache(in)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("serviceForCache = %+v, %v\nwant %+v", got, err, want)
+	}
+	if again, _ := serviceForCache(got); !reflect.DeepEqual(again, want) {
+		t.Errorf("not idempotent: %+v", again)
+	}
+}

@@ -145,7 +145,7 @@ func normalize(e Export) Export {
 func validity(e Export) (Reason, string) {
 	switch {
 	case e.OverLimit:
-		return ReasonTooManyExports, fmt.Sprintf("cluster %s exports more Services than a member may; its newest are not imported", e.Cluster)
+		return ReasonTooManyExports, fmt.Sprintf("cluster %s exports more valid Services than a member may; its namespaces share the limit equally, oldest first, and this export is past the share of %s", e.Cluster, e.Namespace)
 	case e.Service == nil:
 		return ReasonNoService, fmt.Sprintf("no Service %s/%s in cluster %s", e.Namespace, e.Name, e.Cluster)
 	case e.Service.Type == ServiceTypeExternalName:

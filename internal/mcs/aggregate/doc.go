@@ -32,6 +32,9 @@
 //     service". Every valid export of a conflicted import says True and
 //     names the fields; an export whose own values lost names the fields
 //     it differs in, the others name every field any export differs in.
+//   - A member's limit on exports (Admit) counts valid exports only; over
+//     it the member's namespaces share it equally, oldest first, and the
+//     rest are invalid (TooManyExports).
 //   - Ready says the export takes part in the import (it is valid). That
 //     the import is written in every member is the controller's to add.
 //

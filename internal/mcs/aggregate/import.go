@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // aggregateOne computes the import of one namespace/name (nil when no
@@ -51,9 +52,11 @@ func newImport(k Key, valid []Export, ports []Port) *Import {
 	}
 	imp.Ports = ports
 	imp.Served = map[string][]Port{}
+	imp.Created = map[string]time.Time{}
 	for _, e := range valid {
 		imp.Clusters = append(imp.Clusters, e.Cluster)
 		imp.Served[e.Cluster] = served(ports, e.Service.Ports)
+		imp.Created[e.Cluster] = e.Created
 	}
 	slices.Sort(imp.Clusters)
 	return imp

@@ -110,6 +110,9 @@ type Import struct {
 	// client of a port reaches only Services that expose it (the
 	// conformance suite's StrictPortConflict).
 	Served map[string][]Port
+	// Created are, per cluster id of Clusters, the creation time of its
+	// export: a member's caps in the others keep its oldest exports.
+	Created map[string]time.Time
 	// Winner is the cluster id of the export with precedence.
 	Winner string
 	// Clusters are the cluster ids of the valid exports, sorted.

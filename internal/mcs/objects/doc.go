@@ -32,8 +32,10 @@
 //     slice's family and a hostname (if any) that is a DNS label, by the
 //     rules of contract.ReadyEndpoints; ports that are valid and that the
 //     import has (same name and protocol); at most Limits of them per
-//     source, cut in a fixed order. What is left out is listed in
-//     Objects.Refused.
+//     source, cut in a fixed order, and at most Limits of them and of
+//     their slices per source cluster over all its imports, its oldest
+//     exports first (boundMembers); a cut there is named in the import's
+//     Ready message. What is left out is listed in Objects.Refused.
 //   - Slices hold at most MaxEndpointsPerSlice endpoints, one address
 //     family and one port set each, named from the derived Service, the
 //     source cluster, the family, the port set and an index, so a slice

@@ -27,23 +27,37 @@ const (
 	// DefaultPortSetsPerSource bounds the distinct port sets of one
 	// source: each is at least one slice per family.
 	DefaultPortSetsPerSource = 8
+	// DefaultEndpointsPerMember bounds the endpoints one source cluster
+	// puts into a member over all its imports, so that the product of
+	// exports per member and endpoints per source (a million) does not
+	// reach every member's kube-proxy.
+	DefaultEndpointsPerMember = 10000
+	// DefaultSlicesPerMember bounds the EndpointSlices one source cluster
+	// puts into a member over all its imports: room for the default
+	// exports per member of one endpoint each in both families.
+	DefaultSlicesPerMember = 2000
 	// maxRefusedPerSource bounds what Refused says of one source: a
 	// hostile Service of 10,000 bad endpoints makes one line per kind of
 	// fault, not 10,000.
 	maxRefusedPerSource = 10
 )
 
-// Limits bound the endpoints one source of one import adds to a member.
+// Limits bound the endpoints one source of one import adds to a member,
+// and those one source adds over all its imports (oldest exports first).
 // A zero field takes its default.
 type Limits struct {
 	EndpointsPerSource int
 	PortSetsPerSource  int
+	EndpointsPerMember int
+	SlicesPerMember    int
 }
 
 func (l Limits) orDefaults() Limits {
 	return Limits{
 		EndpointsPerSource: cmp.Or(l.EndpointsPerSource, DefaultEndpointsPerSource),
 		PortSetsPerSource:  cmp.Or(l.PortSetsPerSource, DefaultPortSetsPerSource),
+		EndpointsPerMember: cmp.Or(l.EndpointsPerMember, DefaultEndpointsPerMember),
+		SlicesPerMember:    cmp.Or(l.SlicesPerMember, DefaultSlicesPerMember),
 	}
 }
 

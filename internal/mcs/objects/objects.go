@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -31,7 +32,8 @@ type Input struct {
 	Result aggregate.Result
 	// Imports holds, per import, what the member and the sources say.
 	Imports map[aggregate.Key]ImportState
-	// Limits bound each source's endpoints; zero fields take defaults.
+	// Limits bound each source's endpoints, per import and over all its
+	// imports; zero fields take defaults.
 	Limits Limits
 }
 
@@ -73,23 +75,35 @@ type Objects struct {
 func Compute(in Input) Objects {
 	var out Objects
 	lim := in.Limits.orDefaults()
+	var imports []aggregate.Import
+	var parts []*contribution
 	for _, imp := range in.Result.Imports {
 		if !in.Namespaces[imp.Namespace] {
 			continue
 		}
-		st := in.Imports[imp.Key]
+		imports = append(imports, imp)
 		derived := DerivedServiceName(imp.Namespace, imp.Name)
-		out.Imports = append(out.Imports, serviceImport(imp, st))
 		if imp.Type == aggregate.ImportClusterSetIP {
 			svc, refused := derivedService(imp, derived)
 			out.Services = append(out.Services, svc)
 			out.Refused = append(out.Refused, refused...)
 		}
 		for _, cluster := range imp.Clusters {
-			src, refused := readSource(cluster, cluster == in.Cluster, st.Endpoints[cluster], imp, lim)
-			out.Slices = append(out.Slices, sourceSlices(imp, derived, src)...)
+			src, refused := readSource(cluster, cluster == in.Cluster, in.Imports[imp.Key].Endpoints[cluster], imp, lim)
+			parts = append(parts, &contribution{key: imp.Key, cluster: cluster, created: imp.Created[cluster],
+				slices: sourceSlices(imp, derived, src)})
 			out.Refused = append(out.Refused, prefixAll(fmt.Sprintf("import %s/%s: ", imp.Namespace, imp.Name), refused)...)
 		}
+	}
+	cuts := boundMembers(parts, lim)
+	for _, imp := range imports {
+		out.Imports = append(out.Imports, serviceImport(imp, in.Imports[imp.Key], cuts[imp.Key]))
+		for _, note := range cuts[imp.Key] {
+			out.Refused = append(out.Refused, fmt.Sprintf("import %s/%s: %s", imp.Namespace, imp.Name, note))
+		}
+	}
+	for _, p := range parts {
+		out.Slices = append(out.Slices, p.slices...)
 	}
 	slices.SortFunc(out.Slices, func(a, b *discoveryv1.EndpointSlice) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
@@ -98,11 +112,63 @@ func Compute(in Input) Objects {
 	return out
 }
 
+// contribution is what one source cluster puts into the member for one
+// import: its slices.
+type contribution struct {
+	key     aggregate.Key
+	cluster string
+	created time.Time
+	slices  []*discoveryv1.EndpointSlice
+}
+
+// boundMembers cuts what each source cluster puts into the member, over
+// all its imports, to EndpointsPerMember endpoints and SlicesPerMember
+// slices: its oldest exports keep theirs, in that order, and the newest
+// are cut, so one member's many imports cost another a bounded amount
+// and other members' are not touched. It returns, per import, a note for
+// each source cut.
+func boundMembers(parts []*contribution, lim Limits) map[aggregate.Key][]string {
+	slices.SortFunc(parts, func(a, b *contribution) int {
+		return cmp.Or(cmp.Compare(a.cluster, b.cluster), a.created.Compare(b.created),
+			cmp.Compare(a.key.Namespace, b.key.Namespace), cmp.Compare(a.key.Name, b.key.Name))
+	})
+	type budget struct{ endpoints, slices int }
+	left := map[string]*budget{}
+	notes := map[aggregate.Key][]string{}
+	for _, p := range parts {
+		b := left[p.cluster]
+		if b == nil {
+			b = &budget{endpoints: lim.EndpointsPerMember, slices: lim.SlicesPerMember}
+			left[p.cluster] = b
+		}
+		offered, kept := 0, 0
+		var keep []*discoveryv1.EndpointSlice
+		for _, s := range p.slices {
+			offered += len(s.Endpoints)
+			if b.slices == 0 || b.endpoints == 0 {
+				continue
+			}
+			s.Endpoints = s.Endpoints[:min(len(s.Endpoints), b.endpoints)]
+			b.slices--
+			b.endpoints -= len(s.Endpoints)
+			kept += len(s.Endpoints)
+			keep = append(keep, s)
+		}
+		if len(keep) < len(p.slices) || kept < offered {
+			notes[p.key] = append(notes[p.key], fmt.Sprintf(
+				"cluster %s: %d of its %d endpoints not imported: past its cap in this cluster of %d endpoints and %d EndpointSlices over all its imports, which its older exports take first",
+				p.cluster, offered-kept, offered, lim.EndpointsPerMember, lim.SlicesPerMember))
+		}
+		p.slices = keep
+	}
+	return notes
+}
+
 // serviceImport is the ServiceImport of imp in a member, st its state
 // there, with its status (importStatus): a ClusterSetIP import has the
 // addresses of its derived Service and their families, a Headless one the
 // families of its sources' endpoints.
-func serviceImport(imp aggregate.Import, st ImportState) *mcsv1beta1.ServiceImport {
+func serviceImport(imp aggregate.Import, st ImportState, cuts []string) *mcsv1beta1.ServiceImport {
 	si := &mcsv1beta1.ServiceImport{
 		ObjectMeta: metav1.ObjectMeta{Name: imp.Name, Namespace: imp.Namespace, Labels: baseLabels(imp.Name)},
 		Spec: mcsv1beta1.ServiceImportSpec{
@@ -123,7 +189,7 @@ func serviceImport(imp aggregate.Import, st ImportState) *mcsv1beta1.ServiceImpo
 	} else {
 		si.Spec.IPFamilies = endpointFamilies(imp, st.Endpoints)
 	}
-	si.Status = importStatus(imp, si.Spec.IPs)
+	si.Status = importStatus(imp, si.Spec.IPs, cuts)
 	exportedMeta(si, imp)
 	return si
 }

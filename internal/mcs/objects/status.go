@@ -41,11 +41,16 @@ func exportStatuses(in Input) []ExportStatus {
 // importStatus is the status of imp's ServiceImport in a member where the
 // import has ips (ClusterSetIP only). EndpointSliceObjects is Present:
 // the writer writes the slices of every import it writes, and says
-// Absent itself when it cannot.
-func importStatus(imp aggregate.Import, ips []string) mcsv1beta1.ServiceImportStatus {
+// Absent itself when it cannot. cuts are the notes of the sources whose
+// endpoints the member caps left out, added to Ready's message.
+func importStatus(imp aggregate.Import, ips []string, cuts []string) mcsv1beta1.ServiceImportStatus {
+	ready := importReady(imp, ips)
+	if len(cuts) > 0 {
+		ready.Message += "; " + strings.Join(cuts, "; ")
+	}
 	st := mcsv1beta1.ServiceImportStatus{
 		EndpointSliceObjects: mcsv1beta1.EndpointSliceObjectsPresent,
-		Conditions:           []metav1.Condition{importReady(imp, ips)},
+		Conditions:           []metav1.Condition{ready},
 	}
 	for _, c := range imp.Clusters {
 		st.Clusters = append(st.Clusters, mcsv1beta1.ClusterStatus{Cluster: c})
