@@ -63,9 +63,14 @@ type setMemory struct {
 	// cluster's last records, so an outage neither moves an import's
 	// winner nor removes it.
 	exports map[string]memberRead
-	// written are the members (cluster keys) holding objects of this
-	// ClusterSet, by cluster id: where removal must go.
+	// written are the Clusters (keys) that may hold objects of this
+	// ClusterSet, each with the cluster id it was written under: where
+	// removal must go. By Cluster, not by id: a member that changes its
+	// id, or another that asks for it, must not hide it from removal.
 	written map[string]string
+	// held is the cluster id each member joined with, by Cluster key: a
+	// member keeps it until it leaves or asks for another (package member).
+	held map[string]heldID
 	// allWritten: the last sync wrote every member it read, which the
 	// exports' Ready condition says.
 	allWritten bool
@@ -85,6 +90,12 @@ type setMemory struct {
 	savedKnown bool
 }
 
+// heldID is the cluster id a Cluster (of UID uid) holds as a member.
+type heldID struct {
+	uid types.UID
+	id  string
+}
+
 // memoryOf returns the memory of the ClusterSet key, new when the key
 // names another object (uid) than remembered.
 func (s *clusterSets) memoryOf(key string, uid types.UID) *setMemory {
@@ -92,7 +103,7 @@ func (s *clusterSets) memoryOf(key string, uid types.UID) *setMemory {
 	defer s.mu.Unlock()
 	m := s.memory[key]
 	if m == nil || (uid != "" && m.uid != uid) {
-		m = &setMemory{uid: uid, exports: map[string]memberRead{}, written: map[string]string{}}
+		m = &setMemory{uid: uid, exports: map[string]memberRead{}, written: map[string]string{}, held: map[string]heldID{}}
 		s.memory[key] = m
 	}
 	return m
@@ -206,13 +217,13 @@ func (c *Controller) noteMembersIfDamaged(ctx context.Context, key string, cs *x
 		return err
 	}
 	user := clusterSetUser + key
-	_, members, _, err := c.membership(cs, user)
+	_, members, _, err := c.membership(cs, mem, user)
 	if err != nil {
 		return err
 	}
 	for _, m := range members {
 		if m.cluster != nil {
-			mem.written[m.ClusterID] = m.cluster.Key()
+			mem.written[m.cluster.Key()] = m.ClusterID
 		}
 	}
 	mem.damaged = false

@@ -36,8 +36,16 @@ func (c *Controller) recoverClusterSet(ctx context.Context, mem *setMemory, key 
 		return fmt.Errorf("read the kept state of ClusterSet %s: %w", key, err)
 	case kept != nil:
 		for id, cluster := range kept.Written {
-			if _, ok := mem.written[id]; !ok {
-				mem.written[id] = cluster
+			if _, ok := mem.written[cluster]; !ok {
+				mem.written[cluster] = id
+			}
+		}
+		for key, k := range kept.Clusters {
+			if _, ok := mem.written[key]; !ok && k.Written {
+				mem.written[key] = k.WrittenID
+			}
+			if _, ok := mem.held[key]; !ok && k.ID != "" {
+				mem.held[key] = heldID{uid: types.UID(k.UID), id: k.ID}
 			}
 		}
 		if uid == "" || kept.UID == string(uid) {
@@ -70,7 +78,7 @@ func (c *Controller) saveClusterSet(ctx context.Context, mem *setMemory, key str
 	if err != nil {
 		return err
 	}
-	if len(kept.Written) == 0 && len(kept.Members) == 0 {
+	if len(kept.Clusters) == 0 && len(kept.Members) == 0 {
 		data = nil
 	}
 	sum := sha256.Sum256(data)
@@ -105,10 +113,21 @@ func (c *Controller) forgetClusterSetState(ctx context.Context, key string) erro
 	return nil
 }
 
-// keptOf is what the state keeps of mem: the members written and each
-// member's last complete read.
+// keptOf is what the state keeps of mem: the Clusters written, the id
+// each member holds, and each member's last complete read.
 func keptOf(mem *setMemory) state.ClusterSet {
-	kept := state.ClusterSet{UID: string(mem.uid), Written: mem.written, Members: map[string]state.MemberRead{}}
+	kept := state.ClusterSet{UID: string(mem.uid), Members: map[string]state.MemberRead{}}
+	if len(mem.written)+len(mem.held) > 0 {
+		kept.Clusters = map[string]state.Cluster{}
+	}
+	for key, id := range mem.written {
+		kept.Clusters[key] = state.Cluster{Written: true, WrittenID: id}
+	}
+	for key, h := range mem.held {
+		k := kept.Clusters[key]
+		k.UID, k.ID = string(h.uid), h.id
+		kept.Clusters[key] = k
+	}
 	for id, r := range mem.exports {
 		kept.Members[id] = keptRead(r)
 	}

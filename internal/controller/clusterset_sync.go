@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -25,7 +27,9 @@ import (
 type setMember struct {
 	member.Member
 	cluster *workload.Cluster
-	access  string
+	// uid is the Cluster's, for the id it holds.
+	uid    types.UID
+	access string
 	// idKnown: the member's cluster id property has been read.
 	idKnown bool
 }
@@ -41,10 +45,11 @@ func (c *Controller) syncClusterSet(ctx context.Context, key string, cs *xccv1al
 		return err
 	}
 	user := clusterSetUser + key
-	res, members, others, err := c.membership(cs, user)
+	res, members, others, err := c.membership(cs, mem, user)
 	if err != nil {
 		return err
 	}
+	c.holdIDs(cs, mem, res, members)
 	keep := map[string]map[string]bool{}
 	reads := c.readMembers(mem, members, user, keep)
 	agg, err := aggregate.Aggregate(exportsOf(reads))
@@ -75,8 +80,8 @@ func (c *Controller) syncClusterSet(ctx context.Context, key string, cs *xccv1al
 func (c *Controller) noteWritten(ctx context.Context, mem *setMemory, key string, members []setMember, reads map[string]memberRead) error {
 	added := false
 	for _, m := range members {
-		if writable(m, reads[m.ClusterID]) && mem.written[m.ClusterID] != m.cluster.Key() {
-			mem.written[m.ClusterID] = m.cluster.Key()
+		if writable(m, reads[m.ClusterID]) && mem.written[m.cluster.Key()] != m.ClusterID {
+			mem.written[m.cluster.Key()] = m.ClusterID
 			added = true
 		}
 	}
@@ -95,7 +100,7 @@ func (c *Controller) noteWritten(ctx context.Context, mem *setMemory, key string
 // A ClusterSet being deleted keeps its members until its finalizer goes:
 // a newer one that selects them too takes them only once the older's
 // removal is done, so the removal never deletes what the newer wrote.
-func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, user string) (member.Result, []setMember, map[string]bool, error) {
+func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, mem *setMemory, user string) (member.Result, []setMember, map[string]bool, error) {
 	setObjs, err := c.sets.informer.GetIndexer().ByIndex(cache.NamespaceIndex, cs.Namespace)
 	if err != nil {
 		return member.Result{}, nil, nil, fmt.Errorf("list ClusterSets in %q: %w", cs.Namespace, err)
@@ -121,11 +126,15 @@ func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, user string) (member
 			continue
 		}
 		mc := member.Cluster{Name: u.GetName(), Labels: u.GetLabels(), Created: u.GetCreationTimestamp().Time, Installed: true}
+		if h, ok := mem.held[cs.Namespace+"/"+u.GetName()]; ok && h.uid == u.GetUID() {
+			mc.HeldID = h.id
+		}
 		if selects(cs, u.GetLabels()) {
 			sm, err := c.connect(cs.Namespace, u.GetName(), user)
 			if err != nil {
 				return member.Result{}, nil, nil, err
 			}
+			sm.uid = u.GetUID()
 			if sm.cluster != nil {
 				if _, has, synced := sm.cluster.SliceNamespace(c.cfg.SliceNamespace); synced {
 					mc.Installed = has
@@ -156,6 +165,32 @@ func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, user string) (member
 		members = append(members, sm)
 	}
 	return mine, members, others, nil
+}
+
+// holdIDs records the id each member of res holds, and drops that of
+// every other Cluster: a member keeps the id it joined with until it
+// leaves or is refused. A member refused for asking for another member's
+// id gets a Warning Event: it held one, so it was written under it, and
+// its objects are now removed from every member.
+func (c *Controller) holdIDs(cs *xccv1alpha1.ClusterSet, mem *setMemory, res member.Result, members []setMember) {
+	keep := map[string]bool{}
+	for _, m := range members {
+		key := cs.Namespace + "/" + m.Cluster
+		mem.held[key] = heldID{uid: m.uid, id: m.ClusterID}
+		keep[key] = true
+	}
+	for _, r := range res.Refused {
+		key := cs.Namespace + "/" + r.Cluster
+		if h, ok := mem.held[key]; ok && r.Reason == xccv1alpha1.ReasonClusterIDConflict {
+			c.cfg.Recorder.Eventf(cs, corev1.EventTypeWarning, string(xccv1alpha1.ReasonClusterIDConflict),
+				"Cluster %s, member with cluster id %q, refused: %s", r.Cluster, h.id, r.Message)
+		}
+	}
+	for key := range mem.held {
+		if !keep[key] {
+			delete(mem.held, key)
+		}
+	}
 }
 
 // selects reports whether cs's selector picks a Cluster of these labels;

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,9 +38,16 @@ type memberFake struct {
 	mcs *mcsfake.Clientset
 	// id is its ClusterProperty cluster.clusterset.k8s.io; nil: none.
 	id *string
+	// prop, when set, is the property as it is now, changed at run time.
+	prop *atomic.Pointer[string]
 }
 
-func (m memberFake) ClusterIDProperty(context.Context) (*string, error) { return m.id, nil }
+func (m memberFake) ClusterIDProperty(context.Context) (*string, error) {
+	if m.prop != nil {
+		return m.prop.Load(), nil
+	}
+	return m.id, nil
+}
 
 func (m memberFake) MulticlusterV1beta1() mcsclient.MulticlusterV1beta1Interface {
 	return m.mcs.MulticlusterV1beta1()

@@ -53,7 +53,7 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 		if !writable(m, r) {
 			continue
 		}
-		mem.written[m.ClusterID] = m.cluster.Key()
+		mem.written[m.cluster.Key()] = m.ClusterID
 		ids, clusters = append(ids, m.ClusterID), append(clusters, m.cluster.Key())
 		started = append(started, c.sets.lanes.Submit(m.cluster.Key(), key, func(ctx context.Context) error {
 			return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, allWritten)
@@ -293,26 +293,29 @@ func corev1Protocol(p string) corev1.Protocol { return corev1.Protocol(p) }
 func (c *Controller) removeLeftMembers(ctx context.Context, key string, mem *setMemory, members []setMember, others map[string]bool, user string) {
 	now := map[string]bool{}
 	for _, m := range members {
-		now[m.ClusterID] = true
+		if m.cluster != nil {
+			now[m.cluster.Key()] = true
+		}
 	}
 	var left []string
-	for id, cluster := range mem.written {
+	for cluster, id := range mem.written {
 		switch {
-		case now[id]:
+		case now[cluster]:
 		case others[cluster]:
 			klog.FromContext(ctx).V(2).Info("A former member is another ClusterSet's now; its objects are left to that set", "member", id, "cluster", cluster)
-			delete(mem.written, id)
+			delete(mem.written, cluster)
 		default:
-			left = append(left, id)
+			left = append(left, cluster)
 		}
 	}
+	slices.Sort(left)
 	errs := c.removeFromAll(ctx, key, mem, left, user)
-	for i, id := range left {
-		if errs[i] != nil && !c.clusterGone(ctx, id, mem.written[id], errs[i]) {
-			klog.FromContext(ctx).Info("Removing the imports of a former member failed; retried at the next sync", "member", id, "err", errs[i])
+	for i, cluster := range left {
+		if errs[i] != nil && !c.clusterGone(ctx, mem.written[cluster], cluster, errs[i]) {
+			klog.FromContext(ctx).Info("Removing the imports of a former member failed; retried at the next sync", "member", mem.written[cluster], "cluster", cluster, "err", errs[i])
 			continue
 		}
-		delete(mem.written, id)
+		delete(mem.written, cluster)
 	}
 }
 
@@ -320,28 +323,27 @@ func (c *Controller) removeLeftMembers(ctx context.Context, key string, mem *set
 // lane when its sync stopped waiting: it is waited for again at the next.
 var errRemoving = errors.New("the removal is still running")
 
-// removeFromAll removes the clusterset's objects from each member ids
-// (cluster ids of mem.written), each in its member's lane, and returns
-// the error of each, errRemoving for one still running.
-func (c *Controller) removeFromAll(ctx context.Context, key string, mem *setMemory, ids []string, user string) []error {
-	errs := make([]error, len(ids))
+// removeFromAll removes the clusterset's objects from each Cluster of
+// clusters (keys of mem.written), each in its lane, and returns the
+// error of each, errRemoving for one still running.
+func (c *Controller) removeFromAll(ctx context.Context, key string, mem *setMemory, clusters []string, user string) []error {
+	errs := make([]error, len(clusters))
 	logger := klog.FromContext(ctx)
-	var clusters []string
+	var lanes []string
 	var started []*lane.Write
 	var at []int
-	for i, id := range ids {
-		cluster := mem.written[id]
-		sm, err := c.connectMember(id, cluster, user)
+	for i, cluster := range clusters {
+		sm, err := c.connectMember(mem.written[cluster], cluster, user)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		clusters, at = append(clusters, cluster), append(at, i)
+		lanes, at = append(lanes, cluster), append(at, i)
 		started = append(started, c.sets.lanes.Submit(cluster, key, func(ctx context.Context) error {
 			return c.removeMember(klog.NewContext(ctx, logger), sm)
 		}))
 	}
-	for j, res := range c.sets.lanes.Wait(ctx, clusters, started) {
+	for j, res := range c.sets.lanes.Wait(ctx, lanes, started) {
 		if errs[at[j]] = res.Err; !res.Ended {
 			errs[at[j]] = errRemoving
 		}
@@ -390,15 +392,15 @@ func (c *Controller) removeClusterSet(ctx context.Context, key string, uid types
 		return err
 	}
 	user := clusterSetUser + key
-	ids := slices.Sorted(maps.Keys(mem.written))
-	removed := c.removeFromAll(ctx, key, mem, ids, user)
+	clusters := slices.Sorted(maps.Keys(mem.written))
+	removed := c.removeFromAll(ctx, key, mem, clusters, user)
 	var errs []error
-	for i, id := range ids {
-		if removed[i] != nil && !c.clusterGone(ctx, id, mem.written[id], removed[i]) {
-			errs = append(errs, fmt.Errorf("member %s: %w", id, removed[i]))
+	for i, cluster := range clusters {
+		if removed[i] != nil && !c.clusterGone(ctx, mem.written[cluster], cluster, removed[i]) {
+			errs = append(errs, fmt.Errorf("member %s (Cluster %s): %w", mem.written[cluster], cluster, removed[i]))
 			continue
 		}
-		delete(mem.written, id)
+		delete(mem.written, cluster)
 	}
 	if len(errs) > 0 {
 		c.workloads.Release(user, c.removalConnections(mem))
@@ -416,7 +418,7 @@ func (c *Controller) removeClusterSet(ctx context.Context, key string, uid types
 // still to reach, for Release: none of their informers is needed.
 func (c *Controller) removalConnections(mem *setMemory) map[string]map[string]bool {
 	keep := map[string]map[string]bool{}
-	for _, cluster := range mem.written {
+	for cluster := range mem.written {
 		keep[cluster] = map[string]bool{}
 	}
 	return keep

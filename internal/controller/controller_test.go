@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -235,7 +236,9 @@ func (e *testEnv) stop() {
 	select {
 	case <-e.done:
 	case <-time.After(10 * time.Second):
-		e.t.Error("the controller did not stop within 10s")
+		buf := make([]byte, 1<<20)
+		n := goruntime.Stack(buf, true)
+		e.t.Errorf("the controller did not stop within 10s; goroutines:\n%s", buf[:n])
 	}
 }
 

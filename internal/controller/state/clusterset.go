@@ -43,7 +43,7 @@ const (
 )
 
 // ClusterSet is what the controller keeps of one ClusterSet across a
-// restart. Written says where the ClusterSet's objects are, so they can
+// restart. Clusters says where the ClusterSet's objects are, so they can
 // be removed when it is deleted or a member leaves while no controller
 // runs; Members says what each member last exported, so a member
 // unreachable at the start keeps its imports in the others. Neither can
@@ -54,10 +54,30 @@ type ClusterSet struct {
 	// made again under the name) are not its members' reads.
 	UID string `json:"uid"`
 	// Written maps the cluster id of every member holding objects of the
-	// ClusterSet to its Cluster key ("<namespace>/<name>").
+	// ClusterSet to its Cluster key ("<namespace>/<name>"), as the
+	// controller kept it before it kept Clusters; read, never written.
 	Written map[string]string `json:"written,omitempty"`
+	// Clusters are the Clusters of the ClusterSet the controller knows of,
+	// by Cluster key ("<namespace>/<name>"): the id each member joined
+	// with, and whether it holds objects of the ClusterSet. Keyed by
+	// Cluster, not by id, so a member that changes its id, or whose id
+	// another asks for, is cleaned and keeps its id.
+	Clusters map[string]Cluster `json:"clusters,omitempty"`
 	// Members are the last complete read of each member, by cluster id.
 	Members map[string]MemberRead `json:"members,omitempty"`
+}
+
+// Cluster is what the controller keeps of one Cluster of a ClusterSet.
+type Cluster struct {
+	// UID is the Cluster's: a Cluster deleted and made again under its
+	// name is a new member and holds no id.
+	UID string `json:"uid,omitempty"`
+	// ID is the cluster id the Cluster holds as a member, "" when none.
+	ID string `json:"id,omitempty"`
+	// Written: the Cluster may hold objects of the ClusterSet, written
+	// under WrittenID; its removal must reach it.
+	Written   bool   `json:"written,omitempty"`
+	WrittenID string `json:"writtenID,omitempty"`
 }
 
 // MemberRead is one member's last read as the aggregation and the
@@ -140,7 +160,7 @@ func (s *ConfigMaps) SaveClusterSet(ctx context.Context, key string, cs ClusterS
 	defer cancel()
 	name := clusterSetName(key)
 	cms := s.Client.CoreV1().ConfigMaps(s.Namespace)
-	if len(cs.Written) == 0 && len(cs.Members) == 0 {
+	if len(cs.Written) == 0 && len(cs.Members) == 0 && len(cs.Clusters) == 0 {
 		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("delete ConfigMap %s/%s: %w", s.Namespace, name, err)
 		}
@@ -287,6 +307,16 @@ func (cs ClusterSet) Validate() error {
 		}
 		if ns, name, ok := strings.Cut(key, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 			return fmt.Errorf("written: member %s: Cluster key %q: want <namespace>/<name>", id, key)
+		}
+	}
+	for key, c := range cs.Clusters {
+		if ns, name, ok := strings.Cut(key, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("clusters: Cluster key %q: want <namespace>/<name>", key)
+		}
+		for _, id := range []string{c.ID, c.WrittenID} {
+			if errs := validation.IsDNS1123Label(id); id != "" && len(errs) > 0 {
+				return fmt.Errorf("clusters: %s: cluster id %q: %s", key, id, errs[0])
+			}
 		}
 	}
 	for id, m := range cs.Members {

@@ -65,8 +65,10 @@ type ReadLimits struct {
 	ListTimeout          time.Duration
 	WatchTimeout         time.Duration
 	CutOffRetry          time.Duration
-	// UnreachableAfter is not a flag: the tests shorten it.
+	// UnreachableAfter and PropertyRefresh are not flags: the tests
+	// shorten them.
 	UnreachableAfter time.Duration
+	PropertyRefresh  time.Duration
 }
 
 func (l ReadLimits) withDefaults() ReadLimits {
@@ -77,6 +79,7 @@ func (l ReadLimits) withDefaults() ReadLimits {
 	l.WatchTimeout = cmp.Or(l.WatchTimeout, DefaultWatchTimeout)
 	l.CutOffRetry = cmp.Or(l.CutOffRetry, DefaultCutOffRetry)
 	l.UnreachableAfter = cmp.Or(l.UnreachableAfter, DefaultUnreachableAfter)
+	l.PropertyRefresh = cmp.Or(l.PropertyRefresh, PropertyRefresh)
 	return l
 }
 

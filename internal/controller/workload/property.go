@@ -62,7 +62,7 @@ func (m *Set) ClusterProperty(w *Cluster) (value *string, known bool) {
 	p := &w.property
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.reading && (!p.known || time.Since(p.readAt) > PropertyRefresh) {
+	if !p.reading && (!p.known || time.Since(p.readAt) > w.reads.limits.PropertyRefresh) {
 		p.reading = true
 		go m.readProperty(w, pc)
 	}

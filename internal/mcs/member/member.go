@@ -21,8 +21,13 @@
 //     cluster.clusterset.k8s.io when it has one (even an empty one), else
 //     its name. An id that is not one DNS label, or is "any", is refused
 //     (InvalidClusterID, naming the value), never rewritten.
-//   - Of the Clusters of one set that want one id, the older keeps it;
-//     the others are ClusterIDConflict, naming the owner.
+//   - An id is the Cluster's that joined with it (Cluster.HeldID, which
+//     the controller keeps across restarts): a Cluster whose wanted id
+//     another member holds is ClusterIDConflict, whichever is older, so
+//     no member can take another's id by changing its ClusterProperty. A
+//     member that changes its own id to a free one moves to it.
+//   - Of the Clusters of one set that want one id nobody holds, the older
+//     gets it; the others are ClusterIDConflict, naming the owner.
 //
 // A refused Cluster takes no part: its exports are not aggregated and it
 // receives no import.
@@ -31,6 +36,7 @@ package member
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -82,6 +88,10 @@ type Cluster struct {
 	// cluster.clusterset.k8s.io; nil when it has none (or the CRD is not
 	// served). As Installed, the last known value while unreachable.
 	ClusterIDProperty *string
+	// HeldID is the id the Cluster holds in the set as a member, as the
+	// controller recorded it when it joined (or last moved); "" for a
+	// Cluster that is not a member yet.
+	HeldID string
 }
 
 // Member is one selected Cluster of a set: its cluster id and Reason
@@ -130,7 +140,8 @@ func Resolve(sets []ClusterSet, clusters []Cluster) []Result {
 			r.SelectorError = err.Error()
 			sel = labels.Nothing()
 		}
-		holder := map[string]string{} // cluster id -> the Cluster that has it
+		joined := held(cs, sel, owner)
+		holder := maps.Clone(joined) // cluster id -> the Cluster that has it
 		for _, c := range cs {
 			if !sel.Matches(labels.Set(c.Labels)) {
 				continue
@@ -144,7 +155,7 @@ func Resolve(sets []ClusterSet, clusters []Cluster) []Result {
 				continue
 			}
 			owner[c.Name] = set.Name
-			r.add(c, holder)
+			r.add(c, holder, joined)
 		}
 		slices.SortFunc(r.Members, byCluster)
 		slices.SortFunc(r.Refused, byCluster)
@@ -154,26 +165,55 @@ func Resolve(sets []ClusterSet, clusters []Cluster) []Result {
 	return results
 }
 
+// held is the ids the set's members keep, by id: each selected Cluster
+// not taken by an older set, installed, that still wants the id it
+// holds. A Cluster that wants another id gives its own up.
+func held(cs []Cluster, sel labels.Selector, owner map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, c := range cs {
+		if _, taken := owner[c.Name]; taken || c.HeldID == "" || !c.Installed || !sel.Matches(labels.Set(c.Labels)) {
+			continue
+		}
+		if id, _ := wantedID(c); id == c.HeldID {
+			if _, dup := out[id]; !dup { // older first: a duplicate is only in damaged state
+				out[id] = c.Name
+			}
+		}
+	}
+	return out
+}
+
+// wantedID is the id c asks for, and where it comes from.
+func wantedID(c Cluster) (string, string) {
+	if c.ClusterIDProperty != nil {
+		return *c.ClusterIDProperty, "its ClusterProperty " + ClusterIDProperty
+	}
+	return c.Name, "its name"
+}
+
 // add decides c, a Cluster this set has; Clusters come older first, so
-// the first to want an id keeps it.
-func (r *Result) add(c Cluster, holder map[string]string) {
+// the first to want an id nobody holds gets it.
+func (r *Result) add(c Cluster, holder, joined map[string]string) {
 	if !c.Installed {
 		r.Refused = append(r.Refused, Member{Cluster: c.Name, Reason: xccdns.ReasonNotInstalled,
 			Message: "the workload chart is not installed in this Cluster"})
 		return
 	}
-	id, from := c.Name, "its name"
-	if c.ClusterIDProperty != nil {
-		id, from = *c.ClusterIDProperty, "its ClusterProperty "+ClusterIDProperty
-	}
+	id, from := wantedID(c)
 	if err := ValidClusterID(id); err != nil {
 		r.Refused = append(r.Refused, Member{Cluster: c.Name, Reason: xccdns.ReasonInvalidClusterID,
 			Message: fmt.Sprintf("cluster id %s (%s) %v", quote(id), from, err)})
 		return
 	}
-	if h, taken := holder[id]; taken {
-		r.Refused = append(r.Refused, Member{Cluster: c.Name, ClusterID: id, Reason: xccdns.ReasonClusterIDConflict,
-			Message: fmt.Sprintf("cluster id %q (%s) is Cluster %q's, which is older", id, from, h)})
+	if h, taken := holder[id]; taken && h != c.Name {
+		msg := fmt.Sprintf("cluster id %q (%s) is Cluster %q's, which is older", id, from, h)
+		if joined[id] == h {
+			msg = fmt.Sprintf("cluster id %q (%s) is held by member %q, which joined with it; a member keeps its id", id, from, h)
+		}
+		if c.HeldID != "" {
+			msg += fmt.Sprintf(" (this Cluster held %q)", c.HeldID)
+		}
+		r.Refused = append(r.Refused, Member{Cluster: c.Name, ClusterID: id, Reason: xccdns.ReasonClusterIDConflict, Message: msg})
 		return
 	}
 	holder[id] = c.Name

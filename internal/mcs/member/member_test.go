@@ -33,6 +33,9 @@ func prop(c Cluster, v string) Cluster { c.ClusterIDProperty = &v; return c }
 
 func notInstalled(c Cluster) Cluster { c.Installed = false; return c }
 
+// heldAs records that c joined its set with id.
+func heldAs(c Cluster, id string) Cluster { c.HeldID = id; return c }
+
 // view is a Result as one line: members as cluster=id, then refused
 // Clusters as cluster!Reason (and the id a ClusterIDConflict asked for).
 func view(r Result) string {
@@ -181,6 +184,38 @@ func TestResolve(t *testing.T) {
 			clusters: []Cluster{prop(cl("b", 1, "prod"), "east"), cl("east", 2, "prod")},
 			want:     []string{"prod: b=east east!ClusterIDConflict:east"},
 			messages: map[string][]string{"east": {`Cluster "b"`, "its name"}},
+		},
+		{
+			name:     "an older member that changes its id to a newer member's: refused, the holder keeps it",
+			sets:     []ClusterSet{set("prod", 0, "prod")},
+			clusters: []Cluster{heldAs(prop(cl("old", 1, "prod"), "west"), "old"), heldAs(cl("west", 2, "prod"), "west")},
+			want:     []string{"prod: west=west old!ClusterIDConflict:west"},
+			messages: map[string][]string{"old": {`member "west"`, "keeps its id", `held "old"`}},
+		},
+		{
+			name:     "a newer Cluster that asks for a member's id: refused, though the member is newer still",
+			sets:     []ClusterSet{set("prod", 0, "prod")},
+			clusters: []Cluster{prop(cl("new", 1, "prod"), "east"), heldAs(prop(cl("member", 5, "prod"), "east"), "east")},
+			want:     []string{"prod: member=east new!ClusterIDConflict:east"},
+			messages: map[string][]string{"new": {`member "member"`}},
+		},
+		{
+			name:     "a member that changes its id to a free one moves, and its old id is free at once",
+			sets:     []ClusterSet{set("prod", 0, "prod")},
+			clusters: []Cluster{heldAs(prop(cl("a", 1, "prod"), "north"), "east"), prop(cl("b", 2, "prod"), "east")},
+			want:     []string{"prod: a=north b=east"},
+		},
+		{
+			name:     "a member refused for a taken id holds nothing: changed back, it is a member again",
+			sets:     []ClusterSet{set("prod", 0, "prod")},
+			clusters: []Cluster{prop(cl("old", 1, "prod"), "old"), heldAs(cl("west", 2, "prod"), "west")},
+			want:     []string{"prod: old=old west=west"},
+		},
+		{
+			name:     "a held id of a Cluster another set has is not held in this one",
+			sets:     []ClusterSet{set("prod", 0, "prod"), set("dev", 1, "")},
+			clusters: []Cluster{heldAs(cl("a", 1, "prod"), "a"), prop(cl("b", 2, ""), "a")},
+			want:     []string{"dev: b=a", "prod: a=a"},
 		},
 		{
 			name:     "Clusters of one instant: the name decides who keeps the id",

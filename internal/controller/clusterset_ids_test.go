@@ -1,0 +1,127 @@
+package controller
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
+)
+
+// A member keeps the cluster id it joined with: a member that changes its
+// ClusterProperty to another member's id is refused, never the holder,
+// whichever is older, with a Warning Event; its objects are removed and
+// the holder's imports stay. Deleting the ClusterSet afterwards leaves
+// nothing of the controller's in either member.
+func TestControllerClusterSetIDsAreSticky(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		thief, owner string // Cluster names; cluster-a is the older
+	}{
+		{name: "the older asks for the newer's id", thief: "cluster-a", owner: "cluster-b"},
+		{name: "the newer asks for the older's id", thief: "cluster-b", owner: "cluster-a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+			addExport(t, b, "shop", "api", "10.244.2.6")
+			for _, m := range []*memberFake{&a, &b} {
+				m.prop = &atomic.Pointer[string]{}
+			}
+			fakes := map[string]memberFake{"cluster-a": a, "cluster-b": b}
+			sel := map[string]string{"set": "prod"}
+			ca, cb := capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, "")
+			ca.SetCreationTimestamp(metav1.NewTime(time.Unix(10, 0)))
+			cb.SetCreationTimestamp(metav1.NewTime(time.Unix(20, 0)))
+			e := newTestEnvClients(t,
+				[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
+				[]runtime.Object{ca, cb, clusterSetObject("prod")},
+				nil, map[string]workload.Client{"ka": a, "kb": b},
+				func(c *Config) { c.ClusterSets = true; c.ReadLimits.PropertyRefresh = 50 * time.Millisecond })
+			imports := func(m memberFake, name, from string) bool {
+				si, err := m.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, name, metav1.GetOptions{})
+				return err == nil && len(si.Status.Clusters) == 1 && si.Status.Clusters[0].Cluster == from
+			}
+			eventually(t, "each member imports the other's export", func() bool {
+				return imports(b, "web", "cluster-a") && imports(a, "api", "cluster-b")
+			})
+			eventually(t, "the state keeps the id each member holds", func() bool {
+				kept := e.keptSet()
+				return kept != nil && kept.Clusters["dev-team/cluster-a"].ID == "cluster-a" && kept.Clusters["dev-team/cluster-b"].ID == "cluster-b"
+			})
+
+			owner := fakes[tc.owner]
+			id := tc.owner
+			fakes[tc.thief].prop.Store(&id)
+			reasons := func() map[string]xccv1alpha1.MemberStatus {
+				e.ctrl.sets.queue.Add("dev-team/prod") // the property is read at a sync
+				out := map[string]xccv1alpha1.MemberStatus{}
+				for _, m := range clusterSetStatusOf(e.ctx, t, e, "prod").Clusters {
+					out[m.Name] = m
+				}
+				return out
+			}
+			eventually(t, tc.thief+" refused, "+tc.owner+" still a member with its id", func() bool {
+				r := reasons()
+				return r[tc.thief].Reason == xccv1alpha1.ReasonClusterIDConflict && strings.Contains(r[tc.thief].Message, "keeps its id") &&
+					r[tc.owner].Reason == xccv1alpha1.ReasonMember && r[tc.owner].ClusterID == tc.owner
+			})
+			if !e.sawEvent("Warning", string(xccv1alpha1.ReasonClusterIDConflict), tc.thief) {
+				t.Errorf("no Warning Event for %s", tc.thief)
+			}
+			eventually(t, "the refused member holds nothing, and its export left the owner", func() bool {
+				return holdsNothingOf(e, t, fakes[tc.thief]) && !importsAny(e, owner, tc.thief)
+			})
+			ownerExport := map[string]string{"cluster-a": "web", "cluster-b": "api"}[tc.owner]
+			if !imports(owner, ownerExport, tc.owner) {
+				t.Errorf("the owner's own import %s lost its cluster id", ownerExport)
+			}
+
+			if err := e.dyn.Resource(xccv1alpha1.ClusterSetResource).Namespace("dev-team").Delete(e.ctx, "prod", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "nothing of the ClusterSet left in either member", func() bool {
+				return holdsNothingOf(e, t, a) && holdsNothingOf(e, t, b)
+			})
+		})
+	}
+}
+
+// holdsNothingOf reports whether m holds no ServiceImport, derived Service
+// or EndpointSlice of the controller, nor a clusterset contract slice.
+func holdsNothingOf(e *testEnv, t *testing.T, m memberFake) bool {
+	imports, err := m.mcs.MulticlusterV1beta1().ServiceImports("").List(e.ctx, metav1.ListOptions{})
+	if err != nil || len(imports.Items) > 0 {
+		return false
+	}
+	svcs, err := m.CoreV1().Services("").List(e.ctx, metav1.ListOptions{LabelSelector: objects.LabelManagedBy + "=" + objects.ManagedByValue})
+	if err != nil || len(svcs.Items) > 0 {
+		return false
+	}
+	eps, err := m.DiscoveryV1().EndpointSlices("").List(e.ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelSourceCluster})
+	return err == nil && len(eps.Items) == 0 && len(clusterSetSlices(e.ctx, t, m)) == 0
+}
+
+// importsAny reports whether m holds a ServiceImport that lists cluster.
+func importsAny(e *testEnv, m memberFake, cluster string) bool {
+	list, err := m.mcs.MulticlusterV1beta1().ServiceImports("").List(e.ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	for _, si := range list.Items {
+		for _, c := range si.Status.Clusters {
+			if c.Cluster == cluster {
+				return true
+			}
+		}
+	}
+	return false
+}
