@@ -115,7 +115,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 	ips := derivedClusterIPs(existing)
 	var objs objects.Objects
 	for round := 0; round < 2; round++ {
-		objs = objects.Compute(objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg,
+		objs = objects.Compute(objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg, AllowedCIDRs: c.cfg.AllowedCIDRs,
 			Imports: importStates(agg, endpoints, ips, allWritten)})
 		if round > 0 {
 			// The first round wrote the exports' status, which the
