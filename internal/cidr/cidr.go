@@ -1,8 +1,9 @@
 // Package cidr holds the address ranges an operator sets: the CIDRs
-// gateway and control-plane addresses must lie in (controller
-// --allowed-cidrs) and the CIDRs whose reverse names xcc-dns answers (serve
-// and patch-corefile --reverse-cidrs). It also names the reverse DNS names
-// of addresses and ranges, as CoreDNS does. It is pure: no I/O.
+// every address the controller publishes or imports must lie in
+// (controller --allowed-cidrs) and the CIDRs whose reverse names xcc-dns
+// answers (serve and patch-corefile --reverse-cidrs). It also names the
+// reverse DNS names of addresses and ranges, as CoreDNS does. It is pure:
+// no I/O.
 package cidr
 
 import (

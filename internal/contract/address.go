@@ -9,12 +9,39 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
 // ErrAddressFamily is wrapped when an address does not match the address
 // type of its slice.
 var ErrAddressFamily = errors.New("address family does not match the slice's addressType")
+
+// ErrNotAllowed is wrapped when an endpoint address lies outside the
+// operator's allowed CIDRs.
+var ErrNotAllowed = errors.New("outside the allowed CIDRs")
+
+// EndpointAddress decides whether a pod address of a slice of type t
+// (IPv4 or IPv6) may be handed on, and returns its canonical form: it must
+// pass ParseAddress (the slice's family; not unspecified, loopback,
+// link-local, multicast or broadcast) and lie in allowed (the operator's
+// --allowed-cidrs; empty allows any). It is the one rule of both data
+// paths, through ReadyEndpoints: the DNS records of headless names and the
+// EndpointSlices kube-proxy reads behind a ClusterSetIP, so a member can
+// send no traffic by one path to an address the other refuses.
+func EndpointAddress(t discoveryv1.AddressType, s string, allowed cidr.List) (string, error) {
+	if t != discoveryv1.AddressTypeIPv4 && t != discoveryv1.AddressTypeIPv6 {
+		return "", fmt.Errorf("address %q: addressType %q: an endpoint address is IPv4 or IPv6", s, t)
+	}
+	host, err := ParseAddress(t, s, "")
+	if err != nil {
+		return "", err
+	}
+	if len(allowed) > 0 && !allowed.Contains(netip.MustParseAddr(host)) {
+		return "", fmt.Errorf("address %s: %w %s", host, ErrNotAllowed, allowed)
+	}
+	return host, nil
+}
 
 // ParseAddress reads one address of a slice of type t the way serve
 // publishes it: IPv4 -> A, IPv6 -> AAAA, FQDN -> CNAME target. It returns

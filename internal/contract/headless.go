@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,10 +242,12 @@ func (h HeadlessEndpoints) Len() int {
 // labelled kubernetes.io/service-name: <service> in its namespace) what the
 // controller publishes: the endpoints that are ready and not terminating
 // (ready unset counts as ready, as the API says), with an address that
-// ParseAddress accepts and that lies in allowed (empty allows any), and a
-// hostname, if set, that is a valid label; each slice's named ports. The
-// rules are those serve applies (Parse), so what the controller reports
-// published is what serve publishes.
+// EndpointAddress accepts (allowed empty allows any), and a hostname, if
+// set, that is a valid label; each slice's named ports. The rules are
+// those serve applies (Parse), so what the controller reports published
+// is what serve publishes; the imported EndpointSlices of a clusterset
+// (internal/mcs/objects) are filtered by it too. zone is not read: only
+// IPv4 and IPv6 slices are, and the zone constrains only FQDN targets.
 func ReadyEndpoints(in []*discoveryv1.EndpointSlice, allowed cidr.List, zone string) HeadlessEndpoints {
 	var out HeadlessEndpoints
 	groups := map[string]*HeadlessGroup{}
@@ -272,13 +273,9 @@ func ReadyEndpoints(in []*discoveryv1.EndpointSlice, allowed cidr.List, zone str
 			if !ptr.Deref(ep.Conditions.Ready, true) || ptr.Deref(ep.Conditions.Terminating, false) || len(ep.Addresses) == 0 {
 				continue
 			}
-			host, err := ParseAddress(s.AddressType, ep.Addresses[0], zone)
+			host, err := EndpointAddress(s.AddressType, ep.Addresses[0], allowed)
 			if err != nil {
 				out.Refused = append(out.Refused, err.Error())
-				continue
-			}
-			if len(allowed) > 0 && !allowed.Contains(netip.MustParseAddr(host)) {
-				out.Refused = append(out.Refused, fmt.Sprintf("address %s: outside the allowed CIDRs %s", host, allowed))
 				continue
 			}
 			hostname := ptr.Deref(ep.Hostname, "")

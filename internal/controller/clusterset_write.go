@@ -105,7 +105,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 	var objs objects.Objects
 	var errs []error
 	for round := 0; round < 2; round++ {
-		objs = objects.Compute(objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg,
+		objs = objects.Compute(objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg, AllowedCIDRs: c.cfg.AllowedCIDRs,
 			Imports: importStates(agg, endpoints, ips, allWritten), Limits: c.cfg.MemberLimits})
 		if round > 0 {
 			// The first round wrote the exports' status, which the

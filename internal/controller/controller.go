@@ -98,8 +98,9 @@ type Config struct {
 	Metrics      *Metrics
 	// Recorder records Events on GatewayDNS objects; nil: none.
 	Recorder record.EventRecorder
-	// AllowedCIDRs are the ranges gateway and control-plane addresses must
-	// lie in; empty allows any.
+	// AllowedCIDRs are the ranges every published address must lie in:
+	// gateways, control planes, headless pods and imported endpoints, in
+	// DNS and in the EndpointSlices kube-proxy reads; empty allows any.
 	AllowedCIDRs cidr.List
 	// NameGrants are the operator's grants of names to namespaces
 	// (--name-grants), besides each namespace's <label>.<ns>.names.<zone>.

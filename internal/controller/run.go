@@ -76,7 +76,7 @@ type Options struct {
 	// positive.
 	MaxEndpointsPerMember   int
 	MaxSlicesPerMember      int
-	AllowedCIDRs            cidr.List // gateway and control-plane addresses must lie in one; empty: any
+	AllowedCIDRs            cidr.List // every published address must lie in one; empty: any
 	HTTPAddress             string
 	LeaderElect             bool
 	LeaderElectionNamespace string // empty: OwnNamespace
@@ -121,7 +121,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxSlicesPerMember, "max-slices-per-member", objects.DefaultSlicesPerMember,
 		"most EndpointSlices one member of a clusterset puts into each member over all its imports; past it as for --max-endpoints-per-member")
 	fs.StringVar(&o.ClusterSetZone, "clusterset-zone", contract.DefaultClusterSetZone, "DNS zone of the Multi-Cluster Services names of ClusterSets (<svc>.<ns>.svc.<zone>); serve needs the same value")
-	fs.Var(&o.AllowedCIDRs, "allowed-cidrs", "comma-separated CIDRs that gateway and control-plane addresses must lie in (e.g. 192.0.2.0/24,2001:db8::/32); a CIDR with host bits set is refused at start; empty: any")
+	fs.Var(&o.AllowedCIDRs, "allowed-cidrs", "comma-separated CIDRs that every published address must lie in (e.g. 192.0.2.0/24,2001:db8::/32): gateway and control-plane addresses, headless pods, and the endpoints of Multi-Cluster Services imports on both data paths, their DNS records and the EndpointSlices kube-proxy serves behind a ClusterSetIP; a CIDR with host bits set is refused at start; empty: any")
 	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress, "once the management caches have synced, or while this replica stands by")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a coordination Lease so only one replica writes")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease; empty: the controller's own (POD_NAMESPACE or the service account file, else "+DefaultLeaderElectionNamespace+")")

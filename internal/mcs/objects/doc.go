@@ -30,7 +30,10 @@
 //   - The endpoints of a source are data, not trust: only endpoints that
 //     are ready, serving and not terminating, with an address of the
 //     slice's family and a hostname (if any) that is a DNS label, by the
-//     rules of contract.ReadyEndpoints; ports that are valid and that the
+//     rules of contract.ReadyEndpoints; an address inside the operator's
+//     allowed CIDRs (Input.AllowedCIDRs), judged by contract.EndpointAddress
+//     as the clusterset DNS records are, so kube-proxy never reaches an
+//     address DNS refuses; ports that are valid and that the
 //     import has (same name and protocol); at most Limits of them per
 //     source, cut in a fixed order, and at most Limits of them and of
 //     their slices per source cluster over all its imports, its oldest

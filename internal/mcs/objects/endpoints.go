@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 )
@@ -81,7 +82,9 @@ type source struct {
 
 // readSource reads the EndpointSlices of one source cluster's exported
 // Service. local says the source is the member itself (node names kept).
-func readSource(cluster string, local bool, in []*discoveryv1.EndpointSlice, imp aggregate.Import, lim Limits) (source, []string) {
+// Addresses outside allowed are refused one by one, by the rule of the
+// clusterset DNS records (contract.EndpointAddress).
+func readSource(cluster string, local bool, in []*discoveryv1.EndpointSlice, imp aggregate.Import, lim Limits, allowed cidr.List) (source, []string) {
 	var refused []string
 	byKey := map[string]*group{}
 	for _, s := range sortedSlices(in) {
@@ -91,7 +94,7 @@ func readSource(cluster string, local bool, in []*discoveryv1.EndpointSlice, imp
 		}
 		ports, problems := importPorts(s.Ports, imp.Served[cluster])
 		refused = appendPrefixed(refused, "EndpointSlice "+s.Name+": ", problems)
-		ready := contract.ReadyEndpoints([]*discoveryv1.EndpointSlice{servingOnly(s)}, nil, "")
+		ready := contract.ReadyEndpoints([]*discoveryv1.EndpointSlice{servingOnly(s)}, allowed, "")
 		refused = appendPrefixed(refused, "EndpointSlice "+s.Name+": ", ready.Refused)
 		key := hashPorts(ports)
 		g := byKey[key]

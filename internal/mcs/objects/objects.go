@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 )
 
@@ -35,6 +36,10 @@ type Input struct {
 	// Limits bound each source's endpoints, per import and over all its
 	// imports; zero fields take defaults.
 	Limits Limits
+	// AllowedCIDRs are the operator's --allowed-cidrs: an endpoint address
+	// outside them is refused here as in the clusterset DNS records, so
+	// kube-proxy never sends traffic where DNS would not. Empty allows any.
+	AllowedCIDRs cidr.List
 }
 
 // ImportState is what is known of one import beyond the aggregator.
@@ -89,7 +94,7 @@ func Compute(in Input) Objects {
 			out.Refused = append(out.Refused, refused...)
 		}
 		for _, cluster := range imp.Clusters {
-			src, refused := readSource(cluster, cluster == in.Cluster, in.Imports[imp.Key].Endpoints[cluster], imp, lim)
+			src, refused := readSource(cluster, cluster == in.Cluster, in.Imports[imp.Key].Endpoints[cluster], imp, lim, in.AllowedCIDRs)
 			parts = append(parts, &contribution{key: imp.Key, cluster: cluster, created: imp.Created[cluster],
 				slices: sourceSlices(imp, derived, src)})
 			out.Refused = append(out.Refused, prefixAll(fmt.Sprintf("import %s/%s: ", imp.Namespace, imp.Name), refused)...)
