@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -47,9 +46,12 @@ func (w *Cluster) MCS() (MCSClient, bool) {
 type exportsWatch struct {
 	exports    *objectWatch
 	namespaces *objectWatch
-	services   *objectWatch
-	cancel     context.CancelFunc
-	users      map[string]bool
+	// services is the cluster's shared Service informer (allServices).
+	services *objectWatch
+	cancel   context.CancelFunc
+	// release tells the shared Service informer exports no longer read it.
+	release func()
+	users   map[string]bool
 }
 
 // WatchExports makes sure the ServiceExports and Namespaces of w are
@@ -66,7 +68,7 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 	defer m.mu.Unlock()
 	ew := w.exports
 	if ew != nil && (ew.exports.cut() || ew.namespaces.cut() || ew.services.cut()) {
-		ew.cancel()
+		ew.stop()
 		w.exports = nil
 		ew = nil
 	}
@@ -74,15 +76,24 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 		return
 	}
 	if ew == nil {
+		services := m.servicesLocked(w)
+		if services == nil {
+			return
+		}
 		ctx, cancel := context.WithCancel(w.ctx)
-		ew = &exportsWatch{cancel: cancel, users: map[string]bool{}}
+		ew = &exportsWatch{cancel: cancel, users: map[string]bool{}, services: services.informer}
 		notify := func() { m.onService(m.exportsUsersOf(ew)) }
 		ew.exports = watchExports(mcs, w.reads, notify)
 		ew.namespaces = watchNamespaces(w.client, w.reads, notify)
-		ew.services = watchExportedServices(w.client, w.reads, ew.exports, notify)
 		ew.exports.run(ctx, notify)
 		ew.namespaces.run(ctx, notify)
-		ew.services.run(ctx, notify)
+		exported := func(namespace, name string) bool {
+			_, exists, _ := ew.exports.store.GetByKey(namespace + "/" + name)
+			return exists
+		}
+		services.exported.Store(&exported)
+		services.onExports.Store(&notify)
+		ew.release = func() { services.onExports.Store(nil); services.exported.Store(nil) }
 		w.exports = ew
 		klog.FromContext(m.ctx).Info("Watching the ServiceExports of workload cluster", "cluster", w.key)
 	}
@@ -133,6 +144,14 @@ func (m *Set) ExportedService(w *Cluster, namespace, name string) *corev1.Servic
 	}
 	s, _ := obj.(*corev1.Service)
 	return s
+}
+
+// stop stops the informers of ew and tells the shared Service informer.
+func (ew *exportsWatch) stop() {
+	ew.cancel()
+	if ew.release != nil {
+		ew.release()
+	}
 }
 
 func (m *Set) exportsUsersOf(ew *exportsWatch) []string {
@@ -188,60 +207,6 @@ func watchNamespaces(client Client, r *reads, onChange func()) *objectWatch {
 		},
 		Transform: namespaceForCache,
 	})
-}
-
-// watchExportedServices is the cluster-wide Service informer of a member.
-// Only a change of a Service that a ServiceExport names calls onChange:
-// the member's other Services change nothing its clustersets read.
-func watchExportedServices(client Client, r *reads, exports *objectWatch, onChange func()) *objectWatch {
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.CoreV1().Services(metav1.NamespaceAll).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.CoreV1().Services(metav1.NamespaceAll).Watch(ctx, o)
-		},
-	}
-	exported := func(obj any) bool {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		s, ok := obj.(*corev1.Service)
-		if !ok {
-			return true
-		}
-		_, exists, _ := exports.store.GetByKey(s.Namespace + "/" + s.Name)
-		return exists
-	}
-	return newInformer(r, "Services of every namespace", lw, cache.InformerOptions{
-		ObjectType: &corev1.Service{},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) {
-				if exported(obj) {
-					onChange()
-				}
-			},
-			UpdateFunc: func(old, cur any) {
-				o, _ := old.(*corev1.Service)
-				n, _ := cur.(*corev1.Service)
-				if exported(cur) && (o == nil || n == nil || !sameExportedService(o, n)) {
-					onChange()
-				}
-			},
-			DeleteFunc: func(obj any) {
-				if exported(obj) {
-					onChange()
-				}
-			},
-		},
-		Transform: serviceForCache,
-	})
-}
-
-// sameExportedService: a and b differ in nothing serviceForCache keeps
-// but their resource version.
-func sameExportedService(a, b *corev1.Service) bool {
-	return (a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil) && equality.Semantic.DeepEqual(a.Spec, b.Spec)
 }
 
 // serviceForCache keeps of a Service what the aggregator reads (type,

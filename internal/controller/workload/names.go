@@ -5,11 +5,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
@@ -25,51 +21,16 @@ const NamesRef = "*names"
 // selected on the server (an annotation is no field or label), so every
 // Service is listed and watched, and only what names need is cached.
 type namesWatch struct {
+	// informer is the cluster's shared Service informer (allServices).
 	informer *objectWatch
 	// endpoints is the cluster-wide EndpointSlice informer that gives the
 	// health of every claiming Service: one watch per cluster, not two per
 	// claiming Service (docs/benchmarks.md, "Service names").
 	endpoints *objectWatch
 	cancel    context.CancelFunc
-	users     map[string]bool
-}
-
-// watchServices is the cluster-wide Service informer of spec.names. Only
-// an annotated LoadBalancer Service's change (or one becoming or ceasing
-// to be one) is an event.
-func watchServices(client Client, r *reads, onChange func()) *objectWatch {
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.CoreV1().Services(metav1.NamespaceAll).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.CoreV1().Services(metav1.NamespaceAll).Watch(ctx, o)
-		},
-	}
-	return newInformer(r, "Services of every namespace", lw, cache.InformerOptions{
-		ObjectType: &corev1.Service{},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc: func(o any) {
-				if claims(o) {
-					onChange()
-				}
-			},
-			UpdateFunc: func(old, cur any) {
-				if (claims(old) || claims(cur)) && !equality.Semantic.DeepEqual(old, cur) {
-					onChange()
-				}
-			},
-			DeleteFunc: func(o any) {
-				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-					o = d.Obj
-				}
-				if claims(o) {
-					onChange()
-				}
-			},
-		},
-		Transform: serviceForNames,
-	})
+	// release tells the shared Service informer names no longer read it.
+	release func()
+	users   map[string]bool
 }
 
 // claims reports whether obj, a Service, claims a name: type
@@ -117,7 +78,7 @@ func (m *Set) WatchNames(w *Cluster, user string) {
 	defer m.mu.Unlock()
 	nw := w.names
 	if nw != nil && (nw.informer.cut() || nw.endpoints.cut()) {
-		nw.cancel()
+		nw.stop()
 		w.names = nil
 		nw = nil
 	}
@@ -125,13 +86,17 @@ func (m *Set) WatchNames(w *Cluster, user string) {
 		return
 	}
 	if nw == nil {
+		services := m.servicesLocked(w)
+		if services == nil {
+			return
+		}
 		ctx, cancel := context.WithCancel(w.ctx)
-		nw = &namesWatch{cancel: cancel, users: map[string]bool{}}
+		nw = &namesWatch{cancel: cancel, users: map[string]bool{}, informer: services.informer}
 		notify := func() { m.onService(m.namesUsersOf(nw)) }
-		nw.informer = watchServices(w.client, w.reads, notify)
 		nw.endpoints = watchNamesEndpoints(w.client, w.reads, nw.informer.store, notify)
-		nw.informer.run(ctx, notify)
 		nw.endpoints.run(ctx, notify)
+		services.onNames.Store(&notify)
+		nw.release = func() { services.onNames.Store(nil) }
 		w.names = nw
 		klog.FromContext(m.ctx).Info("Watching the Services of workload cluster for names", "cluster", w.key)
 	}
@@ -165,6 +130,14 @@ func (m *Set) Names(w *Cluster) (out []desired.NameService, synced bool) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name })
 	return out, true
+}
+
+// stop stops the informers of nw and tells the shared Service informer.
+func (nw *namesWatch) stop() {
+	nw.cancel()
+	if nw.release != nil {
+		nw.release()
+	}
 }
 
 func (m *Set) namesUsersOf(nw *namesWatch) []string {

@@ -193,6 +193,9 @@ type Cluster struct {
 	names *namesWatch
 	// exports are the informers of a clusterset member (exports.go).
 	exports *exportsWatch
+	// allServices is the cluster-wide Service informer names and exports
+	// share (services.go), nil while neither reads it.
+	allServices *allServices
 	// property is its cluster id property as last read (property.go).
 	property property
 	users    map[string]bool
@@ -453,15 +456,16 @@ func (m *Set) Release(user string, keep map[string]map[string]bool) {
 			}
 		}
 		if nw := w.names; nw != nil && unused(nw.users, user, refs[NamesRef]) {
-			nw.cancel()
+			nw.stop()
 			w.names = nil
 			klog.FromContext(m.ctx).Info("Stopped watching the Services of workload cluster for names", "cluster", key)
 		}
 		if ew := w.exports; ew != nil && unused(ew.users, user, refs[ExportsRef]) {
-			ew.cancel()
+			ew.stop()
 			w.exports = nil
 			klog.FromContext(m.ctx).Info("Stopped watching the ServiceExports of workload cluster", "cluster", key)
 		}
+		m.releaseServicesLocked(w)
 		if !keepCluster {
 			delete(w.users, user)
 		}
