@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +76,18 @@ func testWorkloadAPIServerKilled(t *testing.T) {
 	})
 	t.Logf("ClusterSet says cluster-b unreachable %s after its API server died", time.Since(killed).Round(100*time.Millisecond))
 
+	// xcc-syncer status says so too, and exits 3 to fail a rollout gate.
+	out, code := runStatus(t)
+	t.Logf("xcc-syncer status, exit code %d:\n%s", code, out)
+	for _, want := range []string{"target cluster-b: TargetUnreachable", "cluster cluster-b: ClusterUnreachable", "ClusterSet " + lab.ClusterNamespace + "/" + set} {
+		if !strings.Contains(out, want) {
+			t.Errorf("xcc-syncer status lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 3 {
+		t.Errorf("xcc-syncer status exited %d with cluster-b down, want 3:\n%s", code, out)
+	}
+
 	if err := theLab.RestartCluster(ctx, apiServer); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +99,24 @@ func testWorkloadAPIServerKilled(t *testing.T) {
 		reason, msg := clusterSetReady(ctx, t, set)
 		return reason + ": " + msg, reason == "Written"
 	})
+}
+
+// runStatus runs `xcc-syncer status` on the management cluster's
+// namespace of the walkthrough, and returns its output and exit code.
+func runStatus(t *testing.T) (string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(ctxFor(t), theLab.Bin("xcc-syncer"), "status", "--kubeconfig", theLab.Management.Kubeconfig, "-n", lab.ClusterNamespace)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &exit):
+		return string(out), exit.ExitCode()
+	default:
+		t.Fatalf("xcc-syncer status: %v\n%s", err, out)
+		return "", 0
+	}
 }
 
 // waitStatus polls ok until it holds or within passes, failing the test

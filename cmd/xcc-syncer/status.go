@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/overview"
+)
+
+func init() { subcommands["status"] = runStatus }
+
+// statusUserAgent names this subcommand in API server audit logs.
+const statusUserAgent = "xcc-syncer-status"
+
+// statusTimeout bounds the reads of `xcc-syncer status`.
+const statusTimeout = 30 * time.Second
+
+// errNotReady is what status returns when something is not Ready: main
+// exits with exitNotReady, so a rollout can be gated on it.
+var errNotReady = errors.New("not every GatewayDNS and ClusterSet is Ready")
+
+// exitNotReady is status's exit code when something is behind; 1 stays
+// the code of a status that could not be read.
+const exitNotReady = 3
+
+// runStatus is `xcc-syncer status` (also `kubectl xcc-dns status`): one
+// screen of the installation, read from the management cluster with the
+// rights to list GatewayDNS and ClusterSets; it writes nothing.
+func runStatus(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("status", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	kubeContext := fs.String("context", "", "kubeconfig context to use (default: its current context)")
+	namespace := fs.String("namespace", "", "only this namespace of the management cluster (default: all)")
+	fs.StringVar(namespace, "n", "", "short for --namespace")
+	output := fs.String("o", "text", "output: text or json")
+	_ = fs.Parse(args)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if *output != "text" && *output != "json" {
+		return fmt.Errorf("-o %q: want text or json", *output)
+	}
+	client, err := dynamicClient(*kubeconfig, *kubeContext)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	var gds []v1alpha1.GatewayDNS
+	if err := list(ctx, client, v1alpha1.GatewayDNSResource, *namespace, &gds); err != nil {
+		return err
+	}
+	var sets []xccv1alpha1.ClusterSet
+	if err := list(ctx, client, xccv1alpha1.ClusterSetResource, *namespace, &sets); err != nil {
+		return err
+	}
+	report := overview.Build(gds, sets)
+	if *output == "json" {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	} else {
+		err = report.WriteText(os.Stdout, time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	if bad := report.NotReady(); len(bad) > 0 {
+		return fmt.Errorf("%w: %s", errNotReady, strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// list lists resource in namespace ("" every one) into out, a slice of
+// the typed objects. A resource the API server does not serve (the
+// ClusterSet CRD of an installation without it) lists nothing.
+func list[T any](ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string, out *[]T) error {
+	l, err := client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", gvr.Resource, err)
+	}
+	for _, u := range l.Items {
+		var obj T
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
+			return fmt.Errorf("%s %s/%s: %w", gvr.Resource, u.GetNamespace(), u.GetName(), err)
+		}
+		*out = append(*out, obj)
+	}
+	return nil
+}
+
+// dynamicClient is a dynamic client of kubeconfig's context (kubectl's
+// loading rules when kubeconfig is empty, then in-cluster).
+func dynamicClient(kubeconfig, kubeContext string) (dynamic.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
+	}
+	cfg.UserAgent = statusUserAgent
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return client, nil
+}

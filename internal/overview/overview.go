@@ -1,0 +1,208 @@
+// Package overview is the one-screen view of an installation that
+// `xcc-syncer status` prints: every GatewayDNS and ClusterSet of the
+// management cluster, what each publishes, and everything behind (a
+// cluster not Published, a target not holding the latest records, a
+// member refused or unreachable), each with since when and why, as the
+// controller wrote it in their status. Build is pure; the command reads
+// the objects and prints the Report.
+package overview
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+)
+
+// Report is the view of an installation.
+type Report struct {
+	GatewayDNS  []GatewayDNS `json:"gatewayDNS"`
+	ClusterSets []ClusterSet `json:"clusterSets"`
+}
+
+// GatewayDNS is one GatewayDNS: its counts, and what is behind.
+type GatewayDNS struct {
+	Name     string `json:"name"` // namespace/name
+	Ready    bool   `json:"ready"`
+	Reason   string `json:"reason"`
+	Selected int32  `json:"selected"`
+	// Published and Healthy count the selected clusters whose gateway
+	// name is in every target, and whose gateway counts as healthy.
+	Published int32 `json:"published"`
+	Healthy   int32 `json:"healthy"`
+	// Behind are the clusters not Published and the targets that do not
+	// hold the latest records.
+	Behind []Problem `json:"behind,omitempty"`
+}
+
+// ClusterSet is one ClusterSet: its counts, and what is behind.
+type ClusterSet struct {
+	Name     string    `json:"name"` // namespace/name
+	Ready    bool      `json:"ready"`
+	Reason   string    `json:"reason"`
+	Message  string    `json:"message,omitempty"`
+	Selected int32     `json:"selected"`
+	Members  int32     `json:"members"`
+	Exports  int32     `json:"exports"`
+	Imports  int32     `json:"imports"`
+	Behind   []Problem `json:"behind,omitempty"`
+}
+
+// Problem is one thing behind: a cluster, target or member, its reason,
+// since when (zero when status does not say), and the message.
+type Problem struct {
+	What    string    `json:"what"` // "cluster cluster-a", "target cluster-b", "member cluster-c"
+	Reason  string    `json:"reason"`
+	Since   time.Time `json:"since,omitzero"`
+	Message string    `json:"message,omitempty"`
+}
+
+// Build makes the Report of gds and sets, each sorted by namespace/name.
+// An object whose status is of an older generation than its spec is
+// behind too: the controller has not seen its last change.
+func Build(gds []v1alpha1.GatewayDNS, sets []xccv1alpha1.ClusterSet) Report {
+	var r Report
+	for _, gd := range gds {
+		st := gd.Status
+		row := GatewayDNS{Name: gd.Namespace + "/" + gd.Name, Selected: st.SelectedClusters, Published: st.ReadyClusters, Healthy: st.HealthyClusters}
+		row.Ready, row.Reason = ready(st.Conditions, v1alpha1.ConditionReady)
+		if st.ObservedGeneration < gd.Generation {
+			row.Ready, row.Reason = false, "NotObserved"
+		}
+		for _, c := range st.Clusters {
+			if !c.Ready && c.Reason != "Conflict" {
+				p := Problem{What: "cluster " + c.Name, Reason: c.Reason, Message: c.Message}
+				if c.Since != nil {
+					p.Since = c.Since.Time
+				}
+				row.Behind = append(row.Behind, p)
+			}
+		}
+		for _, t := range st.Targets {
+			row.Behind = append(row.Behind, Problem{What: "target " + t.Name, Reason: t.Reason, Since: t.Since.Time, Message: t.Message})
+		}
+		r.GatewayDNS = append(r.GatewayDNS, row)
+	}
+	for _, cs := range sets {
+		st := cs.Status
+		row := ClusterSet{Name: cs.Namespace + "/" + cs.Name, Selected: st.SelectedClusters, Members: st.Members, Exports: st.Exports, Imports: st.Imports}
+		row.Ready, row.Reason = ready(st.Conditions, xccv1alpha1.ConditionReady)
+		if c := meta.FindStatusCondition(st.Conditions, xccv1alpha1.ConditionReady); c != nil && !row.Ready {
+			row.Message = c.Message
+		}
+		if st.ObservedGeneration < cs.Generation {
+			row.Ready, row.Reason = false, "NotObserved"
+		}
+		for _, m := range st.Clusters {
+			// A member says in its message when it is not read or written.
+			if m.Reason != xccv1alpha1.ReasonMember || m.Message != "" {
+				row.Behind = append(row.Behind, Problem{What: "member " + m.Name, Reason: string(m.Reason), Message: m.Message})
+			}
+		}
+		r.ClusterSets = append(r.ClusterSets, row)
+	}
+	slices.SortFunc(r.GatewayDNS, func(a, b GatewayDNS) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(r.ClusterSets, func(a, b ClusterSet) int { return strings.Compare(a.Name, b.Name) })
+	return r
+}
+
+// ready is whether the condition typ is True, and its reason ("Unknown"
+// when the controller has written none yet).
+func ready(conds []metav1.Condition, typ string) (bool, string) {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil {
+		return false, "Unknown"
+	}
+	return c.Status == metav1.ConditionTrue, c.Reason
+}
+
+// NotReady is the objects that are not Ready, by "kind namespace/name":
+// what makes `xcc-syncer status` exit non-zero.
+func (r Report) NotReady() []string {
+	var out []string
+	for _, g := range r.GatewayDNS {
+		if !g.Ready {
+			out = append(out, "GatewayDNS "+g.Name)
+		}
+	}
+	for _, s := range r.ClusterSets {
+		if !s.Ready {
+			out = append(out, "ClusterSet "+s.Name)
+		}
+	}
+	return out
+}
+
+// maxMessage keeps a line of the text view readable; -o json has all.
+const maxMessage = 160
+
+// WriteText prints r as two tables, then under each what is behind of
+// every object, and a last line that says whether everything is Ready;
+// now dates "since".
+func (r Report) WriteText(w io.Writer, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GATEWAYDNS\tREADY\tSTATUS\tPUBLISHED\tHEALTHY\tBEHIND")
+	for _, g := range r.GatewayDNS {
+		fmt.Fprintf(tw, "%s\t%t\t%s\t%d/%d\t%d\t%d\n", g.Name, g.Ready, g.Reason, g.Published, g.Selected, g.Healthy, len(g.Behind))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, g := range r.GatewayDNS {
+		writeBehind(w, g.Name, "", g.Behind, now)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(tw, "CLUSTERSET\tREADY\tSTATUS\tMEMBERS\tEXPORTS/IMPORTS\tBEHIND")
+	for _, s := range r.ClusterSets {
+		fmt.Fprintf(tw, "%s\t%t\t%s\t%d/%d\t%d/%d\t%d\n", s.Name, s.Ready, s.Reason, s.Members, s.Selected, s.Exports, s.Imports, len(s.Behind))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range r.ClusterSets {
+		writeBehind(w, s.Name, s.Message, s.Behind, now)
+	}
+	if bad := r.NotReady(); len(bad) > 0 {
+		_, err := fmt.Fprintf(w, "\n%d not Ready: %s\n", len(bad), strings.Join(bad, ", "))
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nall %d GatewayDNS and %d ClusterSets Ready\n", len(r.GatewayDNS), len(r.ClusterSets))
+	return err
+}
+
+// writeBehind prints, for the object name, its message and each problem.
+func writeBehind(w io.Writer, name, message string, ps []Problem, now time.Time) {
+	if message == "" && len(ps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s:\n", name)
+	if message != "" {
+		fmt.Fprintf(w, "  %s\n", cut(message))
+	}
+	for _, p := range ps {
+		since := ""
+		if !p.Since.IsZero() {
+			since = fmt.Sprintf(" for %s (since %s)", now.Sub(p.Since).Round(time.Second), p.Since.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(w, "  %s: %s%s\n", p.What, p.Reason, since)
+		if p.Message != "" {
+			fmt.Fprintf(w, "    %s\n", cut(p.Message))
+		}
+	}
+}
+
+func cut(s string) string {
+	s = strings.ReplaceAll(s, "\n", "; ")
+	if len(s) > maxMessage {
+		return s[:maxMessage] + "..."
+	}
+	return s
+}

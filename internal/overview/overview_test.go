@@ -1,0 +1,107 @@
+package overview
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+)
+
+var (
+	t0  = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	now = t0.Add(90 * time.Second)
+)
+
+func cond(status metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+	return []metav1.Condition{{Type: "Ready", Status: status, Reason: reason, Message: msg}}
+}
+
+func gatewayDNS(name string, gen int64, st v1alpha1.GatewayDNSStatus) v1alpha1.GatewayDNS {
+	return v1alpha1.GatewayDNS{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: name, Generation: gen}, Status: st}
+}
+
+func clusterSet(name string, gen int64, st xccv1alpha1.ClusterSetStatus) xccv1alpha1.ClusterSet {
+	return xccv1alpha1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: name, Generation: gen}, Status: st}
+}
+
+// What is behind is listed under its object, with since when; an object
+// whose last change the controller has not observed is not Ready; the
+// last line names every object not Ready.
+func TestReport(t *testing.T) {
+	since := metav1.NewTime(t0)
+	gds := []v1alpha1.GatewayDNS{
+		gatewayDNS("web", 1, v1alpha1.GatewayDNSStatus{ObservedGeneration: 1, SelectedClusters: 2, ReadyClusters: 0, HealthyClusters: 2,
+			Conditions: cond(metav1.ConditionFalse, "TargetUnreachable", "targets not answering"),
+			Clusters: []v1alpha1.ClusterStatus{
+				{Name: "cluster-a", Reason: "TargetUnreachable", Message: "records not in every target yet: cluster-b", Since: &since},
+				{Name: "cluster-b", Reason: "ClusterUnreachable", Message: "serving last known records", Since: &since},
+				{Name: "cluster-c", Reason: "Conflict", Message: "owned by an older GatewayDNS"},
+			},
+			Targets: []v1alpha1.TargetStatus{{Name: "cluster-b", Reason: "TargetUnreachable", Message: "has not answered", Since: since}}}),
+		gatewayDNS("api", 2, v1alpha1.GatewayDNSStatus{ObservedGeneration: 2, SelectedClusters: 1, ReadyClusters: 1,
+			Conditions: cond(metav1.ConditionTrue, "Published", "1 cluster(s) published"),
+			Clusters:   []v1alpha1.ClusterStatus{{Name: "cluster-a", Ready: true, Reason: "Published"}}}),
+		gatewayDNS("new", 3, v1alpha1.GatewayDNSStatus{ObservedGeneration: 2, Conditions: cond(metav1.ConditionTrue, "Published", "")}),
+	}
+	sets := []xccv1alpha1.ClusterSet{
+		clusterSet("prod", 1, xccv1alpha1.ClusterSetStatus{ObservedGeneration: 1, SelectedClusters: 3, Members: 2, Exports: 4, Imports: 3,
+			Conditions: cond(metav1.ConditionFalse, "Writing", "writes still running in: cluster-f"),
+			Clusters: []xccv1alpha1.MemberStatus{
+				{Name: "cluster-c", ClusterID: "east", Reason: xccv1alpha1.ReasonClusterIDConflict, Message: `held by member "cluster-a"`},
+				{Name: "cluster-a", ClusterID: "east", Reason: xccv1alpha1.ReasonMember},
+				{Name: "cluster-f", ClusterID: "cluster-f", Reason: xccv1alpha1.ReasonMember, Message: "writing: its API server has not finished the write yet"},
+			}}),
+	}
+	r := Build(gds, sets)
+
+	var names []string
+	for _, g := range r.GatewayDNS {
+		names = append(names, g.Name)
+	}
+	if want := []string{"dev-team/api", "dev-team/new", "dev-team/web"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("GatewayDNS %v, want %v", names, want)
+	}
+	web := r.GatewayDNS[2]
+	var behind []string
+	for _, p := range web.Behind {
+		behind = append(behind, p.What+"="+p.Reason)
+	}
+	if want := []string{"cluster cluster-a=TargetUnreachable", "cluster cluster-b=ClusterUnreachable", "target cluster-b=TargetUnreachable"}; !reflect.DeepEqual(behind, want) {
+		t.Errorf("web behind %v, want %v (a Conflict is another GatewayDNS's, not behind)", behind, want)
+	}
+	if r.GatewayDNS[1].Ready || r.GatewayDNS[1].Reason != "NotObserved" {
+		t.Errorf("new: %+v, want not Ready until its generation is observed", r.GatewayDNS[1])
+	}
+	if got := len(r.ClusterSets[0].Behind); got != 2 {
+		t.Errorf("prod behind %+v, want the refused and the writing member", r.ClusterSets[0].Behind)
+	}
+	if want := []string{"GatewayDNS dev-team/new", "GatewayDNS dev-team/web", "ClusterSet dev-team/prod"}; !reflect.DeepEqual(r.NotReady(), want) {
+		t.Errorf("NotReady %v, want %v", r.NotReady(), want)
+	}
+
+	var out strings.Builder
+	if err := r.WriteText(&out, now); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"dev-team/web", "target cluster-b: TargetUnreachable for 1m30s (since 2026-11-26T12:00:00Z)",
+		"member cluster-c: ClusterIDConflict", `held by member "cluster-a"`, "writes still running in: cluster-f",
+		"3 not Ready: GatewayDNS dev-team/new, GatewayDNS dev-team/web, ClusterSet dev-team/prod",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+
+	all := Build(gds[1:2], nil)
+	out.Reset()
+	if err := all.WriteText(&out, now); err != nil || len(all.NotReady()) != 0 || !strings.Contains(out.String(), "all 1 GatewayDNS and 0 ClusterSets Ready") {
+		t.Errorf("all Ready: %v\n%s", err, out.String())
+	}
+}
