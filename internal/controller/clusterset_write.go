@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -236,9 +235,9 @@ func (c *Controller) writeClusterSetSlices(ctx context.Context, key string, clie
 		switch {
 		case !ok:
 			_, err = client.Create(ctx, s, metav1.CreateOptions{})
-		case sliceChanged(old, s):
-			s.ResourceVersion = old.ResourceVersion
-			_, err = client.Update(ctx, s, metav1.UpdateOptions{})
+		case !contract.SameSlice(old, s):
+			// Labels and annotations others put on it are kept.
+			_, err = client.Update(ctx, contract.MergeSlice(old, s), metav1.UpdateOptions{})
 		default:
 			continue
 		}
@@ -252,14 +251,6 @@ func (c *Controller) writeClusterSetSlices(ctx context.Context, key string, clie
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// sliceChanged reports whether a written slice differs from the wanted
-// one in what serve reads.
-func sliceChanged(have, want *discoveryv1.EndpointSlice) bool {
-	return !equality.Semantic.DeepEqual(have.Labels, want.Labels) || !equality.Semantic.DeepEqual(have.Annotations, want.Annotations) ||
-		have.AddressType != want.AddressType || !equality.Semantic.DeepEqual(have.Endpoints, want.Endpoints) ||
-		!equality.Semantic.DeepEqual(have.Ports, want.Ports)
 }
 
 // removeMember takes every object of a clusterset out of the member w:

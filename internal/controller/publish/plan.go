@@ -51,8 +51,8 @@ func computePlan(ref string, wanted, existing []*discoveryv1.EndpointSlice, keep
 		case !ok:
 			p.Create = append(p.Create, d)
 		case kept(e):
-		case !sameSlice(e, d):
-			p.Update = append(p.Update, mergeForUpdate(e, d))
+		case !contract.SameSlice(e, d):
+			p.Update = append(p.Update, contract.MergeSlice(e, d))
 		}
 	}
 	for name, e := range have {
@@ -62,65 +62,6 @@ func computePlan(ref string, wanted, existing []*discoveryv1.EndpointSlice, keep
 	}
 	sort.Slice(p.Delete, func(i, j int) bool { return p.Delete[i].Name < p.Delete[j].Name })
 	return p
-}
-
-// sameSlice compares what the controller sets; fields others may add
-// (extra labels or annotations) are not fought over.
-func sameSlice(existing, desired *discoveryv1.EndpointSlice) bool {
-	if existing.AddressType != desired.AddressType || len(existing.Ports) != 0 {
-		return false
-	}
-	for k, v := range desired.Labels {
-		if existing.Labels[k] != v {
-			return false
-		}
-	}
-	for k, v := range desired.Annotations {
-		if existing.Annotations[k] != v {
-			return false
-		}
-	}
-	// An annotation we set before (ttl) and no longer want must go.
-	if _, had := existing.Annotations[contract.AnnotationTTL]; had {
-		if _, want := desired.Annotations[contract.AnnotationTTL]; !want {
-			return false
-		}
-	}
-	if len(existing.Endpoints) != len(desired.Endpoints) {
-		return false
-	}
-	for i := range desired.Endpoints {
-		e, d := existing.Endpoints[i], desired.Endpoints[i]
-		if !slices.Equal(e.Addresses, d.Addresses) {
-			return false
-		}
-		if (e.Conditions.Ready == nil) != (d.Conditions.Ready == nil) ||
-			(e.Conditions.Ready != nil && *e.Conditions.Ready != *d.Conditions.Ready) {
-			return false
-		}
-	}
-	return true
-}
-
-// mergeForUpdate keeps labels and annotations others put on an existing slice.
-func mergeForUpdate(existing, desired *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
-	u := desired.DeepCopy()
-	labels := maps.Clone(existing.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, desired.Labels)
-	ann := maps.Clone(existing.Annotations)
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	if _, want := desired.Annotations[contract.AnnotationTTL]; !want {
-		delete(ann, contract.AnnotationTTL)
-	}
-	maps.Copy(ann, desired.Annotations)
-	u.Labels, u.Annotations = labels, ann
-	u.ResourceVersion, u.UID = existing.ResourceVersion, existing.UID
-	return u
 }
 
 // Generation is one distinct desired set of a GatewayDNS's slices, by
@@ -170,7 +111,7 @@ func ComputeDelta(from, to Generation) Delta {
 		switch {
 		case !ok:
 			d.Create = append(d.Create, s)
-		case !sameSlice(old, s):
+		case !contract.SameSlice(old, s):
 			d.Update = append(d.Update, s)
 		}
 	}

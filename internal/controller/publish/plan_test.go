@@ -90,14 +90,14 @@ func TestMergeForUpdateKeepsOthersMarks(t *testing.T) {
 	existing.Labels["team"] = "x"
 	existing.Annotations[contract.AnnotationTTL] = "60"
 	existing.ResourceVersion = "7"
-	u := mergeForUpdate(existing, d.Slices[0])
+	u := contract.MergeSlice(existing, d.Slices[0])
 	if u.Labels["team"] != "x" || u.ResourceVersion != "7" {
 		t.Errorf("merge lost labels or resourceVersion: %v %q", u.Labels, u.ResourceVersion)
 	}
 	if _, ok := u.Annotations[contract.AnnotationTTL]; ok {
 		t.Errorf("ttl annotation no longer wanted but kept")
 	}
-	if sameSlice(existing, d.Slices[0]) {
+	if contract.SameSlice(existing, d.Slices[0]) {
 		t.Errorf("stale ttl annotation not seen as a diff")
 	}
 }

@@ -886,10 +886,10 @@ func (w *Writer) put(ctx context.Context, t Target, ref string, s *discoveryv1.E
 	if !ownedBy(existing, ref) {
 		return false, fmt.Errorf("slice %s exists and was not written for %s: left alone", s.Name, ref)
 	}
-	if sameSlice(existing, s) {
+	if contract.SameSlice(existing, s) {
 		return false, nil
 	}
-	return true, w.update(ctx, t, mergeForUpdate(existing, s))
+	return true, w.update(ctx, t, contract.MergeSlice(existing, s))
 }
 
 // get, create, update and delete are the calls to a target's slices, each
