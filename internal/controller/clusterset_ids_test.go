@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -124,4 +125,62 @@ func importsAny(e *testEnv, m memberFake, cluster string) bool {
 		}
 	}
 	return false
+}
+
+// The id a member holds outlives a restart: an older member that asks,
+// while no controller runs, for a newer member's id is refused by the
+// next controller, which knows who holds it from its state alone.
+func TestControllerClusterSetIDsSurviveARestart(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	a.prop, b.prop = &atomic.Pointer[string]{}, &atomic.Pointer[string]{}
+	// After the restart cluster-b's property is read last: from the
+	// members' properties alone the older, cluster-a, would take its id.
+	slowB := slowProperty{memberFake: b, wait: &atomic.Pointer[chan struct{}]{}}
+	sel := map[string]string{"set": "prod"}
+	ca, cb := capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, "")
+	ca.SetCreationTimestamp(metav1.NewTime(time.Unix(10, 0)))
+	cb.SetCreationTimestamp(metav1.NewTime(time.Unix(20, 0)))
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
+		[]runtime.Object{ca, cb, clusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": slowB},
+		func(c *Config) { c.ClusterSets = true; c.ReadLimits.PropertyRefresh = 50 * time.Millisecond })
+	eventually(t, "the state keeps the id each member holds", func() bool {
+		kept := e.keptSet()
+		return kept != nil && kept.Clusters["dev-team/cluster-a"].ID == "cluster-a" && kept.Clusters["dev-team/cluster-b"].ID == "cluster-b"
+	})
+	e.restart(func() {
+		id := "cluster-b"
+		a.prop.Store(&id)
+		wait := make(chan struct{})
+		slowB.wait.Store(&wait)
+		time.AfterFunc(time.Second, func() { close(wait) })
+	})
+	eventually(t, "cluster-a refused, cluster-b keeps its id", func() bool {
+		e.ctrl.sets.queue.Add("dev-team/prod")
+		r := map[string]xccv1alpha1.MemberReason{}
+		for _, m := range clusterSetStatusOf(e.ctx, t, e, "prod").Clusters {
+			r[m.Name+"="+m.ClusterID] = m.Reason
+		}
+		return r["cluster-a=cluster-b"] == xccv1alpha1.ReasonClusterIDConflict && r["cluster-b=cluster-b"] == xccv1alpha1.ReasonMember
+	})
+	eventually(t, "nothing of cluster-a's left", func() bool { return holdsNothingOf(e, t, a) && !importsAny(e, b, "cluster-a") })
+}
+
+// slowProperty is a member whose property read waits, while wait holds a
+// channel, until it is closed.
+type slowProperty struct {
+	memberFake
+	wait *atomic.Pointer[chan struct{}]
+}
+
+func (s slowProperty) ClusterIDProperty(ctx context.Context) (*string, error) {
+	if w := s.wait.Load(); w != nil {
+		select {
+		case <-*w:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.memberFake.ClusterIDProperty(ctx)
 }

@@ -167,17 +167,21 @@ func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, mem *setMemory, user
 	return mine, members, others, nil
 }
 
-// holdIDs records the id each member of res holds, and drops that of
-// every other Cluster: a member keeps the id it joined with until it
-// leaves or is refused. A member refused for asking for another member's
+// holdIDs records the id each member of res holds once its property is
+// read, and drops that of every other Cluster: a member keeps the id it
+// joined with until it leaves or is refused. A member refused for asking for another member's
 // id gets a Warning Event: it held one, so it was written under it, and
 // its objects are now removed from every member.
 func (c *Controller) holdIDs(cs *xccv1alpha1.ClusterSet, mem *setMemory, res member.Result, members []setMember) {
 	keep := map[string]bool{}
 	for _, m := range members {
 		key := cs.Namespace + "/" + m.Cluster
-		mem.held[key] = heldID{uid: m.uid, id: m.ClusterID}
 		keep[key] = true
+		// Until its property is read a member stands under its name for
+		// now: that is no id it holds.
+		if m.idKnown {
+			mem.held[key] = heldID{uid: m.uid, id: m.ClusterID}
+		}
 	}
 	for _, r := range res.Refused {
 		key := cs.Namespace + "/" + r.Cluster
