@@ -405,10 +405,18 @@ func (c *counter) endList() {
 }
 
 func (c *counter) cutOff(msg string) {
+	if c.halt() {
+		c.r.cutOff(msg)
+	}
+}
+
+// halt stops the informer and gives back what it holds; false if it was
+// stopped already.
+func (c *counter) halt() bool {
 	c.mu.Lock()
 	if c.isCut {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	c.isCut = true
 	c.r.held.Add(-c.held)
@@ -420,7 +428,7 @@ func (c *counter) cutOff(msg string) {
 	if stop != nil {
 		stop()
 	}
-	c.r.cutOff(msg)
+	return true
 }
 
 func (c *counter) cut() bool {
@@ -500,6 +508,11 @@ func (c *counter) release() {
 func (c *counter) list(inner cache.ListWithContextFunc) cache.ListWithContextFunc {
 	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		l := c.r.limits
+		if why := c.r.cut(); why != "" {
+			// Another informer cut the cluster off: none reads on.
+			c.halt()
+			return nil, fmt.Errorf("list of %s: the cluster is cut off: %s", c.what, why)
+		}
 		if o.Continue == "" {
 			// The watch cache (resourceVersion 0) ignores limit and
 			// sends everything in one response.
