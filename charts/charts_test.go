@@ -330,19 +330,21 @@ func TestManagementLimits(t *testing.T) {
 		t.Errorf("controller args %s: a limit flag without limits", args)
 	}
 	for value, want := range map[string]string{
-		"limits.namesPerCluster=7":                 `"--max-names-per-cluster=7"`,
-		"limits.namesPerGatewayDNS=8":              `"--max-names-per-gatewaydns=8"`,
-		"limits.headlessEndpointsPerCluster=9":     `"--max-headless-endpoints-per-cluster=9"`,
-		"limits.headlessEndpointsPerGatewayDNS=10": `"--max-headless-endpoints-per-gatewaydns=10"`,
-		"limits.exportsPerMember=12":               `"--max-exports-per-member=12"`,
-		"limits.endpointsPerMember=13":             `"--max-endpoints-per-member=13"`,
-		"limits.slicesPerMember=14":                `"--max-slices-per-member=14"`,
-		"limits.workloadListPageSize=11":           `"--workload-list-page-size=11"`,
-		"limits.workloadMaxResponseBytes=67108864": `"--workload-max-response-bytes=67108864"`,
-		"limits.workloadMaxObjects=100000":         `"--workload-max-objects=100000"`,
-		"limits.workloadListTimeout=1m":            `"--workload-list-timeout=1m"`,
-		"limits.workloadWatchTimeout=5m":           `"--workload-watch-timeout=5m"`,
-		"limits.workloadCutOffRetry=2m":            `"--workload-cut-off-retry=2m"`,
+		"limits.namesPerCluster=7":                  `"--max-names-per-cluster=7"`,
+		"limits.namesPerGatewayDNS=8":               `"--max-names-per-gatewaydns=8"`,
+		"limits.headlessEndpointsPerCluster=9":      `"--max-headless-endpoints-per-cluster=9"`,
+		"limits.headlessEndpointsPerGatewayDNS=10":  `"--max-headless-endpoints-per-gatewaydns=10"`,
+		"limits.workloadListPageSize=11":            `"--workload-list-page-size=11"`,
+		"limits.workloadMaxResponseBytes=67108864":  `"--workload-max-response-bytes=67108864"`,
+		"limits.workloadMaxListBytes=1048576":       `"--workload-max-list-bytes=1048576"`,
+		"limits.workloadMaxBytesPerCluster=2097152": `"--workload-max-bytes-per-cluster=2097152"`,
+		"limits.workloadMaxObjects=100000":          `"--workload-max-objects=100000"`,
+		"limits.workloadListTimeout=1m":             `"--workload-list-timeout=1m"`,
+		"limits.workloadWatchTimeout=5m":            `"--workload-watch-timeout=5m"`,
+		"limits.workloadCutOffRetry=2m":             `"--workload-cut-off-retry=2m"`,
+		"limits.exportsPerMember=12":                `"--max-exports-per-member=12"`,
+		"limits.endpointsPerMember=13":              `"--max-endpoints-per-member=13"`,
+		"limits.slicesPerMember=14":                 `"--max-slices-per-member=14"`,
 	} {
 		if args := flagOf("--set", value); !strings.Contains(args, want) {
 			t.Errorf("%s: controller args %s lack %s", value, args, want)

@@ -28,10 +28,12 @@ func TestControllerHostileClusterIsCutOff(t *testing.T) {
 	}{
 		{"endless list", testfixture.EndlessList, "response body too large"},
 		{"endless pages", testfixture.EndlessPages, "too many objects"},
+		{"fat pages", testfixture.FatPages, "too many bytes"},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			srv := testfixture.NewHostileAPIServer(t, mode.mode)
-			reads := workload.ReadLimits{ListPageSize: 100, MaxResponseBytes: 1 << 20, MaxObjectsPerCluster: 500, CutOffRetry: time.Hour}
+			reads := workload.ReadLimits{ListPageSize: 100, MaxResponseBytes: 1 << 20, MaxListBytes: 4 << 20,
+				MaxBytesPerCluster: 8 << 20, MaxObjectsPerCluster: 500, CutOffRetry: time.Hour}
 			gd := testfixture.GatewayDNS("gw")
 			gd.Spec.Names = &v1alpha1.Names{Enabled: true}
 			e := newTestEnvClients(t,

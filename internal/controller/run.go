@@ -145,6 +145,10 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"most objects one list request to a workload cluster asks for (lists are paged)")
 	fs.Int64Var(&o.ReadLimits.MaxResponseBytes, "workload-max-response-bytes", workload.DefaultMaxResponseBytes,
 		"most bytes of one response body from a workload cluster (a list page, a whole watch); more fails the request, and a list then cuts the cluster off")
+	fs.Int64Var(&o.ReadLimits.MaxListBytes, "workload-max-list-bytes", workload.DefaultMaxListBytes,
+		"most bytes of the response bodies of one list from a workload cluster, its pages together, counted as they are read; more cuts the cluster off")
+	fs.Int64Var(&o.ReadLimits.MaxBytesPerCluster, "workload-max-bytes-per-cluster", workload.DefaultMaxBytesPerCluster,
+		"most bytes the informers of one workload cluster hold together: the lists being read and the objects cached (as encoded once trimmed); more cuts the cluster off. The heap of a cluster's reads stays within about 6 times this plus 4 KiB per --workload-max-objects (docs/threat-model.md)")
 	fs.Int64Var(&o.ReadLimits.MaxObjectsPerCluster, "workload-max-objects", workload.DefaultMaxObjectsPerCluster,
 		"most objects the informers of one workload cluster hold together; more cuts the cluster off (status ClusterCutOff, last published names kept)")
 	fs.DurationVar(&o.ReadLimits.ListTimeout, "workload-list-timeout", workload.DefaultListTimeout,
@@ -354,12 +358,14 @@ func (o Options) checkLimits() error {
 	}
 	r := o.ReadLimits
 	for flag, v := range map[string]int64{
-		"workload-list-page-size":     r.ListPageSize,
-		"workload-max-response-bytes": r.MaxResponseBytes,
-		"workload-max-objects":        r.MaxObjectsPerCluster,
-		"workload-list-timeout":       int64(r.ListTimeout),
-		"workload-watch-timeout":      int64(r.WatchTimeout / time.Second),
-		"workload-cut-off-retry":      int64(r.CutOffRetry),
+		"workload-list-page-size":        r.ListPageSize,
+		"workload-max-response-bytes":    r.MaxResponseBytes,
+		"workload-max-objects":           r.MaxObjectsPerCluster,
+		"workload-max-list-bytes":        r.MaxListBytes,
+		"workload-max-bytes-per-cluster": r.MaxBytesPerCluster,
+		"workload-list-timeout":          int64(r.ListTimeout),
+		"workload-watch-timeout":         int64(r.WatchTimeout / time.Second),
+		"workload-cut-off-retry":         int64(r.CutOffRetry),
 	} {
 		if v <= 0 {
 			return fmt.Errorf("--%s: must be positive (a watch timeout at least 1s)", flag)

@@ -149,6 +149,7 @@ func TestLimitFlags(t *testing.T) {
 		t.Errorf("defaults refused: %v", err)
 	}
 	wantReads := workload.ReadLimits{ListPageSize: workload.DefaultListPageSize, MaxResponseBytes: workload.DefaultMaxResponseBytes,
+		MaxListBytes: workload.DefaultMaxListBytes, MaxBytesPerCluster: workload.DefaultMaxBytesPerCluster,
 		MaxObjectsPerCluster: workload.DefaultMaxObjectsPerCluster, ListTimeout: workload.DefaultListTimeout,
 		WatchTimeout: workload.DefaultWatchTimeout, CutOffRetry: workload.DefaultCutOffRetry}
 	if o.ReadLimits != wantReads {

@@ -243,9 +243,10 @@ func onEvery(onChange func()) cache.ResourceEventHandler {
 }
 
 // exportForCache keeps of a ServiceExport what the aggregator and the
-// status writes read: identity, creation time and conditions (no labels,
-// annotations, exported labels or managedFields, which a member's users
-// choose and may make large). Idempotent.
+// status writes read: identity, creation time, exported labels and
+// annotations (aggregate.ReadBound) and conditions (boundConditions); no
+// labels, annotations or managedFields, which a member's users choose
+// and may make large. Idempotent.
 func exportForCache(obj any) (any, error) {
 	e, ok := obj.(*mcsv1beta1.ServiceExport)
 	if !ok {
@@ -256,7 +257,7 @@ func exportForCache(obj any) (any, error) {
 			Name: e.Name, Namespace: e.Namespace, UID: e.UID, ResourceVersion: e.ResourceVersion,
 			Generation: e.Generation, CreationTimestamp: e.CreationTimestamp, DeletionTimestamp: e.DeletionTimestamp,
 		},
-		Status: mcsv1beta1.ServiceExportStatus{Conditions: e.Status.Conditions},
+		Status: mcsv1beta1.ServiceExportStatus{Conditions: boundConditions(e.Status.Conditions)},
 	}
 	var labelsCut, annotationsCut int
 	out.Spec.ExportedLabels, labelsCut = aggregate.ReadBound(e.Spec.ExportedLabels)
@@ -266,6 +267,53 @@ func exportForCache(obj any) (any, error) {
 		out.Annotations = map[string]string{AnnotationExportedCut: strconv.Itoa(cut)}
 	}
 	return out, nil
+}
+
+// Bounds of the conditions of a cached ServiceExport: a member (or its
+// API server) may write any number, each with a 32 KiB message. The
+// controller writes the status from the cache, so what is cut here is
+// cut in the member too at its next status write; the controller's own
+// messages are cut alike (aggregate.CutMessage) and never change by it.
+const (
+	// MaxCachedConditions is the most conditions kept: the controller's
+	// own types (Valid, Conflict, Ready) and the first others.
+	MaxCachedConditions = 8
+	// maxConditionTypeBytes and maxConditionReasonBytes are the API's
+	// bounds of a condition's type and reason; a hostile API server may
+	// send longer ones.
+	maxConditionTypeBytes   = 316
+	maxConditionReasonBytes = 1024
+)
+
+// boundConditions keeps of conds the controller's own types and the
+// first others, MaxCachedConditions at most, in their order, with the
+// message cut to aggregate.MaxConditionMessageBytes and type and reason
+// to the API's bounds. Idempotent.
+func boundConditions(conds []metav1.Condition) []metav1.Condition {
+	if len(conds) == 0 {
+		return conds
+	}
+	own := map[string]bool{string(aggregate.ConditionValid): true, string(aggregate.ConditionConflict): true, string(aggregate.ConditionReady): true}
+	seen := map[string]bool{}
+	others := MaxCachedConditions - len(own)
+	var out []metav1.Condition
+	for _, c := range conds {
+		c.Type = c.Type[:min(len(c.Type), maxConditionTypeBytes)]
+		if seen[c.Type] {
+			continue
+		}
+		if !own[c.Type] {
+			if others == 0 {
+				continue
+			}
+			others--
+		}
+		seen[c.Type] = true
+		c.Reason = c.Reason[:min(len(c.Reason), maxConditionReasonBytes)]
+		c.Message = aggregate.CutMessage(c.Message)
+		out = append(out, c)
+	}
+	return out
 }
 
 // AnnotationExportedCut, on a cached ServiceExport only, is how many of

@@ -240,3 +240,62 @@ func watchedNames(m *Set, w *Cluster, user string, uses map[string]bool) ([]desi
 	uses[NamesRef] = true
 	return m.Names(w)
 }
+
+// A hostile API server's bytes are bounded before they are kept: pages
+// of one object just under the body limit, each with a continue token,
+// pages without end, one object far larger than the body limit, and
+// JSON nested deep. The pages of one list count against the list's
+// bytes and the cluster's, while they are read, so the heap grows by at
+// most a small multiple of the cluster's bytes (docs/threat-model.md,
+// "Budgets"), and a list past them cuts the cluster off.
+func TestHostileBytesAreBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode testfixture.HostileMode
+		// want is what the cut-off reason says; "" for a list that
+		// fails without cutting the cluster off.
+		want string
+	}{
+		{"fat pages", testfixture.FatPages, "too many bytes"},
+		{"endless pages", testfixture.EndlessPages, "too many"},
+		{"one huge object", testfixture.HugeObject, "response body too large"},
+		{"deeply nested JSON", testfixture.DeepJSON, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := testfixture.NewHostileAPIServer(t, tc.mode)
+			limits := ReadLimits{ListPageSize: 100, MaxResponseBytes: 1 << 20, MaxListBytes: 4 << 20,
+				MaxBytesPerCluster: 8 << 20, MaxObjectsPerCluster: 5000, CutOffRetry: time.Hour}
+			peak := heapPeak()
+			set, w := hostileSet(t, srv, limits)
+			uses := map[string]bool{}
+			var why string
+			synced := false
+			deadline := time.Now().Add(20 * time.Second)
+			if tc.want == "" {
+				deadline = time.Now().Add(3 * time.Second)
+			}
+			for time.Now().Before(deadline) && why == "" {
+				_, namesSynced := watchedNames(set, w, hostileUser, uses)
+				_, svcSynced := watchedService(set, w, "projectcontour", "envoy", hostileUser)
+				synced = synced || namesSynced || svcSynced
+				why = w.CutOff()
+				time.Sleep(20 * time.Millisecond)
+			}
+			grew := peak()
+			runtime.GC()
+			t.Logf("cut off: %q; %d lists, %d bytes sent, heap grew at most %d KiB", why, srv.Lists.Load(), srv.Written.Load(), grew>>10)
+			if synced {
+				t.Error("synced from a hostile list")
+			}
+			switch {
+			case tc.want == "" && why != "":
+				t.Errorf("cut off: %s", why)
+			case tc.want != "" && !strings.Contains(why, tc.want):
+				t.Errorf("cut off because %q, want it to say %q", why, tc.want)
+			}
+			if most := uint64(HeapBudget(limits)); grew > most {
+				t.Errorf("heap grew by %d MiB, more than the budget of %d MiB", grew>>20, most>>20)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package workload
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,15 @@ const (
 	// (ErrResponseTooLarge). A page of 250 EndpointSlices of 100
 	// endpoints is about 8 MiB of JSON.
 	DefaultMaxResponseBytes = 32 << 20
+	// DefaultMaxListBytes is the most bytes of the response bodies of
+	// one list, its pages together: client-go keeps every page until the
+	// last one is read, so a list is counted while it is read, not after.
+	DefaultMaxListBytes = 64 << 20
+	// DefaultMaxBytesPerCluster is the most bytes the informers of one
+	// workload cluster hold together: the lists being read (their
+	// bodies) and the objects in their stores (each as encoded once
+	// transformed for the cache). More cuts the cluster off.
+	DefaultMaxBytesPerCluster = 128 << 20
 	// DefaultMaxObjectsPerCluster is the most objects the informers of
 	// one workload cluster hold together (and one list may return); more
 	// cuts the cluster off (ReasonClusterCutOff).
@@ -61,6 +71,8 @@ const (
 type ReadLimits struct {
 	ListPageSize         int64
 	MaxResponseBytes     int64
+	MaxListBytes         int64
+	MaxBytesPerCluster   int64
 	MaxObjectsPerCluster int64
 	ListTimeout          time.Duration
 	WatchTimeout         time.Duration
@@ -74,6 +86,8 @@ type ReadLimits struct {
 func (l ReadLimits) withDefaults() ReadLimits {
 	l.ListPageSize = cmp.Or(l.ListPageSize, DefaultListPageSize)
 	l.MaxResponseBytes = cmp.Or(l.MaxResponseBytes, DefaultMaxResponseBytes)
+	l.MaxListBytes = cmp.Or(l.MaxListBytes, DefaultMaxListBytes)
+	l.MaxBytesPerCluster = cmp.Or(l.MaxBytesPerCluster, DefaultMaxBytesPerCluster)
 	l.MaxObjectsPerCluster = cmp.Or(l.MaxObjectsPerCluster, DefaultMaxObjectsPerCluster)
 	l.ListTimeout = cmp.Or(l.ListTimeout, DefaultListTimeout)
 	l.WatchTimeout = cmp.Or(l.WatchTimeout, DefaultWatchTimeout)
@@ -83,9 +97,34 @@ func (l ReadLimits) withDefaults() ReadLimits {
 	return l
 }
 
+// HeapBudget is the most heap the reads of one workload cluster under l
+// take, garbage not yet collected included: HeapPerByte for each byte of
+// MaxBytesPerCluster (a body read, then decoded) and HeapPerObject for
+// each of MaxObjectsPerCluster (a small object decodes into a larger Go
+// struct than its bytes).
+func HeapBudget(l ReadLimits) int64 {
+	l = l.withDefaults()
+	return HeapPerByte*l.MaxBytesPerCluster + HeapPerObject*l.MaxObjectsPerCluster
+}
+
+// HeapPerByte and HeapPerObject are the factors of HeapBudget (at
+// GOGC=100), with a margin over what the hostile API server's tests
+// (hostile_test.go) measure: a peak of about 4.3 heap bytes per byte of
+// MaxBytesPerCluster with pages of one object just under the body limit,
+// and about 3 KiB per small object listed.
+const (
+	HeapPerByte   = 6
+	HeapPerObject = 4 << 10
+)
+
 // ErrResponseTooLarge is the error of a request whose response body is
 // longer than ReadLimits.MaxResponseBytes.
 var ErrResponseTooLarge = errors.New("response body too large")
+
+// ErrTooManyBytes is the error of a list whose pages together, or with
+// what the cluster's informers hold, pass ReadLimits.MaxListBytes or
+// MaxBytesPerCluster.
+var ErrTooManyBytes = errors.New("too many bytes")
 
 // ErrTooManyObjects is the error of a list that returned more objects
 // than ReadLimits.MaxObjectsPerCluster leaves it.
@@ -95,7 +134,9 @@ var ErrTooManyObjects = errors.New("too many objects")
 // most bytes: the read that would pass it fails with ErrResponseTooLarge,
 // as does a response announcing a longer body. The request then fails as
 // a whole (client-go reads a list's body to the end before it decodes it;
-// a watch ends with an error and is made again).
+// a watch ends with an error and is made again). The body of a list page
+// also counts against its list's bytes and its cluster's (listRead, from
+// the request's context), failing with ErrTooManyBytes past them.
 func limitBodies(rt http.RoundTripper, most int64) http.RoundTripper {
 	return &bodyLimiter{rt: rt, most: most}
 }
@@ -114,7 +155,8 @@ func (b *bodyLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 		_ = resp.Body.Close()
 		return nil, fmt.Errorf("%s %s: %w: %d bytes announced, the limit is %d", req.Method, req.URL.Path, ErrResponseTooLarge, resp.ContentLength, b.most)
 	}
-	resp.Body = &limitedBody{rc: resp.Body, left: b.most, most: b.most, what: req.Method + " " + req.URL.Path}
+	list, _ := req.Context().Value(listReadKey{}).(*listRead)
+	resp.Body = &limitedBody{rc: resp.Body, left: b.most, most: b.most, what: req.Method + " " + req.URL.Path, list: list}
 	return resp, nil
 }
 
@@ -126,6 +168,8 @@ type limitedBody struct {
 	left, most int64
 	what       string
 	err        error
+	// list is the list this body is a page of, or nil.
+	list *listRead
 }
 
 func (l *limitedBody) Read(p []byte) (int, error) {
@@ -143,16 +187,91 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 		return n, l.err
 	}
 	l.left -= int64(n)
+	if l.list != nil && n > 0 {
+		if lerr := l.list.charge(int64(n)); lerr != nil {
+			l.err = fmt.Errorf("%s: %w", l.what, lerr)
+			return n, l.err
+		}
+	}
 	return n, err
+}
+
+// listReadKey is the context key of the listRead a request belongs to.
+type listReadKey struct{}
+
+// listRead is one list of an informer, its pages together: the bytes of
+// their bodies count, as they are read, against the list's limit and,
+// until the list ends, against the cluster's (reads.bytes), as client-go
+// keeps every page until the last.
+type listRead struct {
+	c *counter
+
+	mu    sync.Mutex
+	bytes int64
+	ended bool
+}
+
+// charge counts n more bytes of the list's bodies; an error once the
+// list or the cluster is past its limit.
+func (l *listRead) charge(n int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended {
+		return nil
+	}
+	lim := l.c.r.limits
+	l.bytes += n
+	all := l.c.r.bytes.Add(n)
+	if l.bytes > lim.MaxListBytes {
+		return fmt.Errorf("%w: the pages of one list of %s are more than %d bytes", ErrTooManyBytes, l.c.what, lim.MaxListBytes)
+	}
+	if all > lim.MaxBytesPerCluster {
+		return fmt.Errorf("%w: the cluster's informers would hold more than %d bytes (a list of %s)", ErrTooManyBytes, lim.MaxBytesPerCluster, l.c.what)
+	}
+	return nil
+}
+
+// end gives the list's bytes back to the cluster: its pages are dropped
+// or are objects in the store, counted there.
+func (l *listRead) end() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ended {
+		l.ended = true
+		l.c.r.bytes.Add(-l.bytes)
+	}
+}
+
+// cachedBytes is what obj, as the informer's store keeps it, counts
+// against the cluster's bytes: its protobuf size, or for a type without
+// one (a CRD's) the length of its JSON.
+func cachedBytes(obj any) int64 {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if s, ok := obj.(interface{ Size() int }); ok {
+		return int64(s.Size())
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return 0
+	}
+	return int64(len(b))
 }
 
 func (l *limitedBody) Close() error { return l.rc.Close() }
 
 // reads is what bounds the reads from one workload cluster: its limits,
-// the objects its informers hold together, and whether it is cut off.
+// the objects and bytes its informers hold together, and whether it is
+// cut off.
 type reads struct {
 	limits ReadLimits
-	held   atomic.Int64
+	// held counts the objects in the informers' stores, listed those of
+	// the lists being paged.
+	held, listed atomic.Int64
+	// bytes counts the bytes of the objects in the stores (cachedBytes)
+	// and of the lists being read (listRead).
+	bytes  atomic.Int64
 	now    func() time.Time
 	logger klog.Logger
 
@@ -261,35 +380,60 @@ type counter struct {
 	r    *reads
 	what string
 
-	mu     sync.Mutex
-	held   int64 // objects in the informer's store
-	listed int64 // objects of the list being paged
-	isCut  bool
-	stop   context.CancelFunc
+	mu        sync.Mutex
+	held      int64 // objects in the informer's store
+	heldBytes int64 // their cachedBytes
+	listed    int64 // objects of the list being paged
+	current   *listRead
+	isCut     bool
+	stop      context.CancelFunc
 }
 
 // allowed is how many objects this informer may hold: the cluster's
-// limit less what the cluster's other informers hold. c.mu is held: the
-// informer's goroutine releases held when it stops.
+// limit less what the cluster's other informers hold and are listing.
+// c.mu is held: the informer's goroutine releases held when it stops.
 func (c *counter) allowed() int64 {
-	return c.r.limits.MaxObjectsPerCluster - (c.r.held.Load() - c.held)
+	return c.r.limits.MaxObjectsPerCluster - (c.r.held.Load() - c.held) - (c.r.listed.Load() - c.listed)
+}
+
+// endList gives what the list being paged counts back to the cluster.
+func (c *counter) endList() {
+	c.mu.Lock()
+	l := c.current
+	c.current = nil
+	c.r.listed.Add(-c.listed)
+	c.listed = 0
+	c.mu.Unlock()
+	if l != nil {
+		l.end()
+	}
 }
 
 func (c *counter) cutOff(msg string) {
+	if c.halt() {
+		c.r.cutOff(msg)
+	}
+}
+
+// halt stops the informer and gives back what it holds; false if it was
+// stopped already.
+func (c *counter) halt() bool {
 	c.mu.Lock()
 	if c.isCut {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	c.isCut = true
 	c.r.held.Add(-c.held)
-	c.held = 0
+	c.r.bytes.Add(-c.heldBytes)
+	c.held, c.heldBytes = 0, 0
 	stop := c.stop
 	c.mu.Unlock()
+	c.endList()
 	if stop != nil {
 		stop()
 	}
-	c.r.cutOff(msg)
+	return true
 }
 
 func (c *counter) cut() bool {
@@ -298,65 +442,104 @@ func (c *counter) cut() bool {
 	return c.isCut
 }
 
-// added counts an object new in the store; false once the informer is
-// cut off (it went past the limit now or before).
-func (c *counter) added() bool {
+// added counts an object new in the store, of size bytes; false once
+// the informer is cut off (it went past a limit now or before).
+func (c *counter) added(size int64) bool {
+	return c.changed(1, size)
+}
+
+// updated counts an object of the store changing from size old to cur
+// bytes; false once the informer is cut off.
+func (c *counter) updated(old, cur int64) bool {
+	return c.changed(0, cur-old)
+}
+
+// changed adds objects and bytes to what the informer holds, and cuts it
+// off when the cluster's informers would hold more than their limits.
+func (c *counter) changed(objects, bytes int64) bool {
 	c.mu.Lock()
 	if c.isCut {
 		c.mu.Unlock()
 		return false
 	}
-	c.held++
-	total := c.r.held.Add(1)
+	c.held += objects
+	c.heldBytes += bytes
+	total := c.r.held.Add(objects)
+	totalBytes := c.r.bytes.Add(bytes)
 	c.mu.Unlock()
-	if total > c.r.limits.MaxObjectsPerCluster {
+	l := c.r.limits
+	switch {
+	case total > l.MaxObjectsPerCluster:
 		c.cutOff(fmt.Sprintf("the cluster's informers would hold more than %d objects (%s); it is cut off for %s",
-			c.r.limits.MaxObjectsPerCluster, c.what, c.r.limits.CutOffRetry))
+			l.MaxObjectsPerCluster, c.what, l.CutOffRetry))
+		return false
+	case bytes > 0 && totalBytes > l.MaxBytesPerCluster:
+		c.cutOff(fmt.Sprintf("%v: the cluster's informers would hold more than %d bytes (%s); it is cut off for %s",
+			ErrTooManyBytes, l.MaxBytesPerCluster, c.what, l.CutOffRetry))
 		return false
 	}
 	return true
 }
 
-func (c *counter) deleted() {
+// deleted counts an object of size bytes gone from the store.
+func (c *counter) deleted(size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.isCut && c.held > 0 {
 		c.held--
 		c.r.held.Add(-1)
+		size = min(size, c.heldBytes)
+		c.heldBytes -= size
+		c.r.bytes.Add(-size)
 	}
 }
 
-// release gives the objects of a stopped informer back to the cluster.
+// release gives the objects and bytes of a stopped informer back to the
+// cluster.
 func (c *counter) release() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.r.held.Add(-c.held)
-	c.held = 0
+	c.r.bytes.Add(-c.heldBytes)
+	c.held, c.heldBytes = 0, 0
+	c.mu.Unlock()
+	c.endList()
 }
 
 // list bounds a list: paged (ListPageSize, a consistent read so the API
 // server honors the limit), each page within ListTimeout, and the pages
-// of one list no more objects than allowed; a list past a limit cuts
-// the cluster off.
+// of one list no more objects than allowed and no more bytes than
+// MaxListBytes (counted as they are read, with the cluster's, by the
+// transport: listRead); a list past a limit cuts the cluster off.
 func (c *counter) list(inner cache.ListWithContextFunc) cache.ListWithContextFunc {
 	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		l := c.r.limits
+		if why := c.r.cut(); why != "" {
+			// Another informer cut the cluster off: none reads on.
+			c.halt()
+			return nil, fmt.Errorf("list of %s: the cluster is cut off: %s", c.what, why)
+		}
 		if o.Continue == "" {
 			// The watch cache (resourceVersion 0) ignores limit and
 			// sends everything in one response.
 			o.ResourceVersion, o.ResourceVersionMatch = "", ""
-			c.mu.Lock()
-			c.listed = 0
-			c.mu.Unlock()
+			// A list left unfinished is dropped by the pager.
+			c.endList()
 		}
+		c.mu.Lock()
+		if c.current == nil {
+			c.current = &listRead{c: c}
+		}
+		current := c.current
+		c.mu.Unlock()
 		o.Limit = l.ListPageSize
-		ctx, cancel := context.WithTimeout(ctx, l.ListTimeout)
+		ctx, cancel := context.WithTimeout(context.WithValue(ctx, listReadKey{}, current), l.ListTimeout)
 		defer cancel()
 		obj, err := inner(ctx, o)
-		if errors.Is(err, ErrResponseTooLarge) {
+		if errors.Is(err, ErrResponseTooLarge) || errors.Is(err, ErrTooManyBytes) {
 			c.cutOff(fmt.Sprintf("a list of %s: %v; it is cut off for %s", c.what, err, l.CutOffRetry))
 		}
 		if err != nil {
+			c.endList()
 			if !c.cut() {
 				c.r.failed(err)
 			}
@@ -366,6 +549,7 @@ func (c *counter) list(inner cache.ListWithContextFunc) cache.ListWithContextFun
 		n := int64(meta.LenList(obj))
 		c.mu.Lock()
 		c.listed += n
+		c.r.listed.Add(n)
 		listed, allowed := c.listed, c.allowed()
 		c.mu.Unlock()
 		if listed > allowed {
@@ -373,6 +557,10 @@ func (c *counter) list(inner cache.ListWithContextFunc) cache.ListWithContextFun
 			c.cutOff(fmt.Sprintf("%v (the limit of the cluster's informers together is %d); it is cut off for %s",
 				err, l.MaxObjectsPerCluster, l.CutOffRetry))
 			return nil, err
+		}
+		if m, merr := meta.ListAccessor(obj); merr != nil || m.GetContinue() == "" {
+			// The last page: the pages become the store's objects.
+			c.endList()
 		}
 		return obj, nil
 	}
@@ -441,18 +629,18 @@ type countingHandler struct {
 }
 
 func (h countingHandler) OnAdd(obj any, initial bool) {
-	if h.c.added() {
+	if h.c.added(cachedBytes(obj)) {
 		h.h.OnAdd(obj, initial)
 	}
 }
 
 func (h countingHandler) OnUpdate(old, cur any) {
-	if !h.c.cut() {
+	if h.c.updated(cachedBytes(old), cachedBytes(cur)) {
 		h.h.OnUpdate(old, cur)
 	}
 }
 
 func (h countingHandler) OnDelete(obj any) {
-	h.c.deleted()
+	h.c.deleted(cachedBytes(obj))
 	h.h.OnDelete(obj)
 }

@@ -45,7 +45,8 @@ func claims(obj any) bool {
 }
 
 // serviceForNames keeps of a Service what names read: name, namespace,
-// resourceVersion, type, the fqdn annotation and the load-balancer
+// resourceVersion, type, the fqdn annotation (its first
+// maxCachedNameBytes) and the load-balancer
 // ingress addresses (no spec beyond the type, no labels, other
 // annotations, ports or managedFields: a cluster may hold thousands of
 // Services, most of them claiming nothing). Idempotent.
@@ -58,7 +59,7 @@ func serviceForNames(obj any) (any, error) {
 		Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion,
 	}, Spec: corev1.ServiceSpec{Type: s.Spec.Type}}
 	if v, has := s.Annotations[contract.AnnotationFQDN]; has {
-		kept.Annotations = map[string]string{contract.AnnotationFQDN: v}
+		kept.Annotations = map[string]string{contract.AnnotationFQDN: v[:min(len(v), maxCachedNameBytes)]}
 	}
 	if s.Spec.Type == corev1.ServiceTypeLoadBalancer && len(s.Status.LoadBalancer.Ingress) > 0 {
 		kept.Status.LoadBalancer.Ingress = make([]corev1.LoadBalancerIngress, 0, len(s.Status.LoadBalancer.Ingress))
@@ -68,6 +69,10 @@ func serviceForNames(obj any) (any, error) {
 	}
 	return kept, nil
 }
+
+// maxCachedNameBytes bounds the fqdn annotation as the cache keeps it:
+// a name is at most 253 bytes, so a longer value is refused whole or cut.
+const maxCachedNameBytes = 1 << 10
 
 // WatchNames makes sure the Services of w, cluster-wide, and their
 // EndpointSlices are watched for user's names: the informers are started

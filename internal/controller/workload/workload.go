@@ -283,7 +283,7 @@ func (m *Set) Get(clusterNamespace, cluster string, secret *corev1.Secret, user 
 // watchNamespace starts the informer on w's slice namespace.
 func (m *Set) watchNamespace(w *Cluster) {
 	client := w.client
-	ow := watchObject(w.reads, "Namespace "+m.sliceNamespace, m.sliceNamespace, &corev1.Namespace{}, w.notifyNamespace,
+	ow := watchObject(w.reads, "Namespace "+m.sliceNamespace, m.sliceNamespace, &corev1.Namespace{}, namespaceForCache, w.notifyNamespace,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return client.CoreV1().Namespaces().List(ctx, o)
 		},
@@ -383,7 +383,7 @@ func (m *Set) startServiceWatch(w *Cluster, namespace, name string) *serviceWatc
 	client := w.client
 	sw := &serviceWatch{cancel: cancel, users: map[string]bool{}}
 	notify := func() { m.onService(m.usersOf(sw)) }
-	sw.informer = watchObject(w.reads, "Service "+ref, name, &corev1.Service{}, notify,
+	sw.informer = watchObject(w.reads, "Service "+ref, name, &corev1.Service{}, watchedServiceForCache, notify,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return client.CoreV1().Services(namespace).List(ctx, o)
 		},
@@ -504,7 +504,7 @@ type objectWatch struct {
 	counter *counter
 }
 
-func watchObject(r *reads, what, name string, obj runtime.Object, onChange func(),
+func watchObject(r *reads, what, name string, obj runtime.Object, transform cache.TransformFunc, onChange func(),
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *objectWatch {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
@@ -525,7 +525,27 @@ func watchObject(r *reads, what, name string, obj runtime.Object, onChange func(
 			UpdateFunc: func(any, any) { onChange() },
 			DeleteFunc: func(any) { onChange() },
 		},
+		Transform: transform,
 	})
+}
+
+// watchedServiceForCache keeps of a gateway or exported Service, watched
+// by name, what is read of it: identity, deletion mark, spec and load-balancer status (no labels,
+// annotations, finalizers, managedFields or status conditions, which the
+// cluster's users choose and may make large). Idempotent.
+func watchedServiceForCache(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
+			Generation: s.Generation, CreationTimestamp: s.CreationTimestamp, DeletionTimestamp: s.DeletionTimestamp,
+		},
+		Spec:   s.Spec,
+		Status: corev1.ServiceStatus{LoadBalancer: s.Status.LoadBalancer},
+	}, nil
 }
 
 // run starts the informer until ctx ends, or it is cut off (limits.go),

@@ -25,7 +25,8 @@ func exportStatuses(in Input) []ExportStatus {
 		st := ExportStatus{Namespace: e.Namespace, Name: e.Name}
 		for _, c := range e.Conditions {
 			mc := metav1.Condition{
-				Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: string(c.Reason), Message: c.Message,
+				Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: string(c.Reason),
+				Message: aggregate.CutMessage(c.Message), // as the cache keeps it (workload.exportForCache)
 			}
 			if c.Type == aggregate.ConditionReady && c.Status == aggregate.StatusTrue && !in.Imports[e.Key].Written {
 				mc.Status, mc.Reason = metav1.ConditionFalse, ReasonPending
