@@ -144,6 +144,11 @@ func TestClusterSetAnswers(t *testing.T) {
 		refused("_srv."+web, dns.TypeSRV),
 		refused("_srv."+db, dns.TypeSRV),
 		refused("_SRV.DB.dev-team.svc.clusterset.local.", dns.TypeSRV),
+		// Where the SRV targets' addresses are stored.
+		refused("pg-0.cluster-a._pg._tcp."+db, dns.TypeA),
+		refused("pg-0.cluster-a._pg._tcp."+db, dns.TypeSRV),
+		refused("pg-0.cluster-a._srv."+db, dns.TypeA),
+		refused("pg-0.cluster-a._srv."+db, dns.TypeSRV),
 		refused(`db\047x.dev-team.svc.clusterset.local.`, dns.TypeA),
 		refused(`\*.dev-team.svc.clusterset.local.`, dns.TypeA),
 		refused("/.clusterset.local.", dns.TypeSRV),

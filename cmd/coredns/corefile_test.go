@@ -422,6 +422,9 @@ func testCorefileAnswers(t *testing.T, zone string, directives []string) {
 		{"postgres-9.cluster-a." + db, dns.TypeA, dns.RcodeNameError, nil, true},
 		{"www.postgres-0.cluster-a." + db, dns.TypeA, dns.RcodeNameError, nil, true},
 		{"x._pg._tcp." + db, dns.TypeSRV, dns.RcodeNameError, nil, true},
+		// Where an SRV target's addresses are stored: no name of the zone.
+		{"postgres-0.cluster-a._pg._tcp." + db, dns.TypeA, dns.RcodeNameError, nil, true},
+		{"postgres-0.cluster-a._pg._tcp." + db, dns.TypeSRV, dns.RcodeNameError, nil, true},
 		{"nosuch." + db, dns.TypeA, dns.RcodeNameError, nil, true},
 		{"nosuch.dev-team.services.xcc.test.", dns.TypeA, dns.RcodeNameError, nil, true},
 		// SRV of a name that is no SRV name is NODATA without asking etcd,
@@ -691,8 +694,8 @@ func TestStaleAnswersWhileEtcdIsDown(t *testing.T) {
 }
 
 // The SRV answer of a headless Service carries its targets' addresses in
-// the additional section (the etcd plugin reads each target's A records:
-// one etcd read per target, not AAAA), so a client needs no second query.
+// the additional section, A and AAAA of a dual-stack pod (stored below
+// the SRV name, read with it), so a client needs no second query.
 func TestHeadlessSRVAdditional(t *testing.T) {
 	w := startWorld(t, testSlices())
 	const db = "db.dev-team.services.xcc.test."
@@ -701,6 +704,7 @@ func TestHeadlessSRVAdditional(t *testing.T) {
 		got := testfixture.StripTTL(testfixture.Lines(r.Extra))
 		want := testfixture.StripTTL(testfixture.ZoneLines(
 			"postgres-0.cluster-a."+db+" 5 IN A 10.1.0.5",
+			"postgres-0.cluster-a."+db+" 5 IN AAAA fd00:1::5",
 			"postgres-1.cluster-a."+db+" 5 IN A 10.1.0.6"))
 		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 2 || !slices.Equal(got, want) {
 			t.Errorf("%s: rcode %s, answer %v, additional %q; want 2 SRV and additional %q", network, dns.RcodeToString[r.Rcode], r.Answer, got, want)

@@ -28,12 +28,14 @@ var guardedNames = []string{
 	"shop.dev-team.names.xcc.test.", "nosuch.dev-team.names.xcc.test.",
 	"db.dev-team.services.xcc.test.", "cluster-a.db.dev-team.services.xcc.test.", "postgres-0.cluster-a.db.dev-team.services.xcc.test.",
 	"_pg._tcp.db.dev-team.services.xcc.test.", "_tcp.db.dev-team.services.xcc.test.", "_all.db.dev-team.services.xcc.test.",
+	"postgres-0.cluster-a._pg._tcp.db.dev-team.services.xcc.test.",
 	"cart.shop.eu.xcc.test.", "shop.eu.xcc.test.", "eu.xcc.test.", "db.custom.xcc.test.", "nosuch.xcc.test.",
 	// The clusterset zone, closed: only its shapes exist.
 	"clusterset.local.", "svc.clusterset.local.", "dev-team.svc.clusterset.local.", "db.dev-team.svc.clusterset.local.",
 	"web.dev-team.svc.clusterset.local.", "cluster-a.web.dev-team.svc.clusterset.local.", "cluster-a.db.dev-team.svc.clusterset.local.",
 	"pg-0.cluster-a.db.dev-team.svc.clusterset.local.", "_pg._tcp.db.dev-team.svc.clusterset.local.", "_http._tcp.web.dev-team.svc.clusterset.local.",
 	"_tcp.db.dev-team.svc.clusterset.local.", "_all.db.dev-team.svc.clusterset.local.", "_srv.db.dev-team.svc.clusterset.local.", "_srv.web.dev-team.svc.clusterset.local.", "dns-version.clusterset.local.", "nosuch.clusterset.local.",
+	"pg-0.cluster-a._pg._tcp.db.dev-team.svc.clusterset.local.", "pg-0.cluster-a._srv.db.dev-team.svc.clusterset.local.",
 }
 
 // guardQueries generates names from the valid ones: each as it is, in

@@ -308,7 +308,8 @@ func ClusterSetShapes() []Shape {
 		{Kind: "clusterset cluster", Labels: labels(c, s, ns, svc)},
 		{Kind: "clusterset endpoint", Labels: labels(variable("<hostname>"), c, s, ns, svc)},
 		{Kind: "clusterset protocol", Labels: labels(proto, s, ns, svc), Empty: true},
-		{Kind: "clusterset SRV", Labels: labels(port, proto, s, ns, svc), SRV: true},
+		{Kind: "clusterset SRV", Labels: labels(port, proto, s, ns, svc), SRV: true,
+			Targets: &StoredTargets{Labels: labels(variable("<hostname>"), c), Up: 2}},
 	}
 }
 

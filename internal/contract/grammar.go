@@ -88,11 +88,32 @@ type Shape struct {
 	// key; asked itself it is no name of the zone and NXDOMAIN, else it
 	// would answer X's records under a name no specification has.
 	Stored bool
+	// Targets: an SRV name whose records hold its targets' addresses,
+	// stored below it (SRVTargetStoredName), so that the one read of the
+	// SRV name answers every target with its addresses. The DNS server
+	// names them back after the targets.
+	Targets *StoredTargets
 	// Root: a subtree that holds only names of Shapes (a structured
 	// subtree or a grant's suffix); any other name below it is refused.
 	// A Root shape without labels closes the whole zone (the clusterset
 	// zone): no name is put there by hand.
 	Root bool
+}
+
+// StoredTargets says where an SRV shape keeps its targets' addresses.
+// The etcd plugin makes an SRV record whose host is an address a target
+// named after the record's own key (less its leaf), and adds the address
+// to the additional section with no further read; a target stored by
+// name costs a read of its own per target. So a target of the SRV name
+// _<port>._<proto>.X, a name below X, is stored at its labels below X
+// followed by the SRV name (<pod>.<cluster>._<port>._<proto>.X), which
+// the DNS server maps back onto the target (<pod>.<cluster>.X) in the
+// answer. The stored names are no names of the zone: refused when asked.
+type StoredTargets struct {
+	// Labels are a target's labels below X.
+	Labels []Label
+	// Up is the number of the SRV name's first labels that lie below X.
+	Up int
 }
 
 // StructuredSubtrees are the top labels below the zone whose names are all
@@ -146,7 +167,8 @@ func Shapes(zone string, grants Grants) []Shape {
 		{Kind: "headless cluster", Labels: labels(c, gd, ns, services)},
 		{Kind: "headless pod", Labels: labels(variable("<pod>"), c, gd, ns, services)},
 		{Kind: "headless protocol", Labels: labels(Label{Class: LabelProto, Text: "_<proto>"}, gd, ns, services), Empty: true},
-		{Kind: "headless SRV", Labels: labels(Label{Class: LabelPort, Text: "_<port>"}, Label{Class: LabelProto, Text: "_<proto>"}, gd, ns, services), SRV: true},
+		{Kind: "headless SRV", Labels: labels(Label{Class: LabelPort, Text: "_<port>"}, Label{Class: LabelProto, Text: "_<proto>"}, gd, ns, services), SRV: true,
+			Targets: &StoredTargets{Labels: labels(variable("<pod>"), c), Up: 2}},
 	}
 	// A grant's suffix and the names between it and the zone are empty
 	// non-terminals; the names one label below the suffix are the grant's.

@@ -55,6 +55,19 @@ func HeadlessSRVName(x string, p Port) string {
 	return "_" + p.Name + "._" + strings.ToLower(string(p.Protocol)) + "." + x
 }
 
+// SRVTargetStoredName is where the addresses of target, a name below the
+// headless name x, are stored as a target of srv, an SRV name below x (or
+// ClusterSetSRVName(x)): target's labels below x followed by srv
+// (<pod>.<cluster>._<port>._<proto>.x), so that the one read of srv finds
+// them (StoredTargets). ok is false when target is not below x.
+func SRVTargetStoredName(srv, x, target string) (string, bool) {
+	below, ok := strings.CutSuffix(target, "."+x)
+	if !ok || below == "" {
+		return "", false
+	}
+	return below + "." + srv, true
+}
+
 // PodLabel is the label of an endpoint's own name: its hostname if it has
 // one, else its address with '.' and ':' turned into '-' (what the
 // cluster DNS of Kubernetes answers SRV targets of such endpoints with).

@@ -14,6 +14,7 @@ package guard
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
@@ -30,9 +31,20 @@ const Snippet = "xcc-zone"
 const negativeTTL = 5
 
 // Rewrite is one rule of the rewrite plugin: a name matching Regex is
-// answered from Replacement, under the name that was asked.
+// answered from Replacement, under the name that was asked. The answer's
+// names below Replacement are mapped back below the name asked (the
+// plugin's "answer auto"), unless Answers says how to map them.
 type Rewrite struct {
 	Comment     string
+	Regex       string
+	Replacement string
+	Answers     []Answer
+}
+
+// Answer is one answer rule of a Rewrite: every record's owner name
+// ("name") or target ("value") matching Regex becomes Replacement.
+type Answer struct {
+	Field       string
 	Regex       string
 	Replacement string
 }
@@ -134,6 +146,9 @@ func Forward(zone string, shapes []contract.Shape) Zone {
 				Replacement: "{1}.",
 			})
 		}
+		if t := s.Targets; t != nil && s.SRV && !s.Stored {
+			z.Rewrites = append(z.Rewrites, targetsRewrite(s, zone))
+		}
 		if s.StoredAt != "" {
 			z.Rewrites = append(z.Rewrites, Rewrite{
 				Comment:     doc(s.Labels, zone) + " (" + s.Kind + ") is stored at " + s.StoredAt + " below it: the etcd plugin would answer the name itself with every record below it.",
@@ -190,6 +205,25 @@ func Forward(zone string, shapes []contract.Shape) Zone {
 		})
 	}
 	return z
+}
+
+// targetsRewrite reads the SRV name of shape s (whose Targets are stored
+// below it) as it is and maps the names of the answer's targets and of
+// their address records from where they are stored back onto the targets:
+// <pod>.<cluster>._<port>._<proto>.X becomes <pod>.<cluster>.X. The SRV
+// records' own name, the question's, is left alone.
+func targetsRewrite(s contract.Shape, zone string) Rewrite {
+	t := s.Targets
+	stored := "^(" + shapeRegex(t.Labels, `\.`) + `)\.` + shapeRegex(s.Labels[:t.Up], `\.`) + `\.(` + shapeRegex(s.Labels[t.Up:], `\.`) + `\.` + dots(zone) + `)\.$`
+	return Rewrite{
+		Comment:     "SRV of " + doc(s.Labels, zone) + " (" + s.Kind + "): each target's addresses are stored below it, at " + doc(append(slices.Clone(t.Labels), s.Labels...), zone) + ", read with it; the answer names them after the targets, " + doc(append(slices.Clone(t.Labels), s.Labels[t.Up:]...), zone) + ".",
+		Regex:       "^(" + shapeRegex(s.Labels, `\.`) + `\.` + dots(zone) + `)\.$`,
+		Replacement: "{1}.",
+		Answers: []Answer{
+			{Field: "name", Regex: stored, Replacement: "{1}.{2}."},
+			{Field: "value", Regex: stored, Replacement: "{1}.{2}."},
+		},
+	}
 }
 
 // Reverse is the guard of the reverse zones of the operator's CIDRs: only
@@ -382,7 +416,14 @@ const (
 func (z Zone) write(b *strings.Builder, indent string) {
 	for _, r := range z.Rewrites {
 		comment(b, indent, r.Comment)
-		fmt.Fprintf(b, "%srewrite stop {\n%s    name regex %s %s\n%s    answer auto\n%s}\n", indent, indent, r.Regex, r.Replacement, indent, indent)
+		fmt.Fprintf(b, "%srewrite stop {\n%s    name regex %s %s\n", indent, indent, r.Regex, r.Replacement)
+		if len(r.Answers) == 0 {
+			fmt.Fprintf(b, "%s    answer auto\n", indent)
+		}
+		for _, a := range r.Answers {
+			fmt.Fprintf(b, "%s    answer %s %s %s\n", indent, a.Field, a.Regex, a.Replacement)
+		}
+		fmt.Fprintf(b, "%s}\n", indent)
 	}
 	for _, t := range z.Templates {
 		comment(b, indent, t.Comment)

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,6 +134,7 @@ var seeds = []string{
 	"/.xcc.test", `\047.xcc.test`, "x./.dev-team.gateways.xcc.test", "any.xcc.test", "a.any.b.xcc.test", `\*.clusters.xcc.test`,
 	"clusters//dev-team.xcc.test", `a\.b.dev-team.names.xcc.test`, `\000.xcc.test`, "KuArD.Gateway.cluster-a.dev-team.clusters.xcc.test",
 	"xn--bcher-kva.dev-team.names.xcc.test", "-.dev-team.names.xcc.test",
+	"pg-0.cluster-a._pg._tcp.db.dev-team.services.xcc.test", "x.pg-0.cluster-a._pg._tcp.db.dev-team.services.xcc.test",
 }
 
 // csSeeds are names of every shape of the clusterset zone, and others.
@@ -144,6 +146,7 @@ var csSeeds = []string{
 	"dns-version.clusterset.local", "x.dns-version.clusterset.local", "foo.clusterset.local", "a.b.clusterset.local", "ns.dns.clusterset.local",
 	"db.custom.clusterset.local", "/.clusterset.local", `\047.svc.clusterset.local`, "x./.dev-team.svc.clusterset.local", "any.clusterset.local",
 	`\*.svc.clusterset.local`, "_x.svc.clusterset.local", "DB.Dev-Team.SVC.clusterset.local", "_pg._tcp.cluster-a.db.dev-team.svc.clusterset.local",
+	"pg-0.cluster-a._pg._tcp.db.dev-team.svc.clusterset.local", "pg-0.cluster-a._srv.db.dev-team.svc.clusterset.local",
 }
 
 // zones are the guards under test: the zone with grants, and the closed
@@ -210,8 +213,9 @@ func TestStorageNamesRefused(t *testing.T) {
 		shapes []contract.Shape
 		names  []string
 	}{
-		{testZone, testShapes(t), []string{"_all.db.dev-team.services.xcc.test."}},
-		{csZone, contract.ClusterSetShapes(), []string{"_all.db.dev-team.svc.clusterset.local.", "_srv.db.dev-team.svc.clusterset.local."}},
+		{testZone, testShapes(t), []string{"_all.db.dev-team.services.xcc.test.", "pg-0.cluster-a._pg._tcp.db.dev-team.services.xcc.test."}},
+		{csZone, contract.ClusterSetShapes(), []string{"_all.db.dev-team.svc.clusterset.local.", "_srv.db.dev-team.svc.clusterset.local.",
+			"pg-0.cluster-a._pg._tcp.db.dev-team.svc.clusterset.local.", "pg-0.cluster-a._srv.db.dev-team.svc.clusterset.local."}},
 	} {
 		z := Forward(tt.zone, tt.shapes)
 		for _, name := range tt.names {
@@ -220,6 +224,70 @@ func TestStorageNamesRefused(t *testing.T) {
 					t.Errorf("%s %s: %+v, want NXDOMAIN", name, qtype, got)
 				}
 			}
+		}
+	}
+}
+
+// The SRV names read as they are, and their answers name the targets
+// stored below them (<pod>.<cluster>._<port>._<proto>.X) back after the
+// targets (<pod>.<cluster>.X), record names and SRV targets alike; the
+// SRV records' own name, X (a ClusterSetIP import's target) and the
+// names of other SRV names stay as they are. Run as the rewrite plugin
+// runs answer rules: the first match of each rule's regex, its groups
+// put into the replacement.
+func TestTargetsNamedBack(t *testing.T) {
+	for _, tt := range []struct {
+		zone   string
+		shapes []contract.Shape
+		x      string
+	}{
+		{testZone, testShapes(t), "db.dev-team.services.xcc.test."},
+		{csZone, contract.ClusterSetShapes(), "db.dev-team.svc.clusterset.local."},
+	} {
+		z := Forward(tt.zone, tt.shapes)
+		srv := "_pg._tcp." + tt.x
+		var rule *Rewrite
+		for i, r := range z.Rewrites {
+			if len(r.Answers) > 0 {
+				if rule != nil {
+					t.Fatalf("%s: two rewrites with answer rules", tt.zone)
+				}
+				rule = &z.Rewrites[i]
+			}
+		}
+		if rule == nil {
+			t.Fatalf("%s: no rewrite names the stored targets back", tt.zone)
+		}
+		if got := rewrite([]Rewrite{*rule}, srv); got != srv {
+			t.Errorf("%s: the SRV name reads %s", srv, got)
+		}
+		if got := rewrite([]Rewrite{*rule}, "_pg._tcp.any."+tt.x); got != "_pg._tcp.any."+tt.x {
+			t.Errorf("the rewrite changes a name it does not own: %s", got)
+		}
+		for name, want := range map[string]string{
+			"pg-0.cluster-a." + srv:                 "pg-0.cluster-a." + tt.x,
+			"10-1-0-6.cluster-b._http._udp." + tt.x: "10-1-0-6.cluster-b." + tt.x,
+			srv:                                     srv,
+			tt.x:                                    tt.x,
+			"pg-0.cluster-a." + tt.x:                "pg-0.cluster-a." + tt.x,
+			"x.pg-0.cluster-a." + srv:               "x.pg-0.cluster-a." + srv,
+			"pg-0.cluster-a._pg._tcp.other." + tt.x: "pg-0.cluster-a._pg._tcp.other." + tt.x,
+		} {
+			for _, a := range rule.Answers {
+				got := name
+				if m := regexp.MustCompile(a.Regex).FindStringSubmatch(name); m != nil {
+					got = a.Replacement
+					for i, g := range m {
+						got = strings.ReplaceAll(got, "{"+strconv.Itoa(i)+"}", g)
+					}
+				}
+				if got != want {
+					t.Errorf("answer %s %s: %s, want %s", a.Field, name, got, want)
+				}
+			}
+		}
+		if fields := []string{rule.Answers[0].Field, rule.Answers[len(rule.Answers)-1].Field}; len(rule.Answers) != 2 || fields[0] != "name" || fields[1] != "value" {
+			t.Errorf("%s: answer rules %+v, want one for names and one for SRV targets", tt.zone, rule.Answers)
 		}
 	}
 }

@@ -1,11 +1,9 @@
 package serve
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
@@ -69,27 +67,33 @@ func canonicalOrEmpty(zone string) string {
 }
 
 // srvOfName adds to records, at contract.ClusterSetSRVName(name), one
-// record per distinct target and port of the SRV records of name's SRV
-// names in records: SRV of the import's name itself. An RRset holds no
-// record twice, and a port of one number in TCP and UDP is two SRV names
-// with the same target and port. At most contract.MaxRecordsPerName, in
-// order of target and port.
-func srvOfName(records skydnsrecord.Set, name, owner string, ttl uint32) {
-	type target struct {
-		host string
-		port int
+// SRV record per distinct target and port of name's SRV names (targets,
+// as srvRecords answers them), stored as they are (putTarget): SRV of the
+// import's name itself. An RRset holds no record twice, and a port of one
+// number in TCP and UDP is two SRV names with the same target and port.
+// As an SRV name, it holds what fits in one DNS message with the
+// targets' addresses, at most contract.MaxRecordsPerName, taken from the
+// SRV names in turn, each in its own order (fair to the sources).
+func srvOfName(records skydnsrecord.Set, name, owner string, ttl uint32, targets map[string][]srvTarget, addresses map[string][]string) []error {
+	lists := make([][]srvTarget, 0, len(targets))
+	for _, srv := range slices.Sorted(maps.Keys(targets)) {
+		lists = append(lists, targets[srv])
 	}
-	seen := map[target]bool{}
-	for _, r := range records {
-		if r.Port > 0 && r.Owner == owner {
-			seen[target{r.Host, r.Port}] = true
+	seen := map[srvTarget]bool{}
+	var distinct []srvTarget
+	for _, t := range interleave(lists) {
+		if !seen[t] {
+			seen[t] = true
+			distinct = append(distinct, t)
 		}
 	}
-	targets := slices.SortedFunc(maps.Keys(seen), func(a, b target) int {
-		return cmp.Or(cmp.Compare(a.host, b.host), cmp.Compare(a.port, b.port))
-	})
 	at := contract.ClusterSetSRVName(name)
-	for _, t := range targets[:min(len(targets), contract.MaxRecordsPerName)] {
-		records[skydnsrecord.RecordKey(at, owner, t.host+":"+strconv.Itoa(t.port))] = skydnsrecord.Record{Host: t.host, Port: t.port, TTL: ttl, Owner: owner}
+	kept := fitTargets(name, name, distinct, addresses)
+	for _, t := range kept {
+		putTarget(records, at, name, t, addresses[t.name], owner, ttl)
 	}
+	if len(kept) < len(distinct) {
+		return []error{fmt.Errorf("name %s: %d SRV records of the name itself, more than fit in one DNS message with their addresses or than %d; answering %d, taken from its SRV names in turn", name, len(distinct), contract.MaxRecordsPerName, len(kept))}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,15 +48,80 @@ func headlessSlices(cluster string, loc contract.Locality, healthy bool, pods ..
 	return out
 }
 
-// srv reads the SRV records at name from etcd as "target:port", sorted.
+// srv reads the SRV answer of name from etcd (srvAnswer) as
+// "target:port", sorted.
 func (r *running) srv(t *testing.T, name string) []string {
 	t.Helper()
+	got, _ := r.srvWithAddresses(t, name)
+	return got
+}
+
+// srvWithAddresses is srv with each target's addresses, as the additional
+// section holds them.
+func (r *running) srvWithAddresses(t *testing.T, name string) ([]string, map[string][]string) {
+	t.Helper()
+	resp, err := r.etcd.Get(context.Background(), skydnsrecord.Key(name)+"/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := skydnsrecord.Set{}
+	for _, kv := range resp.Kvs {
+		rec, err := skydnsrecord.Unmarshal(kv.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records[string(kv.Key)] = rec
+	}
+	return srvAnswer(t, name, records)
+}
+
+// srvAnswer is the SRV answer of the name srv that the DNS server makes of
+// records, the records below it, as "target:port" sorted, and each
+// target's addresses: as the etcd plugin reads them (in key order; a
+// record whose host is an address is a target named after its key less
+// targetstrip labels, with that address; the first record of a target
+// and port makes its SRV record) and as the guard names the stored
+// targets back (<t>.<srv> is <t>.<x>, x being srv without its leading
+// '_' labels). Every SRV record must have the plugin's default priority,
+// so that all share one set of weights.
+func srvAnswer(t *testing.T, srv string, records skydnsrecord.Set) ([]string, map[string][]string) {
+	t.Helper()
+	x := srv
+	for strings.HasPrefix(x, "_") {
+		_, x, _ = strings.Cut(x, ".")
+	}
+	seen := map[string]bool{}
 	var out []string
-	for _, kv := range r.get(t, skydnsrecord.Key(name)+"/") {
-		out = append(out, fmt.Sprintf("%s:%d", kv.Host, kv.Port))
+	addrs := map[string][]string{}
+	for _, key := range slices.Sorted(maps.Keys(records)) {
+		rec := records[key]
+		target := rec.Host
+		ip := net.ParseIP(rec.Host)
+		if ip != nil {
+			name, err := skydnsrecord.Name(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			labels := strings.Split(name, ".")
+			target = strings.Join(labels[min(rec.TargetStrip, len(labels)):], ".")
+			if below, ok := strings.CutSuffix(target, "."+srv); ok {
+				target = below + "." + x
+			}
+		}
+		srvRecord := fmt.Sprintf("%s:%d", target, rec.Port)
+		if !seen[srvRecord] {
+			seen[srvRecord] = true
+			out = append(out, srvRecord)
+			if rec.Priority != 0 {
+				t.Errorf("SRV %s: record %s has priority %d", srv, srvRecord, rec.Priority)
+			}
+		}
+		if ip != nil && !slices.Contains(addrs[target], rec.Host) {
+			addrs[target] = append(addrs[target], rec.Host)
+		}
 	}
 	slices.Sort(out)
-	return out
+	return out, addrs
 }
 
 func (r *running) get(t *testing.T, prefix string) []skydnsrecord.Record {
@@ -92,10 +158,15 @@ func TestHeadlessNames(t *testing.T) {
 	srvName := "_pg._tcp." + headlessX
 	inA.expect(t, "cluster-a's DNS", all, "10.1.0.5", "10.1.0.6", "fd00:1::5")
 	inB.expect(t, "cluster-b's DNS", all, "10.2.0.5", "10.2.0.9")
-	if got, want := inA.srv(t, srvName), []string{
+	got, addrs := inA.srvWithAddresses(t, srvName)
+	if want := []string{
 		"postgres-0.cluster-a." + headlessX + ":5432", "postgres-1.cluster-a." + headlessX + ":5432",
 	}; !slices.Equal(got, want) {
 		t.Errorf("SRV in cluster-a: %q, want %q", got, want)
+	}
+	// A dual-stack pod's target has both addresses, one SRV record.
+	if got, want := addrs["postgres-0.cluster-a."+headlessX], []string{"10.1.0.5", "fd00:1::5"}; !slices.Equal(got, want) {
+		t.Errorf("SRV in cluster-a: addresses of postgres-0 %q, want %q", got, want)
 	}
 	if got, want := inB.srv(t, srvName), []string{
 		"10-2-0-9.cluster-b." + headlessX + ":5432", "postgres-0.cluster-b." + headlessX + ":5432",
@@ -190,17 +261,20 @@ func TestHeadlessRecordsPerName(t *testing.T) {
 
 			addrs := map[string]int{}
 			srvs := map[string]int{}
-			var srvRecords []skydnsrecord.Record
+			below := skydnsrecord.Set{}
 			for k, r := range records {
-				switch skydnsrecord.ParentKey(k) {
-				case skydnsrecord.Key(contract.HeadlessAllName(headlessX)):
+				switch {
+				case skydnsrecord.ParentKey(k) == skydnsrecord.Key(contract.HeadlessAllName(headlessX)):
 					addrs["cluster-"+strings.Split(r.Host, ".")[1]]++
-				case skydnsrecord.Key(srvName):
-					srvs[strings.Split(r.Host, ".")[1]]++
-					srvRecords = append(srvRecords, r)
+				case strings.HasPrefix(k, skydnsrecord.Key(srvName)+"/"):
+					below[k] = r
 				default:
 					t.Errorf("record %s", k)
 				}
+			}
+			srvRecords, targetAddrs := srvAnswer(t, srvName, below)
+			for _, r := range srvRecords {
+				srvs[strings.Split(r, ".")[1]]++
 			}
 			perSource := func(counts map[string]int, total int) {
 				t.Helper()
@@ -238,11 +312,19 @@ func TestHeadlessRecordsPerName(t *testing.T) {
 				}
 			}
 			for _, r := range srvRecords {
-				target := dns.Fqdn(r.Host)
+				name, portText, _ := strings.Cut(r, ":")
+				port, err := strconv.Atoi(portText)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := targetAddrs[name], []string{addrOf[name]}; !slices.Equal(got, want) {
+					t.Errorf("SRV target %s: addresses %q, want %q", name, got, want)
+				}
+				target := dns.Fqdn(name)
 				m.Answer = append(m.Answer, &dns.SRV{Hdr: dns.RR_Header{Name: dns.Fqdn(srvName), Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: 5},
-					Priority: 10, Weight: 10, Port: uint16(r.Port), Target: target})
+					Priority: 10, Weight: 10, Port: uint16(port), Target: target})
 				m.Extra = append(m.Extra, &dns.A{Hdr: dns.RR_Header{Name: target, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5},
-					A: net.ParseIP(addrOf[r.Host])})
+					A: net.ParseIP(addrOf[name])})
 			}
 			m.Truncate(dns.MaxMsgSize)
 			packed, err := m.Pack()
@@ -275,9 +357,17 @@ func TestHeadlessFallbackNeverTerminating(t *testing.T) {
 	}
 	records, answer, _ := MultiRecords(headlessX, parsed, nil)
 	var got []string
-	for _, r := range records {
+	srvName := "_pg._tcp." + headlessX
+	below := skydnsrecord.Set{}
+	for k, r := range records {
+		if strings.HasPrefix(k, skydnsrecord.Key(srvName)+"/") {
+			below[k] = r
+			continue
+		}
 		got = append(got, fmt.Sprintf("%s:%d", r.Host, r.Port))
 	}
+	srv, _ := srvAnswer(t, srvName, below)
+	got = append(got, srv...)
 	slices.Sort(got)
 	want := []string{"10.1.0.5:-1", "10.2.0.5:-1",
 		"postgres-0.cluster-a." + headlessX + ":5432", "postgres-0.cluster-b." + headlessX + ":5432"}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -147,11 +148,12 @@ func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsr
 		records[skydnsrecord.RecordKey(at, owner, host)] = skydnsrecord.Record{Host: host, Port: port, TTL: ttl, Owner: owner}
 	}
 	if at != name {
-		problems = append(problems, srvRecords(records, name, owner, ttl, parsed, answer)...)
-	}
-	if clusterSet {
-		clusterSetSourceRecords(records, parsed, owner)
-		srvOfName(records, name, owner, ttl)
+		targets, addresses, srvProblems := srvRecords(records, name, owner, ttl, parsed, answer)
+		problems = append(problems, srvProblems...)
+		if clusterSet {
+			clusterSetSourceRecords(records, parsed, owner)
+			problems = append(problems, srvOfName(records, name, owner, ttl, targets, addresses)...)
+		}
 	}
 	return records, answer, problems
 }
@@ -160,44 +162,36 @@ func MultiRecords(name string, parsed []contract.Parsed, self []string) (skydnsr
 // for each named port, one per pod of the sources answer picked (their
 // ready pods; every pod when no source is healthy) that has a name of its
 // own, target that name; for the slices of a ClusterSetIP import, one
-// per named port, target name itself. Each SRV name holds at most
-// contract.MaxRecordsPerName records and no more than fit, with their
-// targets' addresses, in one DNS message (contract.SRVAnswerBudget): an
-// answer cut by the DNS server loses its additional section and leaves
-// the asker with targets it must resolve one by one. When it must cut,
-// it takes the sources' pods in turn (fairTargets), so that every picked
-// source keeps a share.
-func srvRecords(records skydnsrecord.Set, name, owner string, ttl uint32, parsed []contract.Parsed, answer contract.Answer) []error {
+// per named port, target name itself. A pod's target is stored as its
+// addresses below the SRV name (putTarget), so that the DNS server
+// answers the SRV name with one etcd read. Each SRV name holds at most
+// contract.MaxRecordsPerName targets and no more than fit, with their
+// addresses, in one DNS message (contract.SRVAnswerBudget): an answer
+// cut by the DNS server loses its additional section and leaves the
+// asker with targets it must resolve one by one. When it must cut, it
+// takes the sources' pods in turn (fairTargets), so that every picked
+// source keeps a share. It returns the targets of each SRV name, in that
+// order, and the addresses of each target.
+func srvRecords(records skydnsrecord.Set, name, owner string, ttl uint32, parsed []contract.Parsed, answer contract.Answer) (map[string][]srvTarget, map[string][]string, []error) {
 	// The addresses of each pod name, which the DNS server adds to an SRV
 	// answer for its target: every pod of the name's slices, ready or not.
-	type family struct{ ipv4, ipv6 int }
-	addresses := map[string]family{}
+	addresses := map[string][]string{}
 	for _, p := range parsed {
 		for _, pod := range p.Pods {
 			if pod.Label == "" {
 				continue
 			}
 			target := contract.HeadlessPodName(name, p.Source, pod.Label)
-			f := addresses[target]
-			if strings.Contains(pod.Host, ":") {
-				f.ipv6++
-			} else {
-				f.ipv4++
-			}
-			addresses[target] = f
+			addresses[target] = append(addresses[target], pod.Host)
 		}
 	}
 	if slices.ContainsFunc(parsed, func(p contract.Parsed) bool { return p.ClusterSetIP }) {
 		// A ClusterSetIP import's one target is the name itself.
-		for _, h := range answer.Hosts {
-			f := addresses[name]
-			if strings.Contains(h, ":") {
-				f.ipv6++
-			} else {
-				f.ipv4++
-			}
-			addresses[name] = f
-		}
+		addresses[name] = append(addresses[name], answer.Hosts...)
+	}
+	for target, addrs := range addresses {
+		slices.SortFunc(addrs, compareAddrs)
+		addresses[target] = slices.Compact(addrs)
 	}
 	// The targets of each SRV name, per picked source.
 	bySRV := map[string][][]srvTarget{}
@@ -227,26 +221,86 @@ func srvRecords(records skydnsrecord.Set, name, owner string, ttl uint32, parsed
 	}
 	var problems []error
 	slices.Sort(srvNames)
+	answered := map[string][]srvTarget{}
 	for _, srv := range srvNames {
 		targets := fairTargets(bySRV[srv])
-		budget := contract.SRVAnswerBudget(srv)
-		answered := 0
-		for _, t := range targets {
-			f := addresses[t.name]
-			size := contract.SRVTargetSize(name, t.name, f.ipv4, f.ipv6)
-			if answered == contract.MaxRecordsPerName || size > budget {
-				break
-			}
-			budget -= size
-			answered++
-			key := skydnsrecord.RecordKey(srv, owner, t.name+":"+strconv.Itoa(t.port))
-			records[key] = skydnsrecord.Record{Host: t.name, Port: t.port, TTL: ttl, Owner: owner}
+		kept := fitTargets(srv, name, targets, addresses)
+		for _, t := range kept {
+			putTarget(records, srv, name, t, addresses[t.name], owner, ttl)
 		}
-		if answered < len(targets) {
-			problems = append(problems, fmt.Errorf("name %s: %d SRV records, more than fit in one DNS message with their addresses or than %d; answering %d, taken from the sources in turn", srv, len(targets), contract.MaxRecordsPerName, answered))
+		answered[srv] = kept
+		if len(kept) < len(targets) {
+			problems = append(problems, fmt.Errorf("name %s: %d SRV records, more than fit in one DNS message with their addresses or than %d; answering %d, taken from the sources in turn", srv, len(targets), contract.MaxRecordsPerName, len(kept)))
 		}
 	}
-	return problems
+	return answered, addresses, problems
+}
+
+// fitTargets returns the first of targets, an SRV answer of question
+// (a name below or equal to x), that fit in one DNS message with their
+// addresses (contract.SRVAnswerBudget), at most
+// contract.MaxRecordsPerName.
+func fitTargets(question, x string, targets []srvTarget, addresses map[string][]string) []srvTarget {
+	budget := contract.SRVAnswerBudget(question)
+	for i, t := range targets {
+		ipv4, ipv6 := 0, 0
+		for _, a := range addresses[t.name] {
+			if strings.Contains(a, ":") {
+				ipv6++
+			} else {
+				ipv4++
+			}
+		}
+		size := contract.SRVTargetSize(x, t.name, ipv4, ipv6)
+		if i == contract.MaxRecordsPerName || size > budget {
+			return targets[:i]
+		}
+		budget -= size
+	}
+	return targets
+}
+
+const (
+	// moreAddressesLabel holds, below a target's stored name, its
+	// addresses after the first. A leaf is '_' and hex digits, all
+	// before 'z', so etcd lists these after the target's first address.
+	moreAddressesLabel = "_z"
+	// moreAddressesPriority is the SRV priority of a target's addresses
+	// after the first: one no SRV record of an answer has (the etcd
+	// plugin answers priority 0 as 10), so that they count in no weight
+	// of the answer.
+	moreAddressesPriority = 65535
+	// targetStrip is the number of labels of a stored target's key below
+	// its stored name: its leaf.
+	targetStrip = 1
+)
+
+// putTarget adds to records the SRV record of target t of the SRV name
+// srv of x with the target's addresses addrs. A target below x is stored
+// as its addresses below srv (contract.SRVTargetStoredName): the etcd
+// plugin names the target of a record whose host is an address after
+// the record's key less targetstrip labels, and adds the address to the
+// additional section without reading the target's own key. The first
+// address makes the SRV record; each further one, listed after it
+// (moreAddressesLabel), is a duplicate SRV record the plugin drops, but
+// for its address, and carries a priority of its own so that it changes
+// no weight. The target x itself (a ClusterSetIP import) is stored by
+// name.
+func putTarget(records skydnsrecord.Set, srv, x string, t srvTarget, addrs []string, owner string, ttl uint32) {
+	stored, below := contract.SRVTargetStoredName(srv, x, t.name)
+	if !below {
+		records[skydnsrecord.RecordKey(srv, owner, t.name+":"+strconv.Itoa(t.port))] = skydnsrecord.Record{Host: t.name, Port: t.port, TTL: ttl, Owner: owner}
+		return
+	}
+	for i, a := range addrs {
+		key := skydnsrecord.RecordKey(stored, owner, net.JoinHostPort(a, strconv.Itoa(t.port)))
+		r := skydnsrecord.Record{Host: a, Port: t.port, TTL: ttl, TargetStrip: targetStrip, Owner: owner}
+		if i > 0 {
+			key = skydnsrecord.RecordKey(moreAddressesLabel+"."+stored, owner, net.JoinHostPort(a, strconv.Itoa(t.port)))
+			r.TargetStrip, r.Priority = targetStrip+1, moreAddressesPriority
+		}
+		records[key] = r
+	}
 }
 
 // srvTarget is one SRV record of a headless name: a pod name and port.

@@ -30,7 +30,10 @@ func nameRecord(dir string, leaves skydnsrecord.Set) (string, skydnsrecord.Recor
 	for _, r := range leaves {
 		// A TXT record (dns-version) makes none: the etcd plugin would
 		// answer its CNAME query with a CNAME to nothing.
-		if isNameOwner(r.Owner) || r.Host == "" {
+		// Nor does an SRV target's address stored below its SRV name
+		// (targetstrip): that name is none of the zone, and its record,
+		// inside the SRV name's directory, would answer as a target.
+		if isNameOwner(r.Owner) || r.Host == "" || r.TargetStrip > 0 {
 			continue
 		}
 		if !found || better(r, best) {
