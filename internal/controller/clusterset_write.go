@@ -56,7 +56,9 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 		mem.written[m.ClusterID] = m.cluster.Key()
 		ids, clusters = append(ids, m.ClusterID), append(clusters, m.cluster.Key())
 		started = append(started, c.sets.lanes.Submit(m.cluster.Key(), key, func(ctx context.Context) error {
-			return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, allWritten)
+			return timedWrite(m.cluster, workload.WriterClusterSet, func() error {
+				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, allWritten)
+			})
 		}))
 	}
 	for i, res := range c.sets.lanes.Wait(ctx, clusters, started) {
@@ -409,6 +411,7 @@ func (c *Controller) removeClusterSet(ctx context.Context, key string, uid types
 	}
 	c.workloads.Release(user, nil)
 	c.sets.forget(key)
+	c.cfg.Metrics.forgetClusterSet(key)
 	return nil
 }
 
