@@ -74,11 +74,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"operation"}),
 		SyncErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "sync_errors_total",
-			Help: "GatewayDNS syncs that failed and were requeued.",
+			Help: "GatewayDNS and ClusterSet syncs that failed and were requeued.",
 		}),
 		Syncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "syncs_total",
-			Help: "GatewayDNS syncs.",
+			Help: "GatewayDNS and ClusterSet syncs.",
 		}),
 		ServiceToSlices: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "service_to_endpointslices_seconds",
