@@ -22,10 +22,14 @@ GOLANGCI_LINT_VERSION := v2.15.0
 HELM_VERSION          := v4.3.1
 KUBERNETES_VERSION    := v1.36.3
 CONTROLLER_GEN_VERSION:= v0.20.1
+# promtool of Prometheus 3.16.0 (its Go module is tagged v0.316.0): checks
+# and unit-tests the charts' alert rules and the dashboard's queries.
+PROMTOOL_VERSION      := v0.316.0
 
 ETCDCTL        := $(BIN)/etcdctl-$(ETCD_VERSION)
 GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM           := $(BIN)/helm-$(HELM_VERSION)
+PROMTOOL       := $(BIN)/promtool-$(PROMTOOL_VERSION)
 
 export PATH := $(BIN):$(PATH)
 
@@ -119,8 +123,8 @@ verify-generate: generate ## Fail when the generated deepcopy, CRD YAML, MCS CRD
 # --- Helm charts: lint and golden `helm template` output (charts/testdata) ---
 
 .PHONY: charts-test
-charts-test: $(HELM) ## helm lint and golden helm template tests of both charts.
-	HELM=$(HELM) $(GO) test $(GOTEST_FLAGS) ./charts
+charts-test: $(HELM) $(PROMTOOL) ## helm lint and golden helm template tests of both charts; promtool checks and unit tests of their alert rules.
+	HELM=$(HELM) PROMTOOL=$(PROMTOOL) $(GO) test $(GOTEST_FLAGS) ./charts
 
 .PHONY: charts-golden
 charts-golden: $(HELM) ## Regenerate charts/testdata golden files (review the diff before committing).
@@ -227,6 +231,18 @@ $(HELM):
 	@echo ">> building helm $(HELM_VERSION) into bin/ (about 3 minutes, once)"
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 	mv $(BIN)/helm $@ && ln -sf $(notdir $@) $(BIN)/helm
+
+# promtool drags in Prometheus's service discovery SDKs: a large first
+# download and build (16 minutes on 2 shared cores, downloads included),
+# once.
+$(PROMTOOL):
+	@echo ">> building promtool $(PROMTOOL_VERSION) into bin/ (many minutes, once)"
+	@rm -rf $(BIN)/.promtool && mkdir -p $(BIN)/.promtool
+	GOBIN=$(BIN)/.promtool $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+	mv $(BIN)/.promtool/promtool $@ && rm -rf $(BIN)/.promtool && ln -sf $(notdir $@) $(BIN)/promtool
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build bin/promtool-$(PROMTOOL_VERSION) (once).
 
 .PHONY: kube-apiserver
 kube-apiserver: $(KUBE_APISERVER) ## Build bin/kube-apiserver-$(KUBERNETES_VERSION) for the lab (once).

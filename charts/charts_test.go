@@ -96,6 +96,8 @@ var renderCases = []renderCase{
 	{golden: "workload-emptydir-nopatch.yaml", chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml",
 		"--set", "persistence.enabled=false", "--set", "patchCorefile.enabled=false", "--set", "service.clusterIP=10.96.0.53"}},
 	{golden: "management.yaml", chart: managementChart, args: []string{"-f", "testdata/management-values.yaml"}},
+	{golden: "management-metrics.yaml", chart: managementChart, args: metricsArgs("testdata/management-values.yaml", true)},
+	{golden: "workload-metrics.yaml", chart: workloadChart, args: metricsArgs("testdata/workload-values.yaml", false)},
 	{golden: "management-standby.yaml", chart: managementChart, args: []string{"-f", "testdata/management-values.yaml", "--set", "replicas=2"}},
 	{golden: "workload-grants.yaml", chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml",
 		"--set", "nameGrants[0].namespace=shop,nameGrants[0].suffix=shop.eu.xcc.test,nameGrants[1].namespace=dev-team,nameGrants[1].suffix=dev.xcc.test"}},
@@ -456,6 +458,10 @@ func TestRenderedTypes(t *testing.T) {
 				typed = &rbacv1.ClusterRoleBinding{}
 			case "NetworkPolicy":
 				typed = &networkingv1.NetworkPolicy{}
+			case "ServiceMonitor", "PrometheusRule":
+				// The Prometheus Operator's types are not a dependency:
+				// TestMetricsObjects checks these.
+				continue
 			case "CustomResourceDefinition":
 				// The MCS CRDs are upstream's (files/mcs), checked against
 				// them by TestWorkloadMCSCRDs rather than decoded here.

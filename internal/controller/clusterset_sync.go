@@ -66,6 +66,7 @@ func (c *Controller) syncClusterSet(ctx context.Context, key string, cs *xccv1al
 	c.workloads.Release(user, keep)
 	stateErr := c.saveClusterSet(ctx, mem, key)
 	st := clusterSetStatus(cs, res, members, reads, agg, written)
+	c.cfg.Metrics.observeClusterSet(key, st, len(res.Refused), members, reads, agg, written)
 	if err := c.updateClusterSetStatus(ctx, cs, st); err != nil {
 		return errors.Join(err, stateErr)
 	}

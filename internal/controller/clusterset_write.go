@@ -55,7 +55,9 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 		mem.written[m.cluster.Key()] = m.ClusterID
 		ids, clusters = append(ids, m.ClusterID), append(clusters, m.cluster.Key())
 		started = append(started, c.sets.lanes.Submit(m.cluster.Key(), key, func(ctx context.Context) error {
-			return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, allWritten)
+			return timedWrite(m.cluster, workload.WriterClusterSet, func() error {
+				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, allWritten)
+			})
 		}))
 	}
 	for i, res := range c.sets.lanes.Wait(ctx, clusters, started) {
@@ -402,6 +404,7 @@ func (c *Controller) removeClusterSet(ctx context.Context, key string, uid types
 	}
 	c.workloads.Release(user, nil)
 	c.sets.forget(key)
+	c.cfg.Metrics.forgetClusterSet(key)
 	return nil
 }
 

@@ -225,6 +225,7 @@ func New(cfg Config) *Controller {
 		OnService: c.serviceChanged,
 		Gauge:     func(n int) { cfg.Metrics.ClustersWatched.Set(float64(n)) },
 		Limits:    cfg.ReadLimits,
+		Written:   cfg.Metrics.targetWritten,
 	})
 	c.publisher = publish.NewWriter(publish.Config{
 		SliceNamespace: cfg.SliceNamespace,
@@ -235,6 +236,7 @@ func New(cfg Config) *Controller {
 		// status catches up and a newer generation is written.
 		Done: func(ref string) { c.queue.Add(ref) },
 	})
+	cfg.Metrics.attach(c)
 	return c
 }
 

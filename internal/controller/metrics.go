@@ -1,10 +1,18 @@
 package controller
 
 import (
+	"sync/atomic"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 )
 
 // Metrics of the controller, registered on the registry served at /metrics.
+// docs/metrics.md lists them with the alerts they serve. Labels are
+// bounded: a workload cluster or ClusterSet label has one value per
+// Cluster API Cluster or ClusterSet object, never one per DNS name.
 type Metrics struct {
 	ClustersWatched prometheus.Gauge
 	SlicesWritten   *prometheus.CounterVec
@@ -14,7 +22,44 @@ type Metrics struct {
 	// cluster to the EndpointSlices being written everywhere: the part of DNS
 	// propagation this controller owns.
 	ServiceToSlices prometheus.Histogram
+	// TargetWrites is the time of each write into a workload cluster, by
+	// writer (workload.Writer): one histogram for all clusters, as a
+	// histogram per cluster would be buckets times clusters series.
+	TargetWrites *prometheus.HistogramVec
+	// The state of each ClusterSet at its last sync, by clusterset
+	// ("<namespace>/<name>"); dropped when the ClusterSet is gone.
+	ClusterSetReady   *prometheus.GaugeVec
+	ClusterSetMembers *prometheus.GaugeVec
+	ClusterSetImports *prometheus.GaugeVec
+	ClusterSetExports *prometheus.GaugeVec
+	// StateBytes is the size of the last state ConfigMap written, by
+	// kind (package state): a ConfigMap holds at most 1 MiB.
+	StateBytes *prometheus.GaugeVec
+
+	// live reads the workload clusters and the targets behind at scrape
+	// time, from the controller attached to it.
+	live *liveCollector
 }
+
+// Label names. The workload cluster and ClusterSet labels are
+// "<namespace>/<name>"; neither is called namespace or cluster, which a
+// scrape's own target labels and a federation's external labels often
+// take.
+const (
+	labelWorkloadCluster = "workload_cluster"
+	labelClusterSet      = "clusterset"
+	labelWriter          = "writer"
+)
+
+// Member states of xcc_controller_clusterset_members, as the ClusterSet's
+// status tells them.
+const (
+	memberOK          = "ok"
+	memberUnreachable = "unreachable"
+	memberWriteFailed = "write_failed"
+	memberWriting     = "writing"
+	memberRefused     = "refused"
+)
 
 // NewMetrics creates the metrics and registers them on reg (nil: unregistered, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -29,20 +74,164 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"operation"}),
 		SyncErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "sync_errors_total",
-			Help: "GatewayDNS syncs that failed and were requeued.",
+			Help: "GatewayDNS and ClusterSet syncs that failed and were requeued.",
 		}),
 		Syncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "syncs_total",
-			Help: "GatewayDNS syncs.",
+			Help: "GatewayDNS and ClusterSet syncs.",
 		}),
 		ServiceToSlices: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "service_to_endpointslices_seconds",
 			Help:    "Time from a gateway Service change in a workload cluster to the EndpointSlices written.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}),
+		TargetWrites: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "target_write_duration_seconds",
+			Help:    "Time of each write into a workload cluster (all its slices, or all of a ClusterSet member's objects), by writer.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{labelWriter}),
+		ClusterSetReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_ready",
+			Help: "1 when the ClusterSet's Ready condition is True at its last sync, else 0.",
+		}, []string{labelClusterSet}),
+		ClusterSetMembers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_members",
+			Help: "Clusters the ClusterSet selects at its last sync, by state: ok, unreachable, write_failed, writing, refused (selected, not a member).",
+		}, []string{labelClusterSet, "state"}),
+		ClusterSetImports: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_imports",
+			Help: "ServiceImports the ClusterSet writes into each member, at its last sync.",
+		}, []string{labelClusterSet}),
+		ClusterSetExports: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_exports",
+			Help: "ServiceExports of the ClusterSet's members at its last sync, by condition (Valid, Conflict) and its status.",
+		}, []string{labelClusterSet, "condition", "status"}),
+		StateBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "state_configmap_bytes",
+			Help: "Bytes stored by the last write of a state ConfigMap, by kind (headless, clusterset).",
+		}, []string{"kind"}),
+		live: newLiveCollector(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ClustersWatched, m.SlicesWritten, m.SyncErrors, m.Syncs, m.ServiceToSlices)
+		reg.MustRegister(m.ClustersWatched, m.SlicesWritten, m.SyncErrors, m.Syncs, m.ServiceToSlices,
+			m.TargetWrites, m.ClusterSetReady, m.ClusterSetMembers, m.ClusterSetImports, m.ClusterSetExports,
+			m.StateBytes, m.live)
 	}
 	return m
+}
+
+// stateWritten is the state package's ConfigMaps.Written.
+func (m *Metrics) stateWritten(kind string, bytes int) {
+	m.StateBytes.WithLabelValues(kind).Set(float64(bytes))
+}
+
+// targetWritten is the workload Set's Config.Written.
+func (m *Metrics) targetWritten(writer workload.Writer, took time.Duration, _ error) {
+	m.TargetWrites.WithLabelValues(writer.String()).Observe(took.Seconds())
+}
+
+// forgetClusterSet drops the series of the ClusterSet key, which is gone.
+func (m *Metrics) forgetClusterSet(key string) {
+	l := prometheus.Labels{labelClusterSet: key}
+	m.ClusterSetReady.DeletePartialMatch(l)
+	m.ClusterSetMembers.DeletePartialMatch(l)
+	m.ClusterSetImports.DeletePartialMatch(l)
+	m.ClusterSetExports.DeletePartialMatch(l)
+}
+
+// liveCollector reads, at each scrape, what the controller attached to
+// it knows now: each workload cluster's reachability, cut-off state and
+// writes, and the targets behind. Reading at scrape time keeps no copy
+// to go stale and needs no hook where a cluster changes or goes.
+type liveCollector struct {
+	source atomic.Pointer[Controller]
+
+	reachable, cutOff, writeFailures, lastWrite, behind, behindMax *prometheus.Desc
+}
+
+func newLiveCollector() *liveCollector {
+	name := func(n string) string { return prometheus.BuildFQName("xcc", "controller", n) }
+	perCluster := []string{labelWorkloadCluster}
+	perWrite := []string{labelWriter, labelWorkloadCluster}
+	return &liveCollector{
+		reachable: prometheus.NewDesc(name("workload_cluster_reachable"),
+			"0 once every read of the workload cluster has failed for the unreachable period (20 s), else 1.", perCluster, nil),
+		cutOff: prometheus.NewDesc(name("workload_cluster_cut_off"),
+			"1 while the workload cluster's reads are cut off for passing a read limit (ClusterCutOff), else 0.", perCluster, nil),
+		writeFailures: prometheus.NewDesc(name("target_write_failures_total"),
+			"Writes into the workload cluster that failed, by writer, since the controller connected to it.", perWrite, nil),
+		lastWrite: prometheus.NewDesc(name("target_last_write_duration_seconds"),
+			"Duration of the last write into the workload cluster, by writer.", perWrite, nil),
+		behind: prometheus.NewDesc(name("targets_behind"),
+			"Targets of GatewayDNS that lack their latest EndpointSlices (write failed, still writing or unreachable), counted once per GatewayDNS.", nil, nil),
+		behindMax: prometheus.NewDesc(name("targets_behind_max_seconds"),
+			"How long the target behind the longest has lacked its GatewayDNS's latest EndpointSlices; 0 when none is behind.", nil, nil),
+	}
+}
+
+// attach makes the collector read c from now on.
+func (m *Metrics) attach(c *Controller) { m.live.source.Store(c) }
+
+func (l *liveCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{l.reachable, l.cutOff, l.writeFailures, l.lastWrite, l.behind, l.behindMax} {
+		ch <- d
+	}
+}
+
+func (l *liveCollector) Collect(ch chan<- prometheus.Metric) {
+	c := l.source.Load()
+	if c == nil {
+		return
+	}
+	for _, w := range c.workloads.Clusters() {
+		key := w.Key()
+		ch <- prometheus.MustNewConstMetric(l.reachable, prometheus.GaugeValue, oneIf(w.Unreachable() == ""), key)
+		ch <- prometheus.MustNewConstMetric(l.cutOff, prometheus.GaugeValue, oneIf(w.CutOff() != ""), key)
+		for _, writer := range workload.Writers {
+			s := w.Writes(writer)
+			if !s.Written {
+				continue
+			}
+			ch <- prometheus.MustNewConstMetric(l.writeFailures, prometheus.CounterValue, float64(s.Failures), writer.String(), key)
+			ch <- prometheus.MustNewConstMetric(l.lastWrite, prometheus.GaugeValue, s.Last.Seconds(), writer.String(), key)
+		}
+	}
+	n, oldest := c.memory.targetsBehind()
+	age := 0.0
+	if n > 0 {
+		age = max(time.Since(oldest).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(l.behind, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(l.behindMax, prometheus.GaugeValue, age)
+}
+
+func oneIf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// targetsBehind counts, over every GatewayDNS, the targets its last sync
+// found behind, and returns the oldest since-time among them.
+func (m *memories) targetsBehind() (n int, oldest time.Time) {
+	m.mu.Lock()
+	mems := make([]*memory, 0, len(m.byKey))
+	for _, mem := range m.byKey {
+		mems = append(mems, mem)
+	}
+	m.mu.Unlock()
+	for _, mem := range mems {
+		mem.mu.Lock()
+		if mem.since != nil {
+			for _, t := range mem.since.targets {
+				n++
+				if oldest.IsZero() || t.Before(oldest) {
+					oldest = t
+				}
+			}
+		}
+		mem.mu.Unlock()
+	}
+	return n, oldest
 }

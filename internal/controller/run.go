@@ -304,7 +304,7 @@ func (o Options) controllerRunner(mgmt management, metrics *Metrics, recorder re
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, ClusterSetZone: o.ClusterSetZone, MaxExportsPerMember: o.MaxExportsPerMember,
 			MemberLimits: objects.Limits{EndpointsPerMember: o.MaxEndpointsPerMember, SlicesPerMember: o.MaxSlicesPerMember}, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
 			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits, ReadLimits: o.ReadLimits,
-			State: &state.ConfigMaps{Client: mgmt.kube, Namespace: o.StateNamespace},
+			State: &state.ConfigMaps{Client: mgmt.kube, Namespace: o.StateNamespace, Written: metrics.stateWritten},
 		})
 		readyCh := make(chan struct{})
 		go func() {

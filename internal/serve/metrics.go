@@ -16,6 +16,9 @@ type Metrics struct {
 	RefusedSlices     prometheus.Counter
 	HandRecordsKept   prometheus.Counter
 	ReconcileDuration prometheus.Histogram
+	// LastReconcile is when the last full reconcile landed: one that
+	// does not for several reconcile periods leaves etcd unrepaired.
+	LastReconcile prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -43,7 +46,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "xcc_serve_reconcile_duration_seconds", Help: "Time of a full reconcile of every record.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
+		LastReconcile: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "xcc_serve_last_reconcile_timestamp_seconds", Help: "Unix time of the last full reconcile of every record that succeeded.",
+		}),
 	}
-	reg.MustRegister(m.Records, m.Writes, m.SyncErrors, m.RefusedInputs, m.RefusedSlices, m.HandRecordsKept, m.ReconcileDuration)
+	reg.MustRegister(m.Records, m.Writes, m.SyncErrors, m.RefusedInputs, m.RefusedSlices, m.HandRecordsKept, m.ReconcileDuration, m.LastReconcile)
 	return m
 }

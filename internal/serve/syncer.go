@@ -336,6 +336,7 @@ func (s *Syncer) reconcileAll(ctx context.Context) error {
 		return fmt.Errorf("reconcile %d records: %w", len(desired), err)
 	}
 	s.observe(ctx, res, "reconcile", "all")
+	s.metrics.LastReconcile.SetToCurrentTime()
 	return nil
 }
 

@@ -146,3 +146,23 @@ func TestHostileSlicesPublishNothing(t *testing.T) {
 		t.Errorf("victim: %d records, want 1", got)
 	}
 }
+
+// A full reconcile that lands stamps its time, for the alert on a serve
+// whose records are no longer repaired; the records gauge counts them.
+func TestReconcileTimeMetric(t *testing.T) {
+	before := time.Now()
+	s, _, _ := startSyncer(t, 0, testfixture.IPv4Slice("gw", "*.gateway.cluster-a.dev-team.clusters.xcc.test", "192.0.2.10"))
+	var m dto.Metric
+	if err := s.metrics.LastReconcile.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.GetGauge().GetValue(); got < float64(before.Unix()) || got > float64(time.Now().Unix()+1) {
+		t.Errorf("last reconcile time %v, want between %d and now", got, before.Unix())
+	}
+	if err := s.metrics.Records.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.GetGauge().GetValue(); got < 1 {
+		t.Errorf("records gauge %v, want the records written", got)
+	}
+}

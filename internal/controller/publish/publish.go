@@ -631,12 +631,15 @@ func (p *record) known(t Target, uid types.UID) bool {
 // client and namespace), to generation snap: nothing when it has it, the
 // delta when it has the one before and was listed recently, otherwise a
 // full list and write; then its self marker (self.go).
-func (w *Writer) writeTarget(ctx context.Context, snap snapshot, old targetState, known bool, t Target, uid types.UID, ref string) targetResult {
+// Every pass is timed into the target's write metrics, one with nothing
+// to write too.
+func (w *Writer) writeTarget(ctx context.Context, snap snapshot, old targetState, known bool, t Target, uid types.UID, ref string) (r targetResult) {
+	start := time.Now()
+	defer func() { t.Cluster.NoteWrite(workload.WriterGatewayDNS, time.Since(start), r.err) }()
 	if snap.remove {
 		return w.removeTarget(ctx, snap, old, known, t, uid, ref)
 	}
 	fresh := known && time.Since(old.listed) < w.cfg.Resync/2
-	var r targetResult
 	switch {
 	case fresh && old.written == snap.gen:
 		st := old

@@ -217,6 +217,13 @@ func (s *ConfigMaps) put(ctx context.Context, cm *corev1.ConfigMap) error {
 	if err != nil {
 		return fmt.Errorf("write ConfigMap %s/%s: %w", s.Namespace, cm.Name, err)
 	}
+	if s.Written != nil {
+		n := 0
+		for _, b := range cm.BinaryData {
+			n += len(b)
+		}
+		s.Written(cm.Labels[LabelKind], n)
+	}
 	return nil
 }
 

@@ -68,6 +68,10 @@ type Headless interface {
 type ConfigMaps struct {
 	Client    kubernetes.Interface
 	Namespace string
+	// Written, if set, is told the kind (LabelKind's value) and the
+	// bytes stored of every ConfigMap written: the metric that warns
+	// before one nears the 1 MiB a ConfigMap may hold.
+	Written func(kind string, bytes int)
 }
 
 var _ Headless = (*ConfigMaps)(nil)

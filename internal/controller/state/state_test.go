@@ -93,3 +93,35 @@ func TestConfigMapsRefuse(t *testing.T) {
 		t.Errorf("after a save too large, the stale state stays: %d clusters, %v", len(got), err)
 	}
 }
+
+// Each write tells Written its kind and the bytes it stored, as the
+// ConfigMap holds them; a delete or a failed write tells nothing.
+func TestConfigMapsWritten(t *testing.T) {
+	ctx := context.Background()
+	kube := fake.NewClientset()
+	got := map[string]int{}
+	s := &ConfigMaps{Client: kube, Namespace: "xcc-dns", Written: func(kind string, n int) { got[kind] = n }}
+	if err := s.Save(ctx, "dev-team/db", endpoints("10.2.0.5", "10.2.0.6")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveClusterSet(ctx, "dev-team/prod", ClusterSet{UID: "u1", Written: map[string]string{"a": "dev-team/cluster-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]int{}
+	list, _ := kube.CoreV1().ConfigMaps("xcc-dns").List(ctx, metav1.ListOptions{})
+	for _, cm := range list.Items {
+		for _, b := range cm.BinaryData {
+			stored[cm.Labels[LabelKind]] += len(b)
+		}
+	}
+	if len(got) != 2 || got[KindHeadless] != stored[KindHeadless] || got[KindClusterSet] != stored[KindClusterSet] || got[KindHeadless] == 0 {
+		t.Errorf("Written told %v, the ConfigMaps hold %v", got, stored)
+	}
+	clear(got)
+	if err := s.Save(ctx, "dev-team/db", nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("a delete told Written %v", got)
+	}
+}

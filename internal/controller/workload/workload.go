@@ -145,6 +145,7 @@ type Set struct {
 	onService      func(users []string)
 	clusters       map[string]*Cluster // by "<cluster-ns>/<cluster>"
 	gauge          func(n int)
+	onWrite        func(Writer, time.Duration, error)
 	limits         ReadLimits
 }
 
@@ -164,12 +165,15 @@ type Config struct {
 	// Limits bound the reads from each workload cluster (limits.go);
 	// zero fields are the defaults.
 	Limits ReadLimits
+	// Written, if set, is told of every write into a cluster
+	// (Cluster.NoteWrite): its writer, duration and error.
+	Written func(Writer, time.Duration, error)
 }
 
 // NewSet returns an empty Set; Start gives it the context its informers run in.
 func NewSet(cfg Config) *Set {
 	return &Set{newClient: cfg.NewClient, sliceNamespace: cfg.SliceNamespace, onNamespace: cfg.OnNamespace,
-		onService: cfg.OnService, gauge: cfg.Gauge, clusters: map[string]*Cluster{}, limits: cfg.Limits.withDefaults()}
+		onService: cfg.OnService, gauge: cfg.Gauge, onWrite: cfg.Written, clusters: map[string]*Cluster{}, limits: cfg.Limits.withDefaults()}
 }
 
 // Start sets the context every informer runs in and ends with; call it
@@ -202,6 +206,10 @@ type Cluster struct {
 	// reads bounds what is read from the cluster (limits.go).
 	reads           *reads
 	notifyNamespace func()
+	// writes are the writes into the cluster by each Writer (writes.go),
+	// for the metrics; onWrite is the Set's Config.Written.
+	writes  [writers]writeStats
+	onWrite func(Writer, time.Duration, error)
 }
 
 // Key is the cluster's "<cluster-ns>/<cluster>".
@@ -271,6 +279,7 @@ func (m *Set) Get(clusterNamespace, cluster string, secret *corev1.Secret, user 
 	w := &Cluster{key: key, configHash: hash, server: kubeconfigServer(raw), client: client, cancel: cancel, ctx: ctx,
 		services: map[string]*serviceWatch{}, users: map[string]bool{user: true},
 		reads: newReads(m.limits, klog.LoggerWithValues(klog.FromContext(m.ctx), "cluster", key))}
+	w.onWrite = m.onWrite
 	w.notifyNamespace = func() { m.onNamespace(clusterNamespace) }
 	w.reads.onReachability = w.notifyNamespace
 	m.watchNamespace(w)
