@@ -1,0 +1,62 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+)
+
+// Reader reads the objects of the management cluster that can publish a
+// name. A resource the API server does not serve lists nothing.
+type Reader interface {
+	// GatewayDNS lists the GatewayDNS of namespace.
+	GatewayDNS(ctx context.Context, namespace string) ([]v1alpha1.GatewayDNS, error)
+	// ClusterSets lists the ClusterSets of every namespace.
+	ClusterSets(ctx context.Context) ([]xccv1alpha1.ClusterSet, error)
+}
+
+// SliceReader reads the contract slices of a workload cluster (--from):
+// the Cluster cluster of the management namespace namespace.
+type SliceReader interface {
+	Slices(ctx context.Context, namespace, cluster string, zone string) ([]Slice, error)
+}
+
+// Read gathers the facts for n: only what can publish it, so that the
+// rights needed are the fewest (list GatewayDNS in the name's namespace,
+// or list ClusterSets). An error is recorded in Facts.Unread, never
+// returned: the rest of the explanation still stands. With from set and
+// sr not nil, it reads from's slices too, in fromNamespace.
+func Read(ctx context.Context, n Name, r Reader, sr SliceReader, fromNamespace, from string) Facts {
+	var f Facts
+	switch {
+	case n.Refused != "" || n.Empty || n.TypeRefused != "" || n.Hand:
+		return f
+	case n.Family == FamilyClusterSet:
+		sets, err := r.ClusterSets(ctx)
+		if err != nil {
+			f.Unread = append(f.Unread, fmt.Sprintf("list ClusterSets: %v", err))
+		}
+		f.ClusterSets = sets
+	case n.Family != FamilyNone && n.Owner.Namespace != "":
+		gds, err := r.GatewayDNS(ctx, n.Owner.Namespace)
+		if err != nil {
+			f.Unread = append(f.Unread, fmt.Sprintf("list GatewayDNS in %s: %v", n.Owner.Namespace, err))
+		}
+		f.GatewayDNS = gds
+	}
+	if from != "" && sr != nil {
+		f.From = from
+		all, err := sr.Slices(ctx, fromNamespace, from, n.Zone)
+		if err != nil {
+			f.Unread = append(f.Unread, fmt.Sprintf("slices of %s/%s: %v", fromNamespace, from, err))
+		}
+		for _, s := range all {
+			if Publishes(s.Hostname, n.Name) {
+				f.Slices = append(f.Slices, s)
+			}
+		}
+	}
+	return f
+}
