@@ -188,7 +188,7 @@ type fakeSlices struct {
 	err    error
 }
 
-func (f fakeSlices) Slices(context.Context, string, string, string) ([]Slice, error) {
+func (f fakeSlices) Slices(context.Context, string, string) ([]Slice, error) {
 	return f.slices, f.err
 }
 
@@ -199,11 +199,11 @@ func TestRead(t *testing.T) {
 	ctx := context.Background()
 	forbidden := errors.New(`gatewaydns.connectivity.tanzu.vmware.com is forbidden: User "u" cannot list resource "gatewaydns"`)
 	r := &fakeReader{gdErr: forbidden, sets: []xccv1alpha1.ClusterSet{prodSet()}}
-	f := Read(ctx, Classify("kuard.gateway.cluster-a.dev-team.clusters.xcc.test", "", cfg), r, nil, "", "")
+	f := Read(ctx, Classify("kuard.gateway.cluster-a.dev-team.clusters.xcc.test", "", cfg), r)
 	if len(f.Unread) != 1 || !strings.Contains(f.Unread[0], "list GatewayDNS in dev-team: ") || !strings.Contains(f.Unread[0], "forbidden") {
 		t.Errorf("unread %v, want the forbidden list", f.Unread)
 	}
-	f = Read(ctx, Classify("kuard.gateway.any.dev-team.clusters.xcc.test", "", cfg), r, nil, "", "")
+	f = Read(ctx, Classify("kuard.gateway.any.dev-team.clusters.xcc.test", "", cfg), r)
 	if len(r.asked) != 1 || len(f.Unread) != 0 {
 		t.Errorf("a refused name read %v (unread %v), want nothing read", r.asked, f.Unread)
 	}
@@ -213,11 +213,22 @@ func TestRead(t *testing.T) {
 		{Name: "b", Hostname: "db.shop.svc.clusterset.local"},
 		{Name: "c", Hostname: "*.gateway.cluster-a.dev-team.clusters.xcc.test"},
 	}}
-	f = Read(ctx, Classify("web-0.east.web.shop.svc.clusterset.local", "", cfg), r, sr, "dev-team", "cluster-a")
+	n := Classify("web-0.east.web.shop.svc.clusterset.local", "", cfg)
+	f = Read(ctx, n, r)
+	if ns := FromNamespace(n, f, "cluster-a"); ns != "dev-team" {
+		t.Errorf("--from cluster-a of a clusterset name: namespace %q, want the ClusterSet's", ns)
+	}
+	ReadSlices(ctx, n, sr, "dev-team", "cluster-a", &f)
 	if len(f.Slices) != 1 || f.Slices[0].Name != "a" || len(f.ClusterSets) != 1 || f.From != "cluster-a" {
 		t.Errorf("facts %+v, want slice a and the ClusterSet", f)
 	}
-	f = Read(ctx, Classify("www.gateway.cluster-a.dev-team.clusters.xcc.test", "", cfg), r, fakeSlices{err: forbidden}, "dev-team", "cluster-a")
+	n = Classify("www.gateway.cluster-a.dev-team.clusters.xcc.test", "", cfg)
+	f = Read(ctx, n, r)
+	ReadSlices(ctx, n, fakeSlices{slices: sr.slices}, "dev-team", "cluster-a", &f)
+	if len(f.Slices) != 1 || f.Slices[0].Name != "c" {
+		t.Errorf("slices %+v, want c, whose wildcard makes the name", f.Slices)
+	}
+	ReadSlices(ctx, n, fakeSlices{err: forbidden}, "dev-team", "cluster-a", &f)
 	if len(f.Unread) != 2 || !strings.Contains(f.Unread[1], "slices of dev-team/cluster-a") {
 		t.Errorf("unread %v, want the GatewayDNS and the slices", f.Unread)
 	}

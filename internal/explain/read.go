@@ -20,19 +20,17 @@ type Reader interface {
 // SliceReader reads the contract slices of a workload cluster (--from):
 // the Cluster cluster of the management namespace namespace.
 type SliceReader interface {
-	Slices(ctx context.Context, namespace, cluster string, zone string) ([]Slice, error)
+	Slices(ctx context.Context, namespace, cluster string) ([]Slice, error)
 }
 
 // Read gathers the facts for n: only what can publish it, so that the
 // rights needed are the fewest (list GatewayDNS in the name's namespace,
 // or list ClusterSets). An error is recorded in Facts.Unread, never
-// returned: the rest of the explanation still stands. With from set and
-// sr not nil, it reads from's slices too, in fromNamespace.
-func Read(ctx context.Context, n Name, r Reader, sr SliceReader, fromNamespace, from string) Facts {
+// returned: the rest of the explanation still stands.
+func Read(ctx context.Context, n Name, r Reader) Facts {
 	var f Facts
 	switch {
 	case n.Refused != "" || n.Empty || n.TypeRefused != "" || n.Hand:
-		return f
 	case n.Family == FamilyClusterSet:
 		sets, err := r.ClusterSets(ctx)
 		if err != nil {
@@ -46,17 +44,38 @@ func Read(ctx context.Context, n Name, r Reader, sr SliceReader, fromNamespace, 
 		}
 		f.GatewayDNS = gds
 	}
-	if from != "" && sr != nil {
-		f.From = from
-		all, err := sr.Slices(ctx, fromNamespace, from, n.Zone)
-		if err != nil {
-			f.Unread = append(f.Unread, fmt.Sprintf("slices of %s/%s: %v", fromNamespace, from, err))
+	return f
+}
+
+// ReadSlices adds to f the slices of the workload cluster namespace/cluster
+// (--from) that publish n; an error is recorded in f.Unread.
+func ReadSlices(ctx context.Context, n Name, sr SliceReader, namespace, cluster string, f *Facts) {
+	f.From = cluster
+	all, err := sr.Slices(ctx, namespace, cluster)
+	if err != nil {
+		f.Unread = append(f.Unread, fmt.Sprintf("slices of %s/%s: %v", namespace, cluster, err))
+	}
+	for _, s := range all {
+		if Publishes(s.Hostname, n.Name) {
+			f.Slices = append(f.Slices, s)
 		}
-		for _, s := range all {
-			if Publishes(s.Hostname, n.Name) {
-				f.Slices = append(f.Slices, s)
+	}
+}
+
+// FromNamespace is the management namespace of the Cluster cluster that
+// --from names for n: the name's own namespace, else (a clusterset name)
+// the namespace of the ClusterSet that lists cluster among its selected
+// Clusters; empty when none says.
+func FromNamespace(n Name, f Facts, cluster string) string {
+	if n.Owner.Namespace != "" {
+		return n.Owner.Namespace
+	}
+	for _, cs := range f.ClusterSets {
+		for _, m := range cs.Status.Clusters {
+			if m.Name == cluster {
+				return cs.Namespace
 			}
 		}
 	}
-	return f
+	return ""
 }

@@ -88,8 +88,11 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 		p.line("  %s", EtcdPortForward)
 		p.line("  %s", Etcdctl(r.Key))
 	}
-	for _, u := range r.Unread {
-		p.line("unread:  %s", u)
+	if r.Reason != ReasonUnread {
+		// Else the reason line has said it.
+		for _, u := range r.Unread {
+			p.line("unread:  %s", u)
+		}
 	}
 	return p.err
 }
