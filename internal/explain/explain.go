@@ -22,8 +22,11 @@ type Facts struct {
 	// Slices are its contract slices that publish the name.
 	From   string
 	Slices []Slice
-	// Unread says, per fact, why it could not be read.
-	Unread []string
+	// Unread says, per fact, why it could not be read; ListFailed and
+	// SlicesFailed say which: the management list, the --from slices.
+	Unread       []string
+	ListFailed   bool
+	SlicesFailed bool
 }
 
 // Slice is one EndpointSlice of a workload cluster's slice namespace
@@ -52,6 +55,7 @@ const (
 	ReasonNotInZone        = "NotInZone"
 	ReasonRefused          = "Refused"
 	ReasonEmptyNonTerminal = "EmptyNonTerminal"
+	ReasonApex             = "Apex"
 	ReasonTypeNotAnswered  = "TypeNotAnswered"
 	ReasonByHand           = "ByHand"
 	ReasonPublished        = "Published"
@@ -151,6 +155,8 @@ func Build(n Name, f Facts, now time.Time) Report {
 		r.set(AnswerNotOurs, ReasonNotInZone, "in no zone of xcc-dns: the cluster DNS answers it as any other name")
 	case n.Refused != "":
 		r.set(AnswerNXDomain, ReasonRefused, "name refused: "+n.Refused)
+	case n.Empty && n.Name == n.Zone:
+		r.set(AnswerNoData, ReasonApex, "the apex of the zone: the DNS server answers its SOA and NS itself, NODATA for other types")
 	case n.Empty:
 		r.set(AnswerNoData, ReasonEmptyNonTerminal, "an empty non-terminal: NODATA for every type; the names below it answer")
 	case n.TypeRefused != "":
@@ -163,7 +169,7 @@ func Build(n Name, f Facts, now time.Time) Report {
 		r.clusterSet(f)
 	case n.Family == FamilyNone:
 		r.set(AnswerUnknown, ReasonByHand, "no GatewayDNS or ClusterSet publishes a name of this shape")
-	case len(f.Unread) > 0 && len(f.GatewayDNS) == 0:
+	case f.ListFailed:
 		r.set(AnswerUnknown, ReasonUnread, "could not read the GatewayDNS of namespace "+n.Owner.Namespace+": "+strings.Join(f.Unread, "; "))
 	case n.Family == FamilyClusters:
 		r.clusters(f.GatewayDNS, now)
@@ -381,9 +387,9 @@ func (r *Report) clusterSet(f Facts) {
 	switch {
 	case f.From != "" && len(f.Slices) > 0:
 		r.set(AnswerRecords, ReasonImported, fmt.Sprintf("%d slice(s) of ServiceImport %s in %s publish it", len(f.Slices), r.Owner.ServiceImport, f.From))
-	case f.From != "" && !slices.ContainsFunc(f.Unread, func(s string) bool { return strings.Contains(s, f.From) }):
+	case f.From != "" && !f.SlicesFailed:
 		r.set(AnswerNXDomain, ReasonNotImported, "no slice of ServiceImport "+r.Owner.ServiceImport+" in "+f.From+": no member exports "+r.Owner.ServiceImport+", or "+f.From+" is no member")
-	case len(f.ClusterSets) == 0 && len(f.Unread) > 0:
+	case f.ListFailed:
 		r.set(AnswerUnknown, ReasonUnread, "could not read the ClusterSets: "+strings.Join(f.Unread, "; "))
 	case len(f.ClusterSets) == 0:
 		r.set(AnswerNXDomain, ReasonNoClusterSet, "no ClusterSet on the management cluster: nothing is imported into "+r.Zone)

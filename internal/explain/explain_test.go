@@ -117,7 +117,7 @@ func TestBuild(t *testing.T) {
 			reason: "NoAddresses: GatewayDNS dev-team/dev-team-gateway-dns: NoAddresses: no Service claiming it"},
 		{name: "other.dev-team.names.xcc.test", facts: Facts{GatewayDNS: gds}, answer: AnswerNXDomain,
 			reason: "NotClaimed: no Service of a cluster selected by dev-team-gateway-dns claims it"},
-		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{Unread: []string{"list GatewayDNS in dev-team: forbidden"}}, answer: AnswerUnknown,
+		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{Unread: []string{"list GatewayDNS in dev-team: forbidden"}, ListFailed: true}, answer: AnswerUnknown,
 			reason: "Unread: could not read the GatewayDNS of namespace dev-team: list GatewayDNS in dev-team: forbidden"},
 		{name: "web.shop.svc.clusterset.local", facts: Facts{ClusterSets: sets}, answer: AnswerUnknown,
 			reason: "SeeMembers: the management cluster does not list imports: ServiceImport shop/web exists in the members of dev-team/prod",
@@ -129,6 +129,10 @@ func TestBuild(t *testing.T) {
 			reason: "Imported: 1 slice(s) of ServiceImport shop/web in cluster-a publish it"},
 		{name: "web.shop.svc.clusterset.local", facts: Facts{ClusterSets: sets, From: "cluster-a"}, answer: AnswerNXDomain,
 			reason: "NotImported: no slice of ServiceImport shop/web in cluster-a"},
+		// Slices that could not be read say nothing of the GatewayDNS.
+		{name: "kuard.gateway.cluster-a.ops.clusters.xcc.test", facts: Facts{From: "cluster-a", Unread: []string{"slices of ops/cluster-a: forbidden"}, SlicesFailed: true},
+			answer: AnswerNXDomain, reason: "NoGatewayDNS: "},
+		{name: "xcc.test.", answer: AnswerNoData, reason: "Apex: "},
 		{name: "db.custom.xcc.test", answer: AnswerUnknown, reason: "ByHand: ", key: "/skydns/test/xcc/custom/db/"},
 		{name: "example.com", answer: AnswerNotOurs, reason: "NotInZone: "},
 	} {
@@ -232,7 +236,7 @@ func TestRead(t *testing.T) {
 	if len(f.Unread) != 2 || !strings.Contains(f.Unread[1], "slices of dev-team/cluster-a") {
 		t.Errorf("unread %v, want the GatewayDNS and the slices", f.Unread)
 	}
-	if rep := Build(Classify("web.shop.svc.clusterset.local", "", cfg), Facts{From: "cluster-a", Unread: []string{"slices of dev-team/cluster-a: forbidden"}}, now); rep.Reason == ReasonNotImported {
+	if rep := Build(Classify("web.shop.svc.clusterset.local", "", cfg), Facts{From: "cluster-a", Unread: []string{"slices of dev-team/cluster-a: forbidden"}, SlicesFailed: true}, now); rep.Reason == ReasonNotImported {
 		t.Errorf("unread slices explained as %s: %s", rep.Reason, rep.Why)
 	}
 }

@@ -34,13 +34,13 @@ func Read(ctx context.Context, n Name, r Reader) Facts {
 	case n.Family == FamilyClusterSet:
 		sets, err := r.ClusterSets(ctx)
 		if err != nil {
-			f.Unread = append(f.Unread, fmt.Sprintf("list ClusterSets: %v", err))
+			f.Unread, f.ListFailed = append(f.Unread, fmt.Sprintf("list ClusterSets: %v", err)), true
 		}
 		f.ClusterSets = sets
 	case n.Family != FamilyNone && n.Owner.Namespace != "":
 		gds, err := r.GatewayDNS(ctx, n.Owner.Namespace)
 		if err != nil {
-			f.Unread = append(f.Unread, fmt.Sprintf("list GatewayDNS in %s: %v", n.Owner.Namespace, err))
+			f.Unread, f.ListFailed = append(f.Unread, fmt.Sprintf("list GatewayDNS in %s: %v", n.Owner.Namespace, err)), true
 		}
 		f.GatewayDNS = gds
 	}
@@ -53,7 +53,7 @@ func ReadSlices(ctx context.Context, n Name, sr SliceReader, namespace, cluster 
 	f.From = cluster
 	all, err := sr.Slices(ctx, namespace, cluster)
 	if err != nil {
-		f.Unread = append(f.Unread, fmt.Sprintf("slices of %s/%s: %v", namespace, cluster, err))
+		f.Unread, f.SlicesFailed = append(f.Unread, fmt.Sprintf("slices of %s/%s: %v", namespace, cluster, err)), true
 	}
 	for _, s := range all {
 		if Publishes(s.Hostname, n.Name) {
