@@ -6,6 +6,7 @@
 //	patch-corefile  adds or removes the xcc.test forward block in kube-system/coredns
 //	corefile        writes the DNS server's guard of the zone, generated from the name grammar
 //	status          prints every GatewayDNS and ClusterSet and what is behind; exits 3 when one is not Ready
+//	explain         says why a name answers what it answers, or nothing, and where its records are
 //	version         prints the version and commit it was built from
 //
 // main only parses flags and wires packages together; the work lives in internal/.
@@ -27,10 +28,11 @@ import (
 // parses its own flags from args and returns when ctx is done or on error.
 var subcommands = map[string]func(ctx context.Context, args []string) error{}
 
-const usage = `usage: xcc-syncer <serve|controller|patch-corefile|corefile|status|version> [flags]
+const usage = `usage: xcc-syncer <serve|controller|patch-corefile|corefile|status|explain|version> [flags]
 
 Run "xcc-syncer <subcommand> -h" for the flags of a subcommand. Installed
-as kubectl-xcc_dns on the PATH it is a kubectl plugin: kubectl xcc-dns status.
+as kubectl-xcc_dns on the PATH it is a kubectl plugin: kubectl xcc-dns status,
+kubectl xcc-dns explain NAME.
 `
 
 // pluginName is the file name kubectl looks for to run `kubectl xcc-dns`.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
@@ -55,9 +56,13 @@ func runStatus(ctx context.Context, args []string) error {
 	if *output != "text" && *output != "json" {
 		return fmt.Errorf("-o %q: want text or json", *output)
 	}
-	client, err := dynamicClient(*kubeconfig, *kubeContext)
+	cfg, err := restConfig(*kubeconfig, *kubeContext, statusUserAgent)
 	if err != nil {
 		return err
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
@@ -107,19 +112,16 @@ func list[T any](ctx context.Context, client dynamic.Interface, gvr schema.Group
 	return nil
 }
 
-// dynamicClient is a dynamic client of kubeconfig's context (kubectl's
-// loading rules when kubeconfig is empty, then in-cluster).
-func dynamicClient(kubeconfig, kubeContext string) (dynamic.Interface, error) {
+// restConfig is the client configuration of kubeconfig's context
+// (kubectl's loading rules when kubeconfig is empty, then in-cluster),
+// naming userAgent in audit logs.
+func restConfig(kubeconfig, kubeContext, userAgent string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client config: %w", err)
 	}
-	cfg.UserAgent = statusUserAgent
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return client, nil
+	cfg.UserAgent = userAgent
+	return cfg, nil
 }

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
@@ -197,8 +198,10 @@ func literals(parts []string) []Label {
 
 // Verdict is what the DNS server does with a query name.
 type Verdict struct {
-	// Refused: NXDOMAIN without reading etcd.
+	// Refused: NXDOMAIN without reading etcd. Why says which rule refused
+	// it, in words (for `xcc-syncer explain`); empty unless Refused.
 	Refused bool
+	Why     string
 	// Empty: an empty non-terminal (NODATA). Stored is the name whose key
 	// the etcd plugin reads (the name after the wildcard and headless
 	// rewrites).
@@ -219,8 +222,12 @@ func ClassifyQuery(query, zone string, shapes []Shape) Verdict {
 	if q == zone {
 		return Verdict{Empty: true, Stored: zone}
 	}
-	if strings.Trim(q, queryBytes+".") != "" || !strings.HasSuffix(q, "."+zone) {
-		return Verdict{Refused: true}
+	if bad := strings.Trim(q, queryBytes+"."); bad != "" {
+		i := strings.IndexFunc(q, func(r rune) bool { return !strings.ContainsRune(queryBytes+".", r) })
+		return refused(fmt.Sprintf("byte %q: a label holds only letters, digits, '-' and '_'", q[i]))
+	}
+	if !strings.HasSuffix(q, "."+zone) {
+		return refused("not in the zone " + zone)
 	}
 	rel := strings.Split(strings.TrimSuffix(q, "."+zone), ".")
 	// Wildcard names first: the labels below one are never stored, so
@@ -236,15 +243,18 @@ func ClassifyQuery(query, zone string, shapes []Shape) Verdict {
 		}
 	}
 	for _, l := range rel {
-		if l == "" || l == wildcardLabel {
-			return Verdict{Refused: true}
+		if l == "" {
+			return refused("an empty label")
+		}
+		if l == wildcardLabel {
+			return refused(`a label "any": the etcd plugin's wildcard, which would read the whole subtree`)
 		}
 	}
 	for i := range shapes {
 		s := &shapes[i]
 		if len(rel) == len(s.Labels) && s.matches(rel) {
 			if s.Stored {
-				return Verdict{Refused: true}
+				return refused("where the records of another name are stored (" + s.Kind + "), no name itself")
 			}
 			stored := q
 			if s.StoredAt != "" {
@@ -257,11 +267,14 @@ func ClassifyQuery(query, zone string, shapes []Shape) Verdict {
 	for i := range shapes {
 		s := &shapes[i]
 		if s.Root && len(rel) > len(s.Labels) && s.matches(rel[len(rel)-len(s.Labels):]) {
-			return Verdict{Refused: true}
+			below := strings.Join(append(rel[len(rel)-len(s.Labels):], zone), ".")
+			return refused("no name of this shape below " + below + ": only the shapes the zone publishes exist there")
 		}
 	}
 	return Verdict{Stored: q}
 }
+
+func refused(why string) Verdict { return Verdict{Refused: true, Why: why} }
 
 // matches reports whether labels rel (as many as s has) are of s's shape.
 func (s *Shape) matches(rel []string) bool {

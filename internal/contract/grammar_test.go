@@ -85,5 +85,29 @@ func TestClassifyQuery(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("ClassifyQuery(%s) = %s (%+v), want %s", tt.name, got, v, tt.want)
 		}
+		if v.Refused == (v.Why == "") {
+			t.Errorf("ClassifyQuery(%s): refused %t with why %q: a refusal, and only one, says why", tt.name, v.Refused, v.Why)
+		}
+	}
+}
+
+// A refused name says which rule refused it, in words an operator reads.
+func TestClassifyQueryWhy(t *testing.T) {
+	shapes := Shapes("xcc.test", Grants{})
+	for _, tt := range []struct{ name, want string }{
+		{"a/b.xcc.test", `byte '/'`},
+		{"a..xcc.test", "an empty label"},
+		{"any.xcc.test", `label "any"`},
+		{"gateway.any.ns.clusters.xcc.test", `label "any"`},
+		{"_all.db.ns.services.xcc.test", "where the records of another name are stored"},
+		{"x.c.ns.clusters.xcc.test", "no name of this shape below clusters.xcc.test"},
+		{"outside.example", "not in the zone xcc.test"},
+	} {
+		if v := ClassifyQuery(tt.name, "xcc.test", shapes); !v.Refused || !strings.Contains(v.Why, tt.want) {
+			t.Errorf("ClassifyQuery(%s) = %+v, want refused saying %q", tt.name, v, tt.want)
+		}
+	}
+	if v := ClassifyQuery("a.b.c.db.ns.svc.clusterset.local", "clusterset.local", ClusterSetShapes()); !v.Refused || !strings.Contains(v.Why, "no name of this shape below clusterset.local") {
+		t.Errorf("clusterset: %+v", v)
 	}
 }

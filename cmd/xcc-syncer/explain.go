@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/explain"
+	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+)
+
+func init() { subcommands["explain"] = runExplain }
+
+// explainUserAgent names this subcommand in API server audit logs.
+const explainUserAgent = "xcc-syncer-explain"
+
+// explainTimeout bounds the reads of `xcc-syncer explain`.
+const explainTimeout = 30 * time.Second
+
+// Bounds of the --from read of a workload cluster, whose slice namespace
+// anyone able to write there could fill: pages of explainSlicePage, at
+// most explainMaxSlices slices.
+const (
+	explainSlicePage = 500
+	explainMaxSlices = 20000
+)
+
+// runExplain is `xcc-syncer explain NAME [TYPE]` (also `kubectl xcc-dns
+// explain`): why NAME answers what it answers, or nothing, read from the
+// management cluster; it writes nothing. Flags may come before or after
+// the name.
+func runExplain(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("explain", flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: xcc-syncer explain NAME [TYPE] [flags]\n\n")
+		fs.PrintDefaults()
+	}
+	kubeconfigPath := fs.String("kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	kubeContext := fs.String("context", "", "kubeconfig context to use (default: its current context)")
+	domain := fs.String("domain", controller.DefaultDomain, "DNS zone of the published names: the controller's --domain")
+	clusterSetZone := fs.String("clusterset-zone", contract.DefaultClusterSetZone, "zone of the Multi-Cluster Services names: the controller's --clusterset-zone; empty: none")
+	nameGrants := fs.String("name-grants", "", "the controller's --name-grants, so that granted names are read as such")
+	from := fs.String("from", "", "also read the slices of this Cluster (of the name's namespace, or of the ClusterSet that has it) in its slice namespace, through its <cluster>-kubeconfig Secret")
+	sliceNamespace := fs.String("slice-namespace", controller.DefaultSliceNamespace, "namespace of the slices in each workload cluster: the controller's --slice-namespace")
+	output := fs.String("o", "text", "output: text or json")
+	positional := parseInterleaved(fs, args)
+	if len(positional) < 1 || len(positional) > 2 {
+		fs.Usage()
+		return fmt.Errorf("want NAME [TYPE], got %v", positional)
+	}
+	if *output != "text" && *output != "json" {
+		return fmt.Errorf("-o %q: want text or json", *output)
+	}
+	if err := skydnsrecord.ValidateName(skydnsrecord.CanonicalName(*domain)); err != nil {
+		return fmt.Errorf("--domain: %w", err)
+	}
+	if err := contract.CheckClusterSetZone(*domain, *clusterSetZone); err != nil {
+		return fmt.Errorf("--clusterset-zone: %w", err)
+	}
+	grants, err := contract.ParseGrants(*nameGrants, *domain)
+	if err != nil {
+		return fmt.Errorf("--name-grants: %w", err)
+	}
+	qtype := ""
+	if len(positional) == 2 {
+		qtype = positional[1]
+	}
+	n := explain.Classify(positional[0], qtype, explain.Config{Zone: *domain, ClusterSetZone: *clusterSetZone, Grants: grants})
+
+	// A management cluster that cannot be reached is an unread fact: the
+	// grammar's part of the answer stands without it.
+	var reader explain.Reader
+	cfg, err := restConfig(*kubeconfigPath, *kubeContext, explainUserAgent)
+	if err == nil {
+		var dyn dynamic.Interface
+		if dyn, err = dynamic.NewForConfig(cfg); err == nil {
+			reader = managementReader{dyn}
+		}
+	}
+	if err != nil {
+		reader = unreadable{err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, explainTimeout)
+	defer cancel()
+	facts := explain.Read(ctx, n, reader)
+	if *from != "" && cfg != nil {
+		ns := explain.FromNamespace(n, facts, *from)
+		if ns == "" {
+			facts.Unread = append(facts.Unread, fmt.Sprintf("--from %s: no namespace: the name has none and no ClusterSet lists the Cluster", *from))
+		} else {
+			core, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return fmt.Errorf("kubernetes client: %w", err)
+			}
+			explain.ReadSlices(ctx, n, workloadSlices{management: core, sliceNamespace: *sliceNamespace}, ns, *from, &facts)
+		}
+	}
+	report := explain.Build(n, facts, time.Now())
+	if *output == "json" {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // shapes are written <cluster>.<ns>...
+		return enc.Encode(report)
+	}
+	return report.WriteText(os.Stdout, time.Now())
+}
+
+// parseInterleaved parses args with fs, flags before, between and after
+// the positional arguments (kubectl's habit: explain NAME --context x),
+// and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) []string {
+	var positional []string
+	for {
+		_ = fs.Parse(args)
+		if fs.NArg() == 0 {
+			return positional
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// managementReader lists GatewayDNS and ClusterSets of the management
+// cluster.
+type managementReader struct{ client dynamic.Interface }
+
+func (m managementReader) GatewayDNS(ctx context.Context, namespace string) ([]v1alpha1.GatewayDNS, error) {
+	var out []v1alpha1.GatewayDNS
+	err := list(ctx, m.client, v1alpha1.GatewayDNSResource, namespace, &out)
+	return out, err
+}
+
+func (m managementReader) ClusterSets(ctx context.Context) ([]xccv1alpha1.ClusterSet, error) {
+	var out []xccv1alpha1.ClusterSet
+	err := list(ctx, m.client, xccv1alpha1.ClusterSetResource, "", &out)
+	return out, err
+}
+
+// unreadable is the Reader of a management cluster no client could be
+// made for: every read fails with why.
+type unreadable struct{ err error }
+
+func (u unreadable) GatewayDNS(context.Context, string) ([]v1alpha1.GatewayDNS, error) {
+	return nil, u.err
+}
+
+func (u unreadable) ClusterSets(context.Context) ([]xccv1alpha1.ClusterSet, error) {
+	return nil, u.err
+}
+
+// workloadSlices reads the contract slices of a workload cluster through
+// its Cluster API kubeconfig Secret, which a tenant may have written: it
+// is built by internal/kubeconfig, inline credentials only.
+type workloadSlices struct {
+	management     kubernetes.Interface
+	sliceNamespace string
+}
+
+func (w workloadSlices) Slices(ctx context.Context, namespace, cluster string) ([]explain.Slice, error) {
+	name := cluster + workload.KubeconfigSecretSuffix
+	secret, err := w.management.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get Secret %s/%s: %w", namespace, name, err)
+	}
+	cfg, err := kubeconfig.RESTConfig(secret.Data[workload.KubeconfigSecretKey], kubeconfig.Policy{})
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", namespace, name, err)
+	}
+	cfg.UserAgent = explainUserAgent
+	cfg.Timeout = explainTimeout
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client of %s/%s: %w", namespace, cluster, err)
+	}
+	var out []explain.Slice
+	opts := metav1.ListOptions{Limit: explainSlicePage, LabelSelector: contract.LabelManagedBy + "=" + contract.ManagedByValue}
+	for {
+		l, err := client.DiscoveryV1().EndpointSlices(w.sliceNamespace).List(ctx, opts)
+		if err != nil {
+			return out, fmt.Errorf("list EndpointSlices in %s of %s: %w", w.sliceNamespace, cluster, err)
+		}
+		for i := range l.Items {
+			out = append(out, slice(&l.Items[i]))
+		}
+		if l.Continue == "" {
+			return out, nil
+		}
+		if len(out) >= explainMaxSlices {
+			return out, fmt.Errorf("more than %d slices in %s of %s: the rest not read", explainMaxSlices, w.sliceNamespace, cluster)
+		}
+		opts.Continue = l.Continue
+	}
+}
+
+// slice is what explain shows of one contract slice.
+func slice(s *discoveryv1.EndpointSlice) explain.Slice {
+	out := explain.Slice{Name: s.Name, Hostname: s.Annotations[contract.AnnotationHostname], Source: s.Labels[contract.LabelSourceCluster]}
+	for _, ep := range s.Endpoints {
+		out.Addresses = append(out.Addresses, ep.Addresses...)
+	}
+	if len(out.Addresses) > maxShownAddresses {
+		out.Addresses = append(out.Addresses[:maxShownAddresses:maxShownAddresses], fmt.Sprintf("... %d more", len(out.Addresses)-maxShownAddresses))
+	}
+	return out
+}
+
+// maxShownAddresses keeps one slice on one line.
+const maxShownAddresses = 8

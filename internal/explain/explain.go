@@ -1,0 +1,434 @@
+package explain
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+)
+
+// Facts are what was read for a name: the objects of the management
+// cluster that can publish it, and what could not be read.
+type Facts struct {
+	GatewayDNS  []v1alpha1.GatewayDNS
+	ClusterSets []xccv1alpha1.ClusterSet
+	// From is the workload cluster whose slices were read (--from);
+	// Slices are its contract slices that publish the name.
+	From   string
+	Slices []Slice
+	// Unread says, per fact, why it could not be read; ListFailed and
+	// SlicesFailed say which: the management list, the --from slices.
+	Unread       []string
+	ListFailed   bool
+	SlicesFailed bool
+}
+
+// Slice is one EndpointSlice of a workload cluster's slice namespace
+// whose hostname annotation publishes the name.
+type Slice struct {
+	Name      string   `json:"name"`
+	Hostname  string   `json:"hostname"`
+	Source    string   `json:"source,omitempty"` // the source cluster label
+	Addresses []string `json:"addresses,omitempty"`
+}
+
+// Answers, what the DNS server gives for the name.
+const (
+	AnswerRecords  = "records"
+	AnswerNoData   = "NODATA"
+	AnswerNXDomain = "NXDOMAIN"
+	// AnswerUnknown: what was read does not decide it.
+	AnswerUnknown = "unknown"
+	// AnswerNotOurs: a name in neither zone; the cluster DNS answers it.
+	AnswerNotOurs = "not ours"
+)
+
+// Reasons of a Report, besides the controller's status reasons it
+// passes on (Published, ClusterUnreachable, ServiceNotFound, ...).
+const (
+	ReasonNotInZone        = "NotInZone"
+	ReasonRefused          = "Refused"
+	ReasonEmptyNonTerminal = "EmptyNonTerminal"
+	ReasonApex             = "Apex"
+	ReasonTypeNotAnswered  = "TypeNotAnswered"
+	ReasonByHand           = "ByHand"
+	ReasonPublished        = "Published"
+	ReasonUnread           = "Unread"
+	ReasonNoGatewayDNS     = "NoGatewayDNS"
+	ReasonNotSelected      = "NotSelected"
+	ReasonNotInStatus      = "NotInStatus"
+	ReasonNoAPIAddress     = "NoAPIAddress"
+	ReasonHeadlessExport   = "HeadlessExport"
+	ReasonNotHeadless      = "NotHeadless"
+	ReasonNothingPublished = "NothingPublished"
+	ReasonNoPods           = "NoPods"
+	ReasonNamesNotEnabled  = "NamesNotEnabled"
+	ReasonNotClaimed       = "NotClaimed"
+	ReasonNoClusterSet     = "NoClusterSet"
+	ReasonSeeMembers       = "SeeMembers"
+	ReasonImported         = "Imported"
+	ReasonNotImported      = "NotImported"
+)
+
+// Report is the explanation of one name.
+type Report struct {
+	Name
+	Answer string `json:"answer"`
+	// Reason is one CamelCase word, Why the reason in words.
+	Reason string `json:"reason"`
+	Why    string `json:"why"`
+	// Publishers are the GatewayDNS or ClusterSets behind the name, each
+	// with the entries of the clusters the name depends on.
+	Publishers []Publisher `json:"publishers,omitempty"`
+	From       string      `json:"from,omitempty"`
+	Slices     []Slice     `json:"slices,omitempty"`
+	// Key is the etcd key prefix serve stores the records under, in each
+	// workload cluster's etcd; empty when the etcd plugin reads nothing.
+	Key    string   `json:"key,omitempty"`
+	Unread []string `json:"unread,omitempty"`
+}
+
+// Publisher is a GatewayDNS or ClusterSet behind a name.
+type Publisher struct {
+	Kind    string `json:"kind"` // GatewayDNS or ClusterSet
+	Name    string `json:"name"` // namespace/name
+	Ready   bool   `json:"ready"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+	// NotObserved: its status is of an older generation than its spec.
+	NotObserved bool     `json:"notObserved,omitempty"`
+	Entries     []Entry  `json:"entries,omitempty"`
+	Targets     []Target `json:"targets,omitempty"`
+}
+
+// Entry is the status entry of one cluster (or member, or claimed name).
+type Entry struct {
+	What      string    `json:"what"` // "cluster cluster-a", "member cluster-b", "name x.ns.names.xcc.test"
+	Ready     bool      `json:"ready"`
+	Reason    string    `json:"reason"`
+	Message   string    `json:"message,omitempty"`
+	Healthy   *bool     `json:"healthy,omitempty"`
+	Answered  *bool     `json:"answered,omitempty"`
+	Since     time.Time `json:"since,omitzero"`
+	Addresses []string  `json:"addresses,omitempty"`
+	// APIAddresses are the control-plane addresses of api.<cluster>...
+	APIAddresses []string `json:"apiAddresses,omitempty"`
+	Detail       string   `json:"detail,omitempty"`
+}
+
+// Target is a target cluster that does not hold the latest records.
+type Target struct {
+	Name    string    `json:"name"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+}
+
+// effect is what a cluster's status reason leaves of its names in the
+// workload clusters (internal/controller/README.md, "Status").
+func effect(reason string) string {
+	switch reason {
+	case "Published", "AddressConflict":
+		return "published"
+	case "WriteFailed", "Writing", "TargetUnreachable":
+		return "written where the targets answer"
+	case "ClusterUnreachable", "ClusterCutOff", "KubeconfigMissing", "KubeconfigInvalid", "KubeconfigRefused", "TooManyAddresses", "TooManyEndpoints", "TooManyNames":
+		return "serving last known records"
+	}
+	return "no records"
+}
+
+// Build explains n from the facts read for it.
+func Build(n Name, f Facts, now time.Time) Report {
+	r := Report{Name: n, Unread: f.Unread, From: f.From, Slices: f.Slices}
+	if n.Stored != "" {
+		r.Key = skydnsrecord.Key(n.Stored) + "/"
+	}
+	switch {
+	case n.Zone == "":
+		r.set(AnswerNotOurs, ReasonNotInZone, "in no zone of xcc-dns: the cluster DNS answers it as any other name")
+	case n.Refused != "":
+		r.set(AnswerNXDomain, ReasonRefused, "name refused: "+n.Refused)
+	case n.Empty && n.Name == n.Zone:
+		r.set(AnswerNoData, ReasonApex, "the apex of the zone: the DNS server answers its SOA and NS itself, NODATA for other types")
+	case n.Empty:
+		r.set(AnswerNoData, ReasonEmptyNonTerminal, "an empty non-terminal: NODATA for every type; the names below it answer")
+	case n.TypeRefused != "":
+		r.set(AnswerNoData, ReasonTypeNotAnswered, n.Type+" NODATA: "+n.TypeRefused)
+	case n.Hand:
+		r.set(AnswerUnknown, ReasonByHand, "no name xcc-dns publishes: it answers what was put at its key by hand (etcdctl put), else NXDOMAIN")
+	case n.Kind == "dns-version":
+		r.set(AnswerRecords, ReasonPublished, "TXT of the specification's version, written by serve itself")
+	case n.Family == FamilyClusterSet:
+		r.clusterSet(f)
+	case n.Family == FamilyNone:
+		r.set(AnswerUnknown, ReasonByHand, "no GatewayDNS or ClusterSet publishes a name of this shape")
+	case f.ListFailed:
+		r.set(AnswerUnknown, ReasonUnread, "could not read the GatewayDNS of namespace "+n.Owner.Namespace+": "+strings.Join(f.Unread, "; "))
+	case n.Family == FamilyClusters:
+		r.clusters(f.GatewayDNS, now)
+	case n.Family == FamilyGateways, n.Family == FamilyServices:
+		r.gatewayDNS(f.GatewayDNS, now)
+	case n.Family == FamilyNames:
+		r.names(f.GatewayDNS)
+	}
+	if n.TypeRefused != "" {
+		// The guard answers before the etcd plugin reads anything.
+		r.Key = ""
+	}
+	return r
+}
+
+func (r *Report) set(answer, reason, why string) { r.Answer, r.Reason, r.Why = answer, reason, why }
+
+// fromEntry sets the answer and reason of a name that depends on one
+// cluster's entry alone.
+func (r *Report) fromEntry(e Entry, cluster string, addrs []string, now time.Time) {
+	if e.Ready {
+		why := cluster + " is published in every target"
+		if len(addrs) > 0 {
+			why += ": " + strings.Join(addrs, ", ")
+		}
+		r.set(AnswerRecords, ReasonPublished, why)
+		return
+	}
+	what := effect(e.Reason)
+	answer := AnswerRecords
+	if what == "no records" {
+		answer = AnswerNXDomain
+	}
+	r.set(answer, e.Reason, fmt.Sprintf("%s: %s%s: %s", cluster, e.Reason, since(e.Since, now), what))
+}
+
+// clusters explains a cluster's gateway or api name: the GatewayDNS of
+// its namespace that selects it and does not export a headless Service.
+func (r *Report) clusters(gds []v1alpha1.GatewayDNS, now time.Time) {
+	ns, cluster := r.Owner.Namespace, r.Owner.Cluster
+	var owners, omitted []string
+	var found *Entry
+	for _, gd := range gds {
+		if gd.Namespace != ns || gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless {
+			continue
+		}
+		owners = append(owners, gd.Name)
+		if gd.Status.OmittedClusters > 0 {
+			omitted = append(omitted, gd.Name)
+		}
+		for _, c := range gd.Status.Clusters {
+			if c.Name != cluster {
+				continue
+			}
+			p := publisher(gd, []v1alpha1.ClusterStatus{c})
+			// Answered is of the gateways name, not of this one.
+			p.Entries[0].Answered = nil
+			r.Publishers = append(r.Publishers, p)
+			if c.Reason != "Conflict" && found == nil {
+				found = &r.Publishers[len(r.Publishers)-1].Entries[0]
+			}
+		}
+	}
+	switch {
+	case len(owners) == 0:
+		r.set(AnswerNXDomain, ReasonNoGatewayDNS, "no GatewayDNS of namespace "+ns+" publishes gateways: nothing publishes the names of its clusters")
+	case found == nil && len(omitted) > 0:
+		r.set(AnswerUnknown, ReasonNotInStatus, fmt.Sprintf("%s is in no status of the GatewayDNS of %s, which leave clusters out (%s): kubectl get cluster -n %s %s --show-labels", cluster, ns, strings.Join(omitted, ", "), ns, cluster))
+	case found == nil && len(r.Publishers) > 0:
+		r.set(AnswerNXDomain, "Conflict", cluster+" is selected only by GatewayDNS that an older one of "+ns+" has it from")
+	case found == nil:
+		r.set(AnswerNXDomain, ReasonNotSelected, fmt.Sprintf("%s is not selected by any GatewayDNS of %s (%s)", cluster, ns, strings.Join(owners, ", ")))
+	case r.Kind == "api" && len(found.APIAddresses) == 0:
+		r.set(AnswerNXDomain, ReasonNoAPIAddress, cluster+" has no control-plane address published: its Cluster's spec.controlPlaneEndpoint.host is unset or was refused")
+	case r.Kind == "api":
+		r.fromEntry(*found, cluster, found.APIAddresses, now)
+		if r.Answer == AnswerNXDomain {
+			// Written from the Cluster alone, whatever its gateway's reason.
+			r.set(AnswerRecords, ReasonPublished, fmt.Sprintf("the control-plane address of %s is published: %s (its gateway: %s)", cluster, strings.Join(found.APIAddresses, ", "), found.Reason))
+		}
+	default:
+		r.fromEntry(*found, cluster, found.Addresses, now)
+	}
+}
+
+// gatewayDNS explains a name of one GatewayDNS: its gateways across
+// clusters, or its headless export and the names below it.
+func (r *Report) gatewayDNS(gds []v1alpha1.GatewayDNS, now time.Time) {
+	ns, name := r.Owner.Namespace, r.Owner.GatewayDNS
+	i := slices.IndexFunc(gds, func(gd v1alpha1.GatewayDNS) bool { return gd.Namespace == ns && gd.Name == name })
+	if i < 0 {
+		r.set(AnswerNXDomain, ReasonNoGatewayDNS, "no GatewayDNS "+ns+"/"+name)
+		return
+	}
+	gd := gds[i]
+	headless := gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless
+	switch {
+	case r.Family == FamilyGateways && headless:
+		r.Publishers = append(r.Publishers, publisher(gd, nil))
+		r.set(AnswerNXDomain, ReasonHeadlessExport, "GatewayDNS "+ns+"/"+name+" exports a headless Service: its names are "+name+"."+ns+".services."+r.Zone+" and below, not gateways.")
+		return
+	case r.Family == FamilyServices && !headless:
+		r.Publishers = append(r.Publishers, publisher(gd, nil))
+		r.set(AnswerNXDomain, ReasonNotHeadless, "GatewayDNS "+ns+"/"+name+" publishes gateways (resolutionType loadBalancer): its name is *."+name+"."+ns+".gateways."+r.Zone)
+		return
+	}
+	if cluster := r.Owner.Cluster; cluster != "" {
+		// A headless cluster or pod name: that cluster's pods.
+		j := slices.IndexFunc(gd.Status.Clusters, func(c v1alpha1.ClusterStatus) bool { return c.Name == cluster })
+		if j < 0 {
+			r.Publishers = append(r.Publishers, publisher(gd, nil))
+			r.set(AnswerNXDomain, ReasonNotSelected, cluster+" is not selected by GatewayDNS "+ns+"/"+name)
+			return
+		}
+		c := gd.Status.Clusters[j]
+		r.Publishers = append(r.Publishers, publisher(gd, []v1alpha1.ClusterStatus{c}))
+		if c.Pods == 0 && (c.Ready || effect(c.Reason) != "serving last known records") {
+			r.set(AnswerNXDomain, ReasonNoPods, cluster+" has no ready pod of "+gd.Spec.Service+" published")
+			return
+		}
+		r.fromEntry(r.Publishers[0].Entries[0], cluster, nil, now)
+		if r.Owner.Pod != "" && r.Answer == AnswerRecords {
+			r.Why += "; whether pod " + r.Owner.Pod + " is among them, --from " + cluster + " shows"
+		}
+		return
+	}
+	r.Publishers = append(r.Publishers, publisher(gd, gd.Status.Clusters))
+	var answered, published []string
+	for _, c := range gd.Status.Clusters {
+		if c.Answered {
+			answered = append(answered, c.Name)
+		}
+		if c.Ready || effect(c.Reason) != "no records" {
+			published = append(published, c.Name)
+		}
+	}
+	switch {
+	case len(published) == 0 && len(gd.Status.Clusters) == 0:
+		r.set(AnswerNXDomain, ReasonNothingPublished, "GatewayDNS "+ns+"/"+name+" selects no cluster")
+	case len(published) == 0:
+		c := gd.Status.Clusters[0]
+		r.set(AnswerNXDomain, ReasonNothingPublished, fmt.Sprintf("no cluster of GatewayDNS %s/%s is published; first: %s: %s", ns, name, c.Name, c.Reason))
+	case len(answered) == 0:
+		r.set(AnswerRecords, ReasonPublished, "no published cluster is healthy: every published one answers ("+strings.Join(published, ", ")+")")
+	default:
+		r.set(AnswerRecords, ReasonPublished, "answers the healthy clusters the locality policy picks: "+strings.Join(answered, ", "))
+	}
+}
+
+// names explains a name claimed with the fqdn annotation: the GatewayDNS
+// of its namespace whose status.names lists it.
+func (r *Report) names(gds []v1alpha1.GatewayDNS) {
+	ns := r.Owner.Namespace
+	var enabled, omitted []string
+	for _, gd := range gds {
+		if gd.Namespace != ns || gd.Spec.Names == nil || !gd.Spec.Names.Enabled || gd.Spec.ResolutionType == v1alpha1.ResolutionTypeHeadless {
+			continue
+		}
+		enabled = append(enabled, gd.Name)
+		if gd.Status.OmittedNames > 0 {
+			omitted = append(omitted, gd.Name)
+		}
+		for _, st := range gd.Status.Names {
+			if skydnsrecord.CanonicalName(st.Name) != r.Name.Name {
+				continue
+			}
+			p := publisher(gd, nil)
+			p.Entries = []Entry{{What: "name " + st.Name, Ready: st.Reason == ReasonPublished, Reason: st.Reason, Message: st.Message,
+				Detail: fmt.Sprintf("sources %s, %d healthy", strings.Join(st.Sources, ", "), st.HealthySources)}}
+			r.Publishers = append(r.Publishers, p)
+		}
+	}
+	for _, p := range r.Publishers {
+		if e := p.Entries[0]; e.Reason != "Conflict" {
+			if e.Ready {
+				r.set(AnswerRecords, ReasonPublished, "claimed by "+e.Detail+", published by GatewayDNS "+p.Name)
+			} else {
+				r.set(AnswerNXDomain, e.Reason, "GatewayDNS "+p.Name+": "+e.Reason+": "+e.Message)
+			}
+			return
+		}
+	}
+	switch {
+	case len(r.Publishers) > 0:
+		r.set(AnswerNXDomain, "Conflict", "claimed only from clusters of a GatewayDNS that an older one of "+ns+" has it from")
+	case len(enabled) == 0:
+		r.set(AnswerNXDomain, ReasonNamesNotEnabled, "no GatewayDNS of "+ns+" has spec.names.enabled: no claimed name of the namespace is published")
+	case len(omitted) > 0:
+		r.set(AnswerUnknown, ReasonNotInStatus, "in no status.names of "+strings.Join(enabled, ", ")+", some of which leave names out")
+	default:
+		r.set(AnswerNXDomain, ReasonNotClaimed, "no Service of a cluster selected by "+strings.Join(enabled, ", ")+" claims it (annotation connectivity.tanzu.vmware.com/fqdn)")
+	}
+}
+
+// clusterSet explains a name of the clusterset zone: the management
+// cluster knows the ClusterSets and their members, the members know
+// what is exported and imported.
+func (r *Report) clusterSet(f Facts) {
+	for _, cs := range f.ClusterSets {
+		p := Publisher{Kind: "ClusterSet", Name: cs.Namespace + "/" + cs.Name, NotObserved: cs.Status.ObservedGeneration < cs.Generation}
+		if c := meta.FindStatusCondition(cs.Status.Conditions, xccv1alpha1.ConditionReady); c != nil {
+			p.Ready, p.Reason, p.Message = c.Status == "True", c.Reason, c.Message
+		} else {
+			p.Reason = "Unknown"
+		}
+		for _, m := range cs.Status.Clusters {
+			e := Entry{What: "member " + m.Name, Ready: m.Reason == xccv1alpha1.ReasonMember && m.Message == "", Reason: string(m.Reason), Message: m.Message}
+			if m.ClusterID != "" {
+				e.Detail = "cluster id " + m.ClusterID
+			}
+			p.Entries = append(p.Entries, e)
+		}
+		r.Publishers = append(r.Publishers, p)
+	}
+	switch {
+	case f.From != "" && len(f.Slices) > 0:
+		r.set(AnswerRecords, ReasonImported, fmt.Sprintf("%d slice(s) of ServiceImport %s in %s publish it", len(f.Slices), r.Owner.ServiceImport, f.From))
+	case f.From != "" && !f.SlicesFailed:
+		r.set(AnswerNXDomain, ReasonNotImported, "no slice of ServiceImport "+r.Owner.ServiceImport+" in "+f.From+": no member exports "+r.Owner.ServiceImport+", or "+f.From+" is no member")
+	case f.ListFailed:
+		r.set(AnswerUnknown, ReasonUnread, "could not read the ClusterSets: "+strings.Join(f.Unread, "; "))
+	case len(f.ClusterSets) == 0:
+		r.set(AnswerNXDomain, ReasonNoClusterSet, "no ClusterSet on the management cluster: nothing is imported into "+r.Zone)
+	default:
+		var names []string
+		for _, p := range r.Publishers {
+			names = append(names, p.Name)
+		}
+		r.set(AnswerUnknown, ReasonSeeMembers, "the management cluster does not list imports: ServiceImport "+r.Owner.ServiceImport+" exists in the members of "+strings.Join(names, ", ")+" where one exports it; --from a member reads its slices")
+	}
+}
+
+// publisher is the Publisher of gd with the entries of clusters.
+func publisher(gd v1alpha1.GatewayDNS, clusters []v1alpha1.ClusterStatus) Publisher {
+	p := Publisher{Kind: "GatewayDNS", Name: gd.Namespace + "/" + gd.Name, NotObserved: gd.Status.ObservedGeneration < gd.Generation}
+	if c := meta.FindStatusCondition(gd.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		p.Ready, p.Reason, p.Message = c.Status == "True", c.Reason, c.Message
+	} else {
+		p.Reason = "Unknown"
+	}
+	for _, c := range clusters {
+		healthy, answered := c.Healthy, c.Answered
+		e := Entry{What: "cluster " + c.Name, Ready: c.Ready, Reason: c.Reason, Message: c.Message, Healthy: &healthy, Answered: &answered, Addresses: c.Addresses}
+		if c.Since != nil {
+			e.Since = c.Since.Time
+		}
+		e.APIAddresses = c.APIAddresses
+		var detail []string
+		if c.Pods > 0 {
+			detail = append(detail, fmt.Sprintf("%d ready pods", c.Pods))
+		}
+		if !healthy && c.HealthReason != "" {
+			detail = append(detail, "not healthy: "+c.HealthReason)
+		}
+		e.Detail = strings.Join(detail, ", ")
+		p.Entries = append(p.Entries, e)
+	}
+	for _, t := range gd.Status.Targets {
+		p.Targets = append(p.Targets, Target{Name: t.Name, Reason: t.Reason, Message: t.Message, Since: t.Since.Time})
+	}
+	return p
+}

@@ -1,0 +1,179 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+)
+
+// WorkloadNamespace is the workload chart's namespace, where serve and
+// its etcd run: the port-forward of the etcdctl command.
+const WorkloadNamespace = "xcc-dns"
+
+// etcdClientURL is where the port-forward puts serve's etcd.
+const etcdClientURL = "http://127.0.0.1:2379"
+
+// Publishes reports whether a slice's hostname annotation makes name: its
+// stored name, or a name below it (the names below a wildcard, and the
+// cluster, pod and SRV names of a headless or clusterset name).
+func Publishes(hostname, name string) bool {
+	stored, _ := skydnsrecord.StoredName(hostname)
+	return stored != "" && (name == stored || skydnsrecord.IsSubdomain(name, stored))
+}
+
+// Etcdctl is the command that prints the records under key in a workload
+// cluster's serve etcd, after the port-forward of EtcdPortForward.
+func Etcdctl(key string) string {
+	return "etcdctl --endpoints " + etcdClientURL + " get --prefix " + key
+}
+
+// EtcdPortForward reaches serve's etcd, which listens on 127.0.0.1 in
+// its pod.
+const EtcdPortForward = "kubectl -n " + WorkloadNamespace + " port-forward deploy/xcc-dns 2379:2379 &"
+
+// WriteText prints r for an operator: the name, the reason line, the
+// publishers behind with the entries the name depends on, and where its
+// records live; now dates "since".
+func (r Report) WriteText(w io.Writer, now time.Time) error {
+	p := &printer{w: w}
+	p.line("name:    %s", r.Name.Name+typeSuffix(r.Type))
+	if r.Kind != "" {
+		p.line("shape:   %s, %s", r.Kind, r.Shape)
+	}
+	if o := r.Owner.String(); o != "" {
+		p.line("owner:   %s", o)
+	}
+	p.line("answer:  %s", r.Answer)
+	p.line("reason:  %s: %s", r.Reason, r.Why)
+	for _, pub := range r.Publishers {
+		ready := "Ready"
+		if !pub.Ready {
+			ready = "not Ready"
+		}
+		if pub.NotObserved {
+			ready += ", its last change not yet observed"
+		}
+		p.line("%s %s: %s, %s", pub.Kind, pub.Name, ready, pub.Reason)
+		if pub.Message != "" && !pub.Ready {
+			p.line("  %s", cut(pub.Message))
+		}
+		for _, e := range pub.Entries {
+			p.line("  %s: %s", e.What, e.state(now))
+			if e.Message != "" {
+				p.line("    %s", cut(e.Message))
+			}
+		}
+		for _, t := range pub.Targets {
+			p.line("  target %s lacks the latest records: %s%s", t.Name, t.Reason, since(t.Since, now))
+			if t.Message != "" {
+				p.line("    %s", cut(t.Message))
+			}
+		}
+	}
+	if r.From != "" {
+		p.line("slices in %s: %d", r.From, len(r.Slices))
+		for _, s := range r.Slices {
+			src := ""
+			if s.Source != "" {
+				src = " from " + s.Source
+			}
+			p.line("  %s%s: %s %s", s.Name, src, s.Hostname, strings.Join(s.Addresses, ", "))
+		}
+	}
+	if r.Key != "" {
+		p.line("records: etcd key %s in the serve etcd of each workload cluster:", r.Key)
+		p.line("  %s", EtcdPortForward)
+		p.line("  %s", Etcdctl(r.Key))
+	}
+	if r.Reason != ReasonUnread {
+		// Else the reason line has said it.
+		for _, u := range r.Unread {
+			p.line("unread:  %s", u)
+		}
+	}
+	return p.err
+}
+
+func typeSuffix(t string) string {
+	if t == "" {
+		return ""
+	}
+	return " " + t
+}
+
+// String is the owner in words: "namespace dev-team, cluster cluster-a".
+func (o Owner) String() string {
+	var parts []string
+	add := func(what, v string) {
+		if v != "" {
+			parts = append(parts, what+" "+v)
+		}
+	}
+	add("namespace", o.Namespace)
+	add("cluster", o.Cluster)
+	add("GatewayDNS", o.GatewayDNS)
+	add("pod", o.Pod)
+	add("ServiceImport", o.ServiceImport)
+	add("cluster id", o.ClusterID)
+	add("hostname", o.Hostname)
+	return strings.Join(parts, ", ")
+}
+
+// state is an entry on one line: reason, health, since, addresses.
+func (e Entry) state(now time.Time) string {
+	parts := []string{e.Reason}
+	if e.Healthy != nil {
+		if *e.Healthy {
+			parts = append(parts, "healthy")
+		} else {
+			parts = append(parts, "not healthy")
+		}
+	}
+	if e.Answered != nil && *e.Answered {
+		parts = append(parts, "answered")
+	}
+	if e.Detail != "" {
+		parts = append(parts, e.Detail)
+	}
+	s := strings.Join(parts, ", ") + since(e.Since, now)
+	if len(e.Addresses) > 0 {
+		s += "; addresses " + strings.Join(e.Addresses, ", ")
+	}
+	if len(e.APIAddresses) > 0 {
+		s += "; api " + strings.Join(e.APIAddresses, ", ")
+	}
+	return s
+}
+
+func since(t, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf(" for %s (since %s)", now.Sub(t).Round(time.Second), t.UTC().Format(time.RFC3339))
+}
+
+// maxMessage keeps a line readable; -o json has all.
+const maxMessage = 160
+
+func cut(s string) string {
+	s = strings.ReplaceAll(s, "\n", "; ")
+	if len(s) > maxMessage {
+		return s[:maxMessage] + "..."
+	}
+	return s
+}
+
+// printer writes lines until the first error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) line(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
