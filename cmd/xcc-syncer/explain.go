@@ -178,7 +178,7 @@ func (w workloadSlices) Slices(ctx context.Context, namespace, cluster string) (
 	}
 	cfg, err := kubeconfig.RESTConfig(secret.Data[workload.KubeconfigSecretKey], kubeconfig.Policy{})
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: %w", namespace, name, err)
+		return nil, fmt.Errorf("read Secret %s/%s: %w", namespace, name, err)
 	}
 	cfg.UserAgent = explainUserAgent
 	cfg.Timeout = explainTimeout
