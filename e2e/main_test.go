@@ -115,6 +115,7 @@ var suite = []struct {
 	{"MCS", shared, testMCS},
 	{"Explain", shared, testExplain},
 	{"MCSFrozenMember", shared, testMCSFrozenMember},
+	{"MCSClusterIDs", shared, testMCSClusterIDs},
 	{"ControllerFailover", shared, testControllerFailover},
 
 	{"BenchServeKills", bench, testBenchServeKills},
