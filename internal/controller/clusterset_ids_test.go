@@ -38,15 +38,7 @@ func TestControllerClusterSetIDsAreSticky(t *testing.T) {
 				m.prop = &atomic.Pointer[string]{}
 			}
 			fakes := map[string]memberFake{"cluster-a": a, "cluster-b": b}
-			sel := map[string]string{"set": "prod"}
-			ca, cb := capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, "")
-			ca.SetCreationTimestamp(metav1.NewTime(time.Unix(10, 0)))
-			cb.SetCreationTimestamp(metav1.NewTime(time.Unix(20, 0)))
-			e := newTestEnvClients(t,
-				[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-				[]runtime.Object{ca, cb, clusterSetObject("prod")},
-				nil, map[string]workload.Client{"ka": a, "kb": b},
-				func(c *Config) { c.ClusterSets = true; c.ReadLimits.PropertyRefresh = 50 * time.Millisecond })
+			e := olderAndNewer(t, a, b)
 			imports := func(m memberFake, name, from string) bool {
 				si, err := m.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, name, metav1.GetOptions{})
 				return err == nil && len(si.Status.Clusters) == 1 && si.Status.Clusters[0].Cluster == from
@@ -96,6 +88,22 @@ func TestControllerClusterSetIDsAreSticky(t *testing.T) {
 	}
 }
 
+// olderAndNewer is a ClusterSet prod of cluster-a (client a, the older
+// Cluster) and cluster-b (client b), whose properties are read again
+// every 50 ms.
+func olderAndNewer(t *testing.T, a, b workload.Client) *testEnv {
+	t.Helper()
+	sel := map[string]string{"set": "prod"}
+	ca, cb := capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, "")
+	ca.SetCreationTimestamp(metav1.NewTime(time.Unix(10, 0)))
+	cb.SetCreationTimestamp(metav1.NewTime(time.Unix(20, 0)))
+	return newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
+		[]runtime.Object{ca, cb, clusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b},
+		func(c *Config) { c.ClusterSets = true; c.ReadLimits.PropertyRefresh = 50 * time.Millisecond })
+}
+
 // holdsNothingOf reports whether m holds no ServiceImport, derived Service
 // or EndpointSlice of the controller, nor a clusterset contract slice.
 func holdsNothingOf(e *testEnv, t *testing.T, m memberFake) bool {
@@ -136,15 +144,7 @@ func TestControllerClusterSetIDsSurviveARestart(t *testing.T) {
 	// After the restart cluster-b's property is read last: from the
 	// members' properties alone the older, cluster-a, would take its id.
 	slowB := slowProperty{memberFake: b, wait: &atomic.Pointer[chan struct{}]{}}
-	sel := map[string]string{"set": "prod"}
-	ca, cb := capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, "")
-	ca.SetCreationTimestamp(metav1.NewTime(time.Unix(10, 0)))
-	cb.SetCreationTimestamp(metav1.NewTime(time.Unix(20, 0)))
-	e := newTestEnvClients(t,
-		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{ca, cb, clusterSetObject("prod")},
-		nil, map[string]workload.Client{"ka": a, "kb": slowB},
-		func(c *Config) { c.ClusterSets = true; c.ReadLimits.PropertyRefresh = 50 * time.Millisecond })
+	e := olderAndNewer(t, a, slowB)
 	eventually(t, "the state keeps the id each member holds", func() bool {
 		kept := e.keptSet()
 		return kept != nil && kept.Clusters["dev-team/cluster-a"].ID == "cluster-a" && kept.Clusters["dev-team/cluster-b"].ID == "cluster-b"
