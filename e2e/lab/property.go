@@ -23,6 +23,8 @@ const clusterPropertyCRD = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: clusterproperties.about.k8s.io
+  annotations:
+    api-approved.kubernetes.io: "https://github.com/kubernetes/enhancements/pull/1645"
 spec:
   group: about.k8s.io
   scope: Cluster
