@@ -10,6 +10,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/overview"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
@@ -203,7 +204,7 @@ func (r *Report) fromEntry(e Entry, cluster string, addrs []string, now time.Tim
 	if what == "no records" {
 		answer = AnswerNXDomain
 	}
-	r.set(answer, e.Reason, fmt.Sprintf("%s: %s%s: %s", cluster, e.Reason, since(e.Since, now), what))
+	r.set(answer, e.Reason, fmt.Sprintf("%s: %s%s: %s", cluster, e.Reason, overview.Since(e.Since, now), what))
 }
 
 // clusters explains a cluster's gateway or api name: the GatewayDNS of

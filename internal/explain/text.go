@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xcc-dns/xcc-dns/internal/overview"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
@@ -58,18 +59,18 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 		}
 		p.line("%s %s: %s, %s", pub.Kind, pub.Name, ready, pub.Reason)
 		if pub.Message != "" && !pub.Ready {
-			p.line("  %s", cut(pub.Message))
+			p.line("  %s", overview.Cut(pub.Message))
 		}
 		for _, e := range pub.Entries {
 			p.line("  %s: %s", e.What, e.state(now))
 			if e.Message != "" {
-				p.line("    %s", cut(e.Message))
+				p.line("    %s", overview.Cut(e.Message))
 			}
 		}
 		for _, t := range pub.Targets {
-			p.line("  target %s lacks the latest records: %s%s", t.Name, t.Reason, since(t.Since, now))
+			p.line("  target %s lacks the latest records: %s%s", t.Name, t.Reason, overview.Since(t.Since, now))
 			if t.Message != "" {
-				p.line("    %s", cut(t.Message))
+				p.line("    %s", overview.Cut(t.Message))
 			}
 		}
 	}
@@ -138,30 +139,12 @@ func (e Entry) state(now time.Time) string {
 	if e.Detail != "" {
 		parts = append(parts, e.Detail)
 	}
-	s := strings.Join(parts, ", ") + since(e.Since, now)
+	s := strings.Join(parts, ", ") + overview.Since(e.Since, now)
 	if len(e.Addresses) > 0 {
 		s += "; addresses " + strings.Join(e.Addresses, ", ")
 	}
 	if len(e.APIAddresses) > 0 {
 		s += "; api " + strings.Join(e.APIAddresses, ", ")
-	}
-	return s
-}
-
-func since(t, now time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return fmt.Sprintf(" for %s (since %s)", now.Sub(t).Round(time.Second), t.UTC().Format(time.RFC3339))
-}
-
-// maxMessage keeps a line readable; -o json has all.
-const maxMessage = 160
-
-func cut(s string) string {
-	s = strings.ReplaceAll(s, "\n", "; ")
-	if len(s) > maxMessage {
-		return s[:maxMessage] + "..."
 	}
 	return s
 }

@@ -185,21 +185,28 @@ func writeBehind(w io.Writer, name, message string, ps []Problem, now time.Time)
 	}
 	fmt.Fprintf(w, "%s:\n", name)
 	if message != "" {
-		fmt.Fprintf(w, "  %s\n", cut(message))
+		fmt.Fprintf(w, "  %s\n", Cut(message))
 	}
 	for _, p := range ps {
-		since := ""
-		if !p.Since.IsZero() {
-			since = fmt.Sprintf(" for %s (since %s)", now.Sub(p.Since).Round(time.Second), p.Since.UTC().Format(time.RFC3339))
-		}
-		fmt.Fprintf(w, "  %s: %s%s\n", p.What, p.Reason, since)
+		fmt.Fprintf(w, "  %s: %s%s\n", p.What, p.Reason, Since(p.Since, now))
 		if p.Message != "" {
-			fmt.Fprintf(w, "    %s\n", cut(p.Message))
+			fmt.Fprintf(w, "    %s\n", Cut(p.Message))
 		}
 	}
 }
 
-func cut(s string) string {
+// Since says how long ago t was, and when, as the text views print it
+// (" for 1m30s (since 2026-11-26T12:00:00Z)"); "" for a zero t.
+func Since(t, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf(" for %s (since %s)", now.Sub(t).Round(time.Second), t.UTC().Format(time.RFC3339))
+}
+
+// Cut is s on one line, cut to maxMessage bytes, as the text views print
+// a status message.
+func Cut(s string) string {
 	s = strings.ReplaceAll(s, "\n", "; ")
 	if len(s) > maxMessage {
 		return s[:maxMessage] + "..."
