@@ -145,14 +145,7 @@ func memberClient(m setMember) (apply.Member, bool) {
 	if !ok {
 		return apply.Member{}, false
 	}
-	kube := m.cluster.Client()
-	return apply.Bounded(apply.Member{
-		Cluster:  m.ClusterID,
-		Imports:  func(ns string) apply.ImportClient { return mcs.MulticlusterV1beta1().ServiceImports(ns) },
-		Exports:  func(ns string) apply.ExportClient { return mcs.MulticlusterV1beta1().ServiceExports(ns) },
-		Services: func(ns string) apply.ServiceClient { return kube.CoreV1().Services(ns) },
-		Slices:   func(ns string) apply.SliceClient { return kube.DiscoveryV1().EndpointSlices(ns) },
-	}, workload.RequestTimeout), true
+	return apply.Bounded(apply.NewMember(m.ClusterID, m.cluster.Client(), mcs), workload.RequestTimeout), true
 }
 
 // derivedClusterIPs are the ClusterIPs the member's derived Services have.

@@ -61,8 +61,26 @@ type Member struct {
 	Slices   func(namespace string) SliceClient
 }
 
-// NewMember wraps a member's typed clientsets (real or fake).
-func NewMember(cluster string, kube kubernetes.Interface, mcs mcsclientset.Interface) Member {
+// KubeClient and MCSClient are the parts of a member's clientsets a
+// Member is made of: the real and fake clientsets have them, and so does
+// the controller's workload client.
+type (
+	KubeClient interface {
+		CoreV1() typedcorev1.CoreV1Interface
+		DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface
+	}
+	MCSClient interface {
+		MulticlusterV1beta1() typedmcsv1beta1.MulticlusterV1beta1Interface
+	}
+)
+
+var (
+	_ KubeClient = kubernetes.Interface(nil)
+	_ MCSClient  = mcsclientset.Interface(nil)
+)
+
+// NewMember wraps a member's typed clients (real or fake).
+func NewMember(cluster string, kube KubeClient, mcs MCSClient) Member {
 	return Member{
 		Cluster:  cluster,
 		Imports:  func(ns string) ImportClient { return mcs.MulticlusterV1beta1().ServiceImports(ns) },
