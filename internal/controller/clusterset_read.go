@@ -26,9 +26,9 @@ type memberRead struct {
 
 // readMember reads member w (cluster id id) for user, the clusterset's
 // key, starting the informers it needs: every ServiceExport, Namespace
-// and Service, and per export admitted under MaxExportsPerMember its
-// Service's EndpointSlices. The keep map (cluster key -> refs) gets every
-// ref read, for Release.
+// and Service, and the EndpointSlices of each namespace with an export
+// admitted under MaxExportsPerMember. The keep map (cluster key -> refs)
+// gets every ref read, for Release.
 func (c *Controller) readMember(w *workload.Cluster, id, user string, keep map[string]map[string]bool) memberRead {
 	refs := keep[w.Key()]
 	if refs == nil {
@@ -53,15 +53,21 @@ func (c *Controller) readMember(w *workload.Cluster, id, user string, keep map[s
 	for _, e := range live {
 		read = append(read, exportOf(id, e, c.workloads.ExportedService(w, e.Namespace, e.Name)))
 	}
-	for i, x := range aggregate.Admit(read, c.cfg.MaxExportsPerMember) {
-		if x.OverLimit || !aggregate.Valid(x) {
+	admitted := aggregate.Admit(read, c.cfg.MaxExportsPerMember)
+	keys := map[string]bool{}
+	for i, x := range admitted {
+		if !x.OverLimit && aggregate.Valid(x) {
+			keys[live[i].Namespace+"/"+live[i].Name] = true
+		}
+	}
+	c.workloads.WatchExportEndpoints(w, user, keys)
+	for i, x := range admitted {
+		e := live[i]
+		if !keys[e.Namespace+"/"+e.Name] {
 			r.exports = append(r.exports, x)
 			continue
 		}
-		e := live[i]
-		refs[e.Namespace+"/"+e.Name] = true
-		c.workloads.WatchService(w, e.Namespace, e.Name, user, true)
-		eps, epSynced := c.workloads.Endpoints(w, e.Namespace, e.Name)
+		eps, epSynced := c.workloads.ExportEndpoints(w, e.Namespace, e.Name)
 		if !epSynced {
 			r.synced = false
 			continue

@@ -341,8 +341,8 @@ func TestControllerClusterSetExportLimit(t *testing.T) {
 		_, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
 		return err == nil
 	})
-	if _, services, _ := e.ctrl.workloads.Watched(); services != 1 {
-		t.Errorf("%d Services watched, want 1: a refused export's endpoints are not read", services)
+	if namespaces, exports := e.ctrl.workloads.ExportReads(); namespaces != 1 || exports != 1 {
+		t.Errorf("endpoints of %d exports read in %d namespaces, want 1 in 1: a refused export's endpoints are not read", exports, namespaces)
 	}
 }
 

@@ -84,8 +84,9 @@ func hasReady(obj any) bool {
 // endpointsForCache keeps of an EndpointSlice what health and a headless
 // export read: its name, namespace, resourceVersion, address type and
 // ports, and of each endpoint its addresses, hostname and conditions
-// (no node, zone, hints, targetRef, labels or annotations), and the
-// managed-by label when it is this controller's. Idempotent.
+// (no node, zone, hints, targetRef, labels or annotations), its Service
+// label, and the managed-by label when it is this controller's.
+// Idempotent.
 func endpointsForCache(obj any) (any, error) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
@@ -94,8 +95,14 @@ func endpointsForCache(obj any) (any, error) {
 	kept := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{
 		Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion,
 	}, AddressType: s.AddressType, Ports: s.Ports}
+	if v := s.Labels[discoveryv1.LabelServiceName]; v != "" {
+		kept.Labels = map[string]string{discoveryv1.LabelServiceName: v}
+	}
 	if v := s.Labels[contract.LabelManagedBy]; v == contract.ManagedByValue {
-		kept.Labels = map[string]string{contract.LabelManagedBy: v}
+		if kept.Labels == nil {
+			kept.Labels = map[string]string{}
+		}
+		kept.Labels[contract.LabelManagedBy] = v
 	}
 	if len(s.Endpoints) > 0 {
 		kept.Endpoints = make([]discoveryv1.Endpoint, 0, len(s.Endpoints))

@@ -26,7 +26,8 @@ func TestEndpointsForCache(t *testing.T) {
 	}
 	s := out.(*discoveryv1.EndpointSlice)
 	want := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "envoy-x", Namespace: "projectcontour", ResourceVersion: "7"},
+		ObjectMeta: metav1.ObjectMeta{Name: "envoy-x", Namespace: "projectcontour", ResourceVersion: "7",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "envoy"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       in.Ports,
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.7"}, Hostname: ptr.To("db-0"),

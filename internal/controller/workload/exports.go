@@ -48,10 +48,16 @@ type exportsWatch struct {
 	namespaces *objectWatch
 	// services is the cluster's shared Service informer (allServices).
 	services *objectWatch
+	ctx      context.Context
 	cancel   context.CancelFunc
 	// release tells the shared Service informer exports no longer read it.
 	release func()
 	users   map[string]bool
+	// slices are the EndpointSlice informers of the namespaces with an
+	// admitted export (export_slices.go), wanted the exports each user
+	// reads ("<namespace>/<name>").
+	slices map[string]*namespaceSlices
+	wanted map[string]map[string]bool
 }
 
 // WatchExports makes sure the ServiceExports and Namespaces of w are
@@ -81,7 +87,8 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 			return
 		}
 		ctx, cancel := context.WithCancel(w.ctx)
-		ew = &exportsWatch{cancel: cancel, users: map[string]bool{}, services: services.informer}
+		ew = &exportsWatch{ctx: ctx, cancel: cancel, users: map[string]bool{}, services: services.informer,
+			slices: map[string]*namespaceSlices{}, wanted: map[string]map[string]bool{}}
 		notify := func() { m.onService(m.exportsUsersOf(ew)) }
 		ew.exports = watchExports(mcs, w.reads, notify)
 		ew.namespaces = watchNamespaces(w.client, w.reads, notify)

@@ -469,6 +469,10 @@ func (m *Set) Release(user string, keep map[string]map[string]bool) {
 			w.names = nil
 			klog.FromContext(m.ctx).Info("Stopped watching the Services of workload cluster for names", "cluster", key)
 		}
+		if ew := w.exports; ew != nil && !refs[ExportsRef] && ew.wanted[user] != nil {
+			delete(ew.wanted, user)
+			m.syncNamespaceSlicesLocked(w, ew)
+		}
 		if ew := w.exports; ew != nil && unused(ew.users, user, refs[ExportsRef]) {
 			ew.stop()
 			w.exports = nil
