@@ -9,6 +9,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	klabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
@@ -182,6 +183,13 @@ func newClusterSetSlice(imp ClusterSetImport, cluster, family string, t discover
 		s.Annotations[AnnotationTTL] = strconv.Itoa(int(imp.TTL))
 	}
 	return s
+}
+
+// ClusterSetSelector selects the controller's KindClusterSet slices in a
+// slice namespace: a member is in one clusterset at a time, so every one
+// of them is its set's.
+func ClusterSetSelector() string {
+	return klabels.SelectorFromSet(klabels.Set{LabelManagedBy: ManagedByValue, LabelRecord: string(KindClusterSet)}).String()
 }
 
 // IsClusterSet reports whether slice says it is of KindClusterSet: serve

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +34,9 @@ type setMember struct {
 	access string
 	// idKnown: the member's cluster id property has been read.
 	idKnown bool
+	// settled: so have those of every older selected Cluster, which
+	// might ask for the same id; only then is the member's id held.
+	settled bool
 }
 
 // syncClusterSet brings the imports of one ClusterSet in line, in the
@@ -148,6 +153,7 @@ func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, mem *setMemory, user
 		}
 		clusters = append(clusters, mc)
 	}
+	settle(clusters, access)
 	var mine member.Result
 	others := map[string]bool{}
 	for _, r := range member.Resolve(sets, clusters) {
@@ -168,8 +174,31 @@ func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, mem *setMemory, user
 	return mine, members, others, nil
 }
 
-// holdIDs records the id each member of res holds once its property is
-// read, and drops that of every other Cluster: a member keeps the id it
+// settle marks each selected Cluster (in access) settled when its id
+// property and those of every older selected Cluster have been read:
+// until then an older Cluster may still ask for the same id, and which
+// of the two holds it would depend on whose property was read first.
+func settle(clusters []member.Cluster, access map[string]setMember) {
+	order := slices.Clone(clusters)
+	slices.SortStableFunc(order, func(a, b member.Cluster) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	known := true
+	for _, c := range order {
+		sm, ok := access[c.Name]
+		if !ok {
+			continue
+		}
+		known = known && sm.idKnown
+		sm.settled = known
+		access[c.Name] = sm
+	}
+}
+
+// holdIDs records the id each member of res holds once it is settled, and drops that of every other Cluster: a member keeps the id it
 // joined with until it leaves or is refused. A member refused for asking for another member's
 // id gets a Warning Event: it held one, so it was written under it, and
 // its objects are now removed from every member.
@@ -180,7 +209,7 @@ func (c *Controller) holdIDs(cs *xccv1alpha1.ClusterSet, mem *setMemory, res mem
 		keep[key] = true
 		// Until its property is read a member stands under its name for
 		// now: that is no id it holds.
-		if m.idKnown {
+		if m.settled {
 			mem.held[key] = heldID{uid: m.uid, id: m.ClusterID}
 		}
 	}

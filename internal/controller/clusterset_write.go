@@ -12,7 +12,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -95,9 +94,10 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 	if !ok {
 		return errors.New("its client has no Multi-Cluster Services API")
 	}
-	// The member's exports come from the informer: a sync lists only
-	// the controller's own objects.
-	existing, err := apply.ListOurs(ctx, client)
+	client = apply.Observed(client, c.workloads.Seen(m.cluster))
+	// Everything is read from the member's informers; the controller's
+	// own objects are listed only while those have not listed yet.
+	existing, contractSlices, err := c.ownObjects(ctx, m, client)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 		if !changed {
 			break
 		}
-		if existing, err = apply.ListOurs(ctx, client); err != nil {
+		if existing, contractSlices, err = c.ownObjects(ctx, m, client); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
 	}
@@ -134,8 +134,41 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 		klog.FromContext(ctx).V(2).Info("Endpoint not imported", "member", m.ClusterID, "why", line)
 	}
 	errs = append(errs, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace),
-		c.clusterSetSlices(objs, agg, endpoints, ips)))
+		contractSlices, c.clusterSetSlices(objs, agg, endpoints, ips)))
 	return errors.Join(errs...)
+}
+
+// ownObjects are the controller's objects in member m, from its
+// informers (workload.Set.Own), listed with client while those have not
+// listed: its ServiceImports, derived Services and imported slices, and
+// its contract slices.
+func (c *Controller) ownObjects(ctx context.Context, m setMember, client apply.Member) (apply.Existing, []*discoveryv1.EndpointSlice, error) {
+	if existing, contractSlices, ok := c.workloads.Own(m.cluster); ok {
+		return existing, contractSlices, nil
+	}
+	existing, err := apply.ListOurs(ctx, client)
+	if err != nil {
+		return existing, nil, err
+	}
+	contractSlices, err := listClusterSetSlices(ctx, client.Slices(c.cfg.SliceNamespace))
+	if err != nil {
+		return existing, nil, fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", m.cluster.Key(), c.cfg.SliceNamespace, err)
+	}
+	return existing, contractSlices, nil
+}
+
+// listClusterSetSlices lists the clusterset contract slices of a slice
+// namespace (client).
+func listClusterSetSlices(ctx context.Context, client apply.SliceClient) ([]*discoveryv1.EndpointSlice, error) {
+	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: contract.ClusterSetSelector()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*discoveryv1.EndpointSlice, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
 }
 
 // memberClient is the apply.Member of a member's workload client, every
@@ -203,26 +236,17 @@ func (c *Controller) clusterSetSlices(objs objects.Objects, agg aggregate.Result
 	return out
 }
 
-// clusterSetSelector selects the contract slices of clustersets in a
-// member's slice namespace: a member is in one clusterset at a time, so
-// every one of them is its set's.
-func clusterSetSelector() string {
-	return labels.SelectorFromSet(labels.Set{contract.LabelManagedBy: contract.ManagedByValue,
-		contract.LabelRecord: string(contract.KindClusterSet)}).String()
-}
-
 // writeClusterSetSlices makes the member's slice namespace (client, of
-// the Cluster key) hold want, and no other clusterset slice.
-func (c *Controller) writeClusterSetSlices(ctx context.Context, key string, client apply.SliceClient, want []*discoveryv1.EndpointSlice) error {
-	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: clusterSetSelector()})
-	if err != nil {
-		return fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", key, c.cfg.SliceNamespace, err)
-	}
+// the Cluster key), holding existing, hold want, and no other clusterset
+// slice.
+func (c *Controller) writeClusterSetSlices(ctx context.Context, key string, client apply.SliceClient,
+	existing, want []*discoveryv1.EndpointSlice) error {
 	have := map[string]*discoveryv1.EndpointSlice{}
-	for i := range list.Items {
-		have[list.Items[i].Name] = &list.Items[i]
+	for _, s := range existing {
+		have[s.Name] = s
 	}
 	var errs []error
+	var err error
 	for _, s := range want {
 		s.Namespace = c.cfg.SliceNamespace
 		old, ok := have[s.Name]
@@ -256,15 +280,20 @@ func (c *Controller) removeMember(ctx context.Context, m setMember) error {
 	if !ok {
 		return nil
 	}
+	client = apply.Observed(client, c.workloads.Seen(m.cluster))
 	existing, err := apply.List(ctx, client)
 	if err != nil {
 		return err
+	}
+	contractSlices, err := listClusterSetSlices(ctx, client.Slices(c.cfg.SliceNamespace))
+	if err != nil {
+		return fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", m.cluster.Key(), c.cfg.SliceNamespace, err)
 	}
 	_, err = apply.Apply(ctx, client, objects.Objects{}, existing, metav1.Now())
 	if errors.Is(err, apply.ErrNotAnswering) {
 		return err
 	}
-	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), nil))
+	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), contractSlices, nil))
 }
 
 func corev1Protocol(p string) corev1.Protocol { return corev1.Protocol(p) }

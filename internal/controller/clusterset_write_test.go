@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,5 +160,63 @@ func TestControllerClusterSetSlowMemberDelaysOnlyItself(t *testing.T) {
 	// of cluster-b takes 2 s a call, several calls.
 	if took := time.Since(start); took > 1500*time.Millisecond {
 		t.Errorf("a new export reached the healthy member after %s", took)
+	}
+}
+
+// Once a member's informers have listed, a write plans from them: a new
+// export reaches the other member, with its derived Service's address,
+// without a single list of the controller's objects there.
+func TestControllerClusterSetWritesListNothing(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	var lists atomic.Int32
+	// The controller lists its own objects by label; the test's checks
+	// list without one.
+	countLists := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if l, ok := a.(k8stesting.ListAction); ok && !l.GetListRestrictions().Labels.Empty() {
+			lists.Add(1)
+		}
+		return false, nil, nil
+	}
+	b.PrependReactor("list", "*", countLists)
+	b.mcs.PrependReactor("list", "*", countLists)
+	sel := map[string]string{"set": "prod"}
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
+		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b},
+		func(c *Config) { c.ClusterSets = true })
+	imported := func(name string) bool {
+		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil || len(si.Spec.IPs) == 0 {
+			return false
+		}
+		sl, err := b.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, s := range sl.Items {
+			if len(s.Endpoints) > 0 && slices.Contains(s.Endpoints[0].Addresses, si.Spec.IPs[0]) {
+				return true
+			}
+		}
+		return false
+	}
+	eventually(t, "shop/web imported into cluster-b with its DNS slice", func() bool { return imported("web") })
+	time.Sleep(300 * time.Millisecond) // the informers' lists are done
+	before := lists.Load()
+
+	api := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.11",
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}}
+	if _, err := a.CoreV1().Services("shop").Create(e.ctx, api, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Create(e.ctx, &mcsv1beta1.ServiceExport{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "shop/api imported into cluster-b with its DNS slice", func() bool { return imported("api") })
+	if n := lists.Load() - before; n != 0 {
+		t.Errorf("%d lists by label in cluster-b for one more export, want none", n)
 	}
 }

@@ -58,6 +58,8 @@ type exportsWatch struct {
 	// reads ("<namespace>/<name>").
 	slices map[string]*namespaceSlices
 	wanted map[string]map[string]bool
+	// own are the controller's own objects in the member (own.go).
+	own *ownWatch
 }
 
 // WatchExports makes sure the ServiceExports and Namespaces of w are
@@ -73,7 +75,7 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ew := w.exports
-	if ew != nil && (ew.exports.cut() || ew.namespaces.cut() || ew.services.cut()) {
+	if ew != nil && (ew.exports.cut() || ew.namespaces.cut() || ew.services.cut() || ew.own.cut()) {
 		ew.stop()
 		w.exports = nil
 		ew = nil
@@ -94,6 +96,7 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 		ew.namespaces = watchNamespaces(w.client, w.reads, notify)
 		ew.exports.run(ctx, notify)
 		ew.namespaces.run(ctx, notify)
+		ew.own = watchOwn(ctx, w, mcs, m.sliceNamespace, notify)
 		exported := func(namespace, name string) bool {
 			_, exists, _ := ew.exports.store.GetByKey(namespace + "/" + name)
 			return exists

@@ -7,7 +7,9 @@
 // What it holds to:
 //
 //   - Only objects labelled as the controller's (objects.Ours) are ever
-//     updated or deleted, and only those are listed. An object of a
+//     updated or deleted, and only those are listed (List, or the
+//     caller's informers with Observed telling them of each write). An
+//     object of a
 //     desired name that is not the controller's (a user's ServiceImport,
 //     a Service someone named like a derived one) is left alone and
 //     reported as a conflict (ErrNotOurs); the import's dependent objects

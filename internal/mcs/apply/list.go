@@ -11,9 +11,10 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 )
 
-// ours is the label selector of the controller's objects of every kind;
-// slices also carry objects.LabelSliceManagedBy, which the plan checks.
-func ours() string {
+// OursSelector is the label selector of the controller's objects of
+// every kind; slices also carry objects.LabelSliceManagedBy, which the
+// plan checks.
+func OursSelector() string {
 	managed, _ := labels.NewRequirement(objects.LabelManagedBy, selection.Equals, []string{objects.ManagedByValue})
 	named, _ := labels.NewRequirement(objects.LabelServiceName, selection.Exists, nil)
 	return labels.NewSelector().Add(*managed, *named).String()
@@ -42,7 +43,7 @@ func List(ctx context.Context, m Member) (Existing, error) {
 // with the member's ServiceExports in an informer adds those.
 func ListOurs(ctx context.Context, m Member) (Existing, error) {
 	var ex Existing
-	opts := metav1.ListOptions{LabelSelector: ours()}
+	opts := metav1.ListOptions{LabelSelector: OursSelector()}
 	imports, err := m.Imports(metav1.NamespaceAll).List(ctx, opts)
 	if err != nil {
 		return ex, fmt.Errorf("list ServiceImports in %s: %w", m.Cluster, err)

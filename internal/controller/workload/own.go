@@ -1,0 +1,276 @@
+package workload
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
+)
+
+// writtenTTL is how long a write of the controller is preferred to what
+// the member's watch says of that object when the watch has not shown it
+// yet: far longer than a watch lags, short enough that an object whose
+// event never came (a watch that restarted) is read from the store again.
+const writtenTTL = time.Minute
+
+// ownStore is one of the informers on the controller's own objects in a
+// member; the index into ownWatch.stores.
+type ownStore int
+
+const (
+	ownImports ownStore = iota
+	ownServices
+	ownSlices   // imported EndpointSlices, beside the exported Services
+	ownContract // KindClusterSet contract slices in the slice namespace
+	ownStores
+)
+
+// ownWatch is the controller's own objects in a clusterset member, by
+// label, one informer per kind: ServiceImports, derived Services,
+// imported EndpointSlices and contract slices. A write plans from them
+// instead of listing the member, and what it wrote (Seen) is kept beside
+// them until the watch shows it, so the next write, a moment later,
+// plans from what the member holds and not from a lagging watch.
+type ownWatch struct {
+	stores [ownStores]*objectWatch
+	mu     sync.Mutex
+	// written are the writes the watch has not shown yet; obj nil for a
+	// deletion.
+	written map[ownKey]writtenObject
+}
+
+type ownKey struct {
+	store           ownStore
+	namespace, name string
+}
+
+type writtenObject struct {
+	obj metav1.Object
+	rv  string
+	at  time.Time
+}
+
+// watchOwn starts the informers of ownWatch for a member whose slice
+// namespace is sliceNamespace, in ctx; onSynced is called as each lists.
+func watchOwn(ctx context.Context, w *Cluster, mcs MCSClient, sliceNamespace string, onSynced func()) *ownWatch {
+	o := &ownWatch{written: map[ownKey]writtenObject{}}
+	ours := apply.OursSelector()
+	sel := func(s string) func(metav1.ListOptions) metav1.ListOptions {
+		return func(opts metav1.ListOptions) metav1.ListOptions { opts.LabelSelector = s; return opts }
+	}
+	imports := mcs.MulticlusterV1beta1().ServiceImports(metav1.NamespaceAll)
+	services := w.client.CoreV1().Services(metav1.NamespaceAll)
+	slices := w.client.DiscoveryV1().EndpointSlices(metav1.NamespaceAll)
+	contractSlices := w.client.DiscoveryV1().EndpointSlices(sliceNamespace)
+	o.stores[ownImports] = o.informer(w.reads, ownImports, "the controller's ServiceImports", &mcsv1beta1.ServiceImport{},
+		sel(ours), lister(imports.List), imports.Watch)
+	o.stores[ownServices] = o.informer(w.reads, ownServices, "the controller's derived Services", &corev1.Service{},
+		sel(ours), lister(services.List), services.Watch)
+	o.stores[ownSlices] = o.informer(w.reads, ownSlices, "the controller's imported EndpointSlices", &discoveryv1.EndpointSlice{},
+		sel(ours), lister(slices.List), slices.Watch)
+	o.stores[ownContract] = o.informer(w.reads, ownContract, "the controller's clusterset slices", &discoveryv1.EndpointSlice{},
+		sel(contract.ClusterSetSelector()), lister(contractSlices.List), contractSlices.Watch)
+	for _, s := range o.stores {
+		s.run(ctx, onSynced)
+	}
+	return o
+}
+
+// lister is a typed List as an informer calls it.
+func lister[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return list(ctx, opts) }
+}
+
+// informer is one store of o; its events retire the writes they show.
+func (o *ownWatch) informer(r *reads, store ownStore, what string, obj runtime.Object, sel func(metav1.ListOptions) metav1.ListOptions,
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *objectWatch {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return list(ctx, sel(opts))
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return watchFn(ctx, sel(opts))
+		},
+	}
+	seen := func(obj any, deleted bool) { o.shown(store, obj, deleted) }
+	return newInformer(r, what, lw, cache.InformerOptions{
+		ObjectType: obj,
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { seen(obj, false) },
+			UpdateFunc: func(_, obj any) { seen(obj, false) },
+			DeleteFunc: func(obj any) { seen(obj, true) },
+		},
+		Transform: withoutManagedFields,
+	})
+}
+
+// withoutManagedFields drops the managed fields, the largest part of an
+// object the controller reads back and never uses.
+func withoutManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// shown retires the write of obj's key that the watch now shows: a
+// deletion once the watch deletes it, an object once the watch has its
+// resourceVersion or a newer one (or one that cannot be compared).
+func (o *ownWatch) shown(store ownStore, obj any, deleted bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	k := ownKey{store: store, namespace: m.GetNamespace(), name: m.GetName()}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.written[k]
+	if !ok {
+		return
+	}
+	if w.obj == nil {
+		if deleted {
+			delete(o.written, k)
+		}
+		return
+	}
+	if c, err := resourceversion.CompareResourceVersion(m.GetResourceVersion(), w.rv); err != nil || c >= 0 {
+		delete(o.written, k)
+	}
+}
+
+// seen keeps a write of the controller (apply.Seen) until the watch
+// shows it. A slice goes to the contract store when it is one.
+func (o *ownWatch) seen(kind apply.Kind, namespace, name string, obj metav1.Object) {
+	var stores []ownStore
+	switch kind {
+	case apply.KindImport:
+		stores = []ownStore{ownImports}
+	case apply.KindService:
+		stores = []ownStore{ownServices}
+	case apply.KindSlice:
+		switch {
+		case obj == nil:
+			stores = []ownStore{ownSlices, ownContract}
+		case obj.GetLabels()[contract.LabelRecord] == string(contract.KindClusterSet):
+			stores = []ownStore{ownContract}
+		default:
+			stores = []ownStore{ownSlices}
+		}
+	}
+	w := writtenObject{obj: obj, at: time.Now()}
+	if obj != nil {
+		w.rv = obj.GetResourceVersion()
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, s := range stores {
+		o.written[ownKey{store: s, namespace: namespace, name: name}] = w
+	}
+}
+
+// synced reports whether every store has listed and none is cut off.
+func (o *ownWatch) synced() bool {
+	for _, s := range o.stores {
+		if !s.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// cut reports whether a store was cut off.
+func (o *ownWatch) cut() bool {
+	for _, s := range o.stores {
+		if s.cut() {
+			return true
+		}
+	}
+	return false
+}
+
+// list returns the objects of store as the member holds them: the
+// store's, with the controller's writes the watch has not shown yet in
+// their place. The objects are shared: read only.
+func list[T metav1.Object](o *ownWatch, store ownStore) []T {
+	now := time.Now()
+	o.mu.Lock()
+	pending := map[ownKey]writtenObject{}
+	for k, w := range o.written {
+		switch {
+		case now.Sub(w.at) > writtenTTL:
+			delete(o.written, k)
+		case k.store == store:
+			pending[k] = w
+		}
+	}
+	o.mu.Unlock()
+	var out []T
+	for _, obj := range o.stores[store].store.List() {
+		m, ok := obj.(T)
+		if !ok {
+			continue
+		}
+		if _, written := pending[ownKey{store: store, namespace: m.GetNamespace(), name: m.GetName()}]; !written {
+			out = append(out, m)
+		}
+	}
+	for _, w := range pending {
+		if m, ok := w.obj.(T); ok && w.obj != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Own returns the controller's own objects in member w as its informers
+// hold them with the writes they have not shown yet (Seen): the
+// ServiceImports, derived Services and imported slices (Existing
+// without Exports) and the clusterset contract slices. ok is false until
+// they have listed (or when they are cut off): the caller lists then.
+// Read only: the objects are shared.
+func (m *Set) Own(w *Cluster) (existing apply.Existing, contractSlices []*discoveryv1.EndpointSlice, ok bool) {
+	m.mu.Lock()
+	var o *ownWatch
+	if w.exports != nil {
+		o = w.exports.own
+	}
+	m.mu.Unlock()
+	if o == nil || !o.synced() {
+		return existing, nil, false
+	}
+	existing.Imports = list[*mcsv1beta1.ServiceImport](o, ownImports)
+	existing.Services = list[*corev1.Service](o, ownServices)
+	existing.Slices = list[*discoveryv1.EndpointSlice](o, ownSlices)
+	return existing, list[*discoveryv1.EndpointSlice](o, ownContract), true
+}
+
+// Seen is the apply.Seen of member w: its writes are kept beside its
+// informers until they show them. A no-op while w has none.
+func (m *Set) Seen(w *Cluster) apply.Seen {
+	m.mu.Lock()
+	var o *ownWatch
+	if w.exports != nil {
+		o = w.exports.own
+	}
+	m.mu.Unlock()
+	if o == nil {
+		return func(apply.Kind, string, string, metav1.Object) {}
+	}
+	return o.seen
+}
