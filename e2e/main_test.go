@@ -132,6 +132,7 @@ var suite = []struct {
 	{"HeadlessDown", outage, testHeadlessDown},
 	{"HeadlessForgedRecovery", outage, testHeadlessForgedRecovery},
 	{"WorkloadAPIServerKilled", outage, testWorkloadAPIServerKilled},
+	{"ExplainClusterDown", outage, testExplainClusterDown},
 	{"ManagementDown", outage, testManagementDown},
 	{"WorkloadAPIServerDown", outage, testWorkloadAPIServerDown},
 	{"ReplicasRestart", outage, testReplicasRestart},

@@ -6,18 +6,23 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	mcsclientset "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/corefile"
 	"github.com/xcc-dns/xcc-dns/internal/explain"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
@@ -56,6 +61,7 @@ func runExplain(ctx context.Context, args []string) error {
 	nameGrants := fs.String("name-grants", "", "the controller's --name-grants, so that granted names are read as such")
 	from := fs.String("from", "", "also read the slices of this Cluster (of the name's namespace, or of the ClusterSet that has it) in its slice namespace, through its <cluster>-kubeconfig Secret")
 	sliceNamespace := fs.String("slice-namespace", controller.DefaultSliceNamespace, "namespace of the slices in each workload cluster: the controller's --slice-namespace")
+	clusterDNS := fs.String("cluster-dns-configmap", corefile.DefaultNamespace+"/"+corefile.DefaultConfigMap, "with --from: namespace/name of the cluster DNS ConfigMap whose Corefile is read, to say whether it forwards the name's zone")
 	output := fs.String("o", "text", "output: text or json")
 	positional := parseInterleaved(fs, args)
 	if len(positional) < 1 || len(positional) > 2 {
@@ -106,7 +112,9 @@ func runExplain(ctx context.Context, args []string) error {
 			if err != nil {
 				return fmt.Errorf("kubernetes client: %w", err)
 			}
-			explain.ReadSlices(ctx, n, workloadSlices{management: core, sliceNamespace: *sliceNamespace}, ns, *from, &facts)
+			w := &workloadReader{management: core, sliceNamespace: *sliceNamespace}
+			explain.ReadSlices(ctx, n, w, ns, *from, &facts)
+			readFrom(ctx, n, w, ns, *from, *clusterDNS, &facts)
 		}
 	}
 	report := explain.Build(n, facts, time.Now())
@@ -162,15 +170,59 @@ func (u unreadable) ClusterSets(context.Context) ([]xccv1alpha1.ClusterSet, erro
 	return nil, u.err
 }
 
-// workloadSlices reads the contract slices of a workload cluster through
-// its Cluster API kubeconfig Secret, which a tenant may have written: it
-// is built by internal/kubeconfig, inline credentials only.
-type workloadSlices struct {
-	management     kubernetes.Interface
-	sliceNamespace string
+// readFrom adds to f what else the workload cluster --from says of n:
+// whether its cluster DNS forwards n's zone, and for a clusterset name
+// the ServiceImport behind it there. What cannot be read is unread.
+func readFrom(ctx context.Context, n explain.Name, w *workloadReader, namespace, cluster, clusterDNS string, f *explain.Facts) {
+	if _, err := w.config(ctx, namespace, cluster); err != nil || n.Zone == "" || n.Refused != "" {
+		// The slices' read has said why the cluster cannot be read.
+		return
+	}
+	cmNamespace, cmName, err := corefile.SplitRef(clusterDNS)
+	if err == nil {
+		var fw *explain.Forward
+		if fw, err = w.Forward(ctx, namespace, cluster, cmNamespace, cmName, n.Zone); err == nil {
+			f.Forward = fw
+		}
+	}
+	if err != nil {
+		f.Unread = append(f.Unread, fmt.Sprintf("cluster DNS of %s: %v", cluster, err))
+	}
+	if n.Family != explain.FamilyClusterSet {
+		return
+	}
+	impNamespace, impName, _ := strings.Cut(n.Owner.ServiceImport, "/")
+	imp, err := w.Import(ctx, namespace, cluster, impNamespace, impName)
+	if err != nil {
+		f.Unread = append(f.Unread, fmt.Sprintf("ServiceImport %s in %s: %v", n.Owner.ServiceImport, cluster, err))
+	}
+	f.Import = imp
 }
 
-func (w workloadSlices) Slices(ctx context.Context, namespace, cluster string) ([]explain.Slice, error) {
+// workloadReader reads a workload cluster (--from) through its Cluster
+// API kubeconfig Secret, which a tenant may have written: it is built by
+// internal/kubeconfig, inline credentials only. The client is made once.
+type workloadReader struct {
+	management     kubernetes.Interface
+	sliceNamespace string
+
+	// The client configuration of the Cluster key (namespace/cluster),
+	// or why there is none.
+	key string
+	cfg *rest.Config
+	err error
+}
+
+// config is the client configuration of the Cluster namespace/cluster.
+func (w *workloadReader) config(ctx context.Context, namespace, cluster string) (*rest.Config, error) {
+	if key := namespace + "/" + cluster; w.key != key {
+		w.key = key
+		w.cfg, w.err = w.read(ctx, namespace, cluster)
+	}
+	return w.cfg, w.err
+}
+
+func (w *workloadReader) read(ctx context.Context, namespace, cluster string) (*rest.Config, error) {
 	name := cluster + workload.KubeconfigSecretSuffix
 	secret, err := w.management.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -182,9 +234,25 @@ func (w workloadSlices) Slices(ctx context.Context, namespace, cluster string) (
 	}
 	cfg.UserAgent = explainUserAgent
 	cfg.Timeout = explainTimeout
+	return cfg, nil
+}
+
+func (w *workloadReader) client(ctx context.Context, namespace, cluster string) (kubernetes.Interface, error) {
+	cfg, err := w.config(ctx, namespace, cluster)
+	if err != nil {
+		return nil, err
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client of %s/%s: %w", namespace, cluster, err)
+	}
+	return client, nil
+}
+
+func (w *workloadReader) Slices(ctx context.Context, namespace, cluster string) ([]explain.Slice, error) {
+	client, err := w.client(ctx, namespace, cluster)
+	if err != nil {
+		return nil, err
 	}
 	var out []explain.Slice
 	opts := metav1.ListOptions{Limit: explainSlicePage, LabelSelector: contract.LabelManagedBy + "=" + contract.ManagedByValue}
@@ -204,6 +272,60 @@ func (w workloadSlices) Slices(ctx context.Context, namespace, cluster string) (
 		}
 		opts.Continue = l.Continue
 	}
+}
+
+// Forward reads the cluster DNS ConfigMap cmNamespace/cmName of the
+// cluster and says which of its server blocks answers zone.
+func (w *workloadReader) Forward(ctx context.Context, namespace, cluster, cmNamespace, cmName, zone string) (*explain.Forward, error) {
+	client, err := w.client(ctx, namespace, cluster)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := client.CoreV1().ConfigMaps(cmNamespace).Get(ctx, cmName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get ConfigMap %s/%s: %w", cmNamespace, cmName, err)
+	}
+	text, ok := cm.Data[corefile.CorefileKey]
+	if !ok {
+		return nil, fmt.Errorf("ConfigMap %s/%s has no %q key", cmNamespace, cmName, corefile.CorefileKey)
+	}
+	blk, err := corefile.FindZone(text, zone)
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", cmNamespace, cmName, err)
+	}
+	fw := &explain.Forward{ConfigMap: cmNamespace + "/" + cmName, Zone: zone}
+	if blk != nil {
+		fw.Found, fw.Key, fw.Managed, fw.ForwardTo = true, blk.Key, blk.Managed, blk.ForwardTo
+	}
+	return fw, nil
+}
+
+// Import reads the ServiceImport impNamespace/impName of the member
+// cluster; nil, no error, when there is none.
+func (w *workloadReader) Import(ctx context.Context, namespace, cluster, impNamespace, impName string) (*explain.Import, error) {
+	cfg, err := w.config(ctx, namespace, cluster)
+	if err != nil {
+		return nil, err
+	}
+	client, err := mcsclientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client of %s/%s: %w", namespace, cluster, err)
+	}
+	si, err := client.MulticlusterV1beta1().ServiceImports(impNamespace).Get(ctx, impName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get: %w", err)
+	}
+	imp := &explain.Import{Name: impNamespace + "/" + impName, Type: string(si.Spec.Type), IPs: si.Spec.IPs}
+	for _, p := range si.Spec.Ports {
+		imp.Ports = append(imp.Ports, fmt.Sprintf("%s/%s/%d", p.Name, p.Protocol, p.Port))
+	}
+	for _, c := range si.Status.Clusters {
+		imp.Clusters = append(imp.Clusters, c.Cluster)
+	}
+	return imp, nil
 }
 
 // slice is what explain shows of one contract slice.

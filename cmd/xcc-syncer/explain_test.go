@@ -70,7 +70,7 @@ users: [{name: u, user: {token: t}}]
 	mgmt := fake.NewSimpleClientset(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "cluster-a-kubeconfig"},
 		Data:       map[string][]byte{"value": []byte(kc)}})
-	w := workloadSlices{management: mgmt, sliceNamespace: "xcc-dns"}
+	w := &workloadReader{management: mgmt, sliceNamespace: "xcc-dns"}
 
 	got, err := w.Slices(context.Background(), "dev-team", "cluster-a")
 	if err == nil || len(got) != explainMaxSlices || got[0].Source != "cluster-a" || got[0].Addresses[0] != "192.0.2.1" {

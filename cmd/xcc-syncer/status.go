@@ -15,11 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller"
+	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/overview"
 )
 
@@ -41,7 +44,8 @@ const exitNotReady = 3
 
 // runStatus is `xcc-syncer status` (also `kubectl xcc-dns status`): one
 // screen of the installation, read from the management cluster with the
-// rights to list GatewayDNS and ClusterSets; it writes nothing.
+// rights to list GatewayDNS and ClusterSets, and to get the controller's
+// state ConfigMaps for the members' exports; it writes nothing.
 func runStatus(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
@@ -49,6 +53,7 @@ func runStatus(ctx context.Context, args []string) error {
 	namespace := fs.String("namespace", "", "only this namespace of the management cluster (default: all)")
 	fs.StringVar(namespace, "n", "", "short for --namespace")
 	output := fs.String("o", "text", "output: text or json")
+	stateNamespace := fs.String("state-namespace", controller.DefaultLeaderElectionNamespace, "namespace where the controller keeps its state (its --state-namespace): the members' last exports of each ClusterSet are read there")
 	_ = fs.Parse(args)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -75,6 +80,12 @@ func runStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	report := overview.Build(gds, sets)
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	readExportProblems(ctx, &report, sets, &state.ConfigMaps{Client: core, Namespace: *stateNamespace})
+	report.Unread = append(report.Unread, overview.ServeRecordsUnread)
 	if *output == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -89,6 +100,30 @@ func runStatus(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: %s", errNotReady, strings.Join(bad, ", "))
 	}
 	return nil
+}
+
+// readExportProblems sets the exports in Conflict or not Valid of each
+// ClusterSet, from what the controller keeps of it; what cannot be read
+// (no right to get ConfigMaps there, a damaged state) is said in the
+// report's Unread, once when every read is refused alike.
+func readExportProblems(ctx context.Context, report *overview.Report, sets []xccv1alpha1.ClusterSet, kept state.ClusterSets) {
+	for _, cs := range sets {
+		key := cs.Namespace + "/" + cs.Name
+		k, err := kept.LoadClusterSet(ctx, key)
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			report.Unread = append(report.Unread, fmt.Sprintf("the exports of the ClusterSets: %v", err))
+			return
+		}
+		if err == nil {
+			var problems []overview.MemberExports
+			if problems, err = overview.ExportProblems(cs, k); err == nil {
+				report.SetExports(key, problems)
+			}
+		}
+		if err != nil {
+			report.Unread = append(report.Unread, fmt.Sprintf("the exports of ClusterSet %s: %v", key, err))
+		}
+	}
 }
 
 // list lists resource in namespace ("" every one) into out, a slice of

@@ -22,6 +22,10 @@ type Metrics struct {
 	// cluster to the EndpointSlices being written everywhere: the part of DNS
 	// propagation this controller owns.
 	ServiceToSlices prometheus.Histogram
+	// ExportToWritten is the time from a ServiceExport's creation (or the
+	// sync that saw its last change) to its import written into every
+	// member of its ClusterSet (exportLatency).
+	ExportToWritten prometheus.Histogram
 	// TargetWrites is the time of each write into a workload cluster, by
 	// writer (workload.Writer): one histogram for all clusters, as a
 	// histogram per cluster would be buckets times clusters series.
@@ -35,6 +39,9 @@ type Metrics struct {
 	// StateBytes is the size of the last state ConfigMap written, by
 	// kind (package state): a ConfigMap holds at most 1 MiB.
 	StateBytes *prometheus.GaugeVec
+
+	// exports times the exports of each ClusterSet for ExportToWritten.
+	exports *exportLatency
 
 	// live reads the workload clusters and the targets behind at scrape
 	// time, from the controller attached to it.
@@ -85,6 +92,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from a gateway Service change in a workload cluster to the EndpointSlices written.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}),
+		ExportToWritten: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "export_to_import_written_seconds",
+			Help:    "Time from a ServiceExport's creation (or the sync that saw its last change) to its import written into every member.",
+			Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+		}),
 		TargetWrites: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "target_write_duration_seconds",
 			Help:    "Time of each write into a workload cluster (all its slices, or all of a ClusterSet member's objects), by writer.",
@@ -110,11 +122,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "xcc", Subsystem: "controller", Name: "state_configmap_bytes",
 			Help: "Bytes stored by the last write of a state ConfigMap, by kind (headless, clusterset).",
 		}, []string{"kind"}),
-		live: newLiveCollector(),
+		exports: newExportLatency(),
+		live:    newLiveCollector(),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ClustersWatched, m.SlicesWritten, m.SyncErrors, m.Syncs, m.ServiceToSlices,
-			m.TargetWrites, m.ClusterSetReady, m.ClusterSetMembers, m.ClusterSetImports, m.ClusterSetExports,
+			m.ExportToWritten, m.TargetWrites, m.ClusterSetReady, m.ClusterSetMembers, m.ClusterSetImports, m.ClusterSetExports,
 			m.StateBytes, m.live)
 	}
 	return m
@@ -137,6 +150,7 @@ func (m *Metrics) forgetClusterSet(key string) {
 	m.ClusterSetMembers.DeletePartialMatch(l)
 	m.ClusterSetImports.DeletePartialMatch(l)
 	m.ClusterSetExports.DeletePartialMatch(l)
+	m.exports.forget(key)
 }
 
 // liveCollector reads, at each scrape, what the controller attached to

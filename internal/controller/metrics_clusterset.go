@@ -22,7 +22,8 @@ func timedWrite(cluster *workload.Cluster, writer workload.Writer, write func() 
 // observeClusterSet sets the gauges of the ClusterSet key from its sync:
 // st is the status it wrote, refused the selected Clusters that are not
 // members, and the rest what clusterSetStatus was given. Each member
-// counts in the first state its status entry tells.
+// counts in the first state its status entry tells. An export whose
+// import this sync finds written into every member is timed.
 func (m *Metrics) observeClusterSet(key string, st xccv1alpha1.ClusterSetStatus, refused int, members []setMember,
 	reads map[string]memberRead, agg aggregate.Result, written memberWrites) {
 	m.ClusterSetReady.WithLabelValues(key).Set(oneIf(meta.IsStatusConditionTrue(st.Conditions, xccv1alpha1.ConditionReady)))
@@ -38,6 +39,14 @@ func (m *Metrics) observeClusterSet(key string, st xccv1alpha1.ClusterSetStatus,
 		default:
 			states[memberOK]++
 		}
+	}
+	allWritten := len(members) > 0 && states[memberOK] == len(members)
+	read := map[string]bool{}
+	for id, r := range reads {
+		read[id] = r.synced
+	}
+	for _, d := range m.exports.observe(key, time.Now(), exportsOf(reads), read, agg, allWritten) {
+		m.ExportToWritten.Observe(d.Seconds())
 	}
 	for state, n := range states {
 		m.ClusterSetMembers.WithLabelValues(key, state).Set(float64(n))

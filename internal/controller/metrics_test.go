@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
@@ -169,6 +171,21 @@ func TestMetricsClusterSet(t *testing.T) {
 	eventuallySample(t, reg, "xcc_controller_clusterset_exports", with("condition", "Conflict", "status", "False"), "1", equals(1))
 	eventuallySample(t, reg, "xcc_controller_target_write_duration_seconds", map[string]string{"writer": "clusterset"}, "observed",
 		func(v float64, present bool) bool { return present && v > 0 })
+	// The export there at the first sync is not timed; one made later is,
+	// once its import is in both members.
+	if v, _ := sample(t, reg, "xcc_controller_export_to_import_written_seconds", nil); v != 0 {
+		t.Errorf("export latency observed %v times before any new export", v)
+	}
+	if _, err := b.CoreV1().Services("shop").Create(e.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.11",
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.mcs.MulticlusterV1beta1().ServiceExports("shop").Create(e.ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "shop", Name: "web", CreationTimestamp: metav1.Now()}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventuallySample(t, reg, "xcc_controller_export_to_import_written_seconds", nil, "one new export timed", equals(1))
 
 	d.down()
 	eventuallySample(t, reg, "xcc_controller_clusterset_ready", set, "0 with a member away", equals(0))

@@ -23,6 +23,12 @@ type Facts struct {
 	// Slices are its contract slices that publish the name.
 	From   string
 	Slices []Slice
+	// Forward is what the cluster DNS of From does with the name's zone;
+	// nil when not read.
+	Forward *Forward
+	// Import is the ServiceImport of a clusterset name in From; nil when
+	// there is none or it was not read.
+	Import *Import
 	// Unread says, per fact, why it could not be read; ListFailed and
 	// SlicesFailed say which: the management list, the --from slices.
 	Unread       []string
@@ -37,6 +43,30 @@ type Slice struct {
 	Hostname  string   `json:"hostname"`
 	Source    string   `json:"source,omitempty"` // the source cluster label
 	Addresses []string `json:"addresses,omitempty"`
+}
+
+// Forward is the server block of a cluster DNS Corefile that answers the
+// name's zone: the xcc-dns forward block patch-corefile adds (Managed),
+// one of the user's, or none (Found false), when the root block sends
+// the zone upstream like any other name.
+type Forward struct {
+	ConfigMap string   `json:"configMap"` // namespace/name
+	Zone      string   `json:"zone"`
+	Found     bool     `json:"found"`
+	Key       string   `json:"key,omitempty"`
+	Managed   bool     `json:"managed,omitempty"`
+	ForwardTo []string `json:"forwardTo,omitempty"`
+}
+
+// Import is a member's ServiceImport: its type, ClusterSetIPs, ports
+// (name/protocol/port) and the cluster ids of the members exporting it
+// (status.clusters).
+type Import struct {
+	Name     string   `json:"name"` // namespace/name
+	Type     string   `json:"type"`
+	IPs      []string `json:"ips,omitempty"`
+	Ports    []string `json:"ports,omitempty"`
+	Clusters []string `json:"clusters,omitempty"`
 }
 
 // Answers, what the DNS server gives for the name.
@@ -75,6 +105,7 @@ const (
 	ReasonSeeMembers       = "SeeMembers"
 	ReasonImported         = "Imported"
 	ReasonNotImported      = "NotImported"
+	ReasonNotForwarded     = "NotForwarded"
 )
 
 // Report is the explanation of one name.
@@ -89,6 +120,8 @@ type Report struct {
 	Publishers []Publisher `json:"publishers,omitempty"`
 	From       string      `json:"from,omitempty"`
 	Slices     []Slice     `json:"slices,omitempty"`
+	Forward    *Forward    `json:"forward,omitempty"`
+	Import     *Import     `json:"import,omitempty"`
 	// Key is the etcd key prefix serve stores the records under, in each
 	// workload cluster's etcd; empty when the etcd plugin reads nothing.
 	Key    string   `json:"key,omitempty"`
@@ -147,7 +180,7 @@ func effect(reason string) string {
 
 // Build explains n from the facts read for it.
 func Build(n Name, f Facts, now time.Time) Report {
-	r := Report{Name: n, Unread: f.Unread, From: f.From, Slices: f.Slices}
+	r := Report{Name: n, Unread: f.Unread, From: f.From, Slices: f.Slices, Forward: f.Forward, Import: f.Import}
 	if n.Stored != "" {
 		r.Key = skydnsrecord.Key(n.Stored) + "/"
 	}
@@ -182,6 +215,11 @@ func Build(n Name, f Facts, now time.Time) Report {
 	if n.TypeRefused != "" {
 		// The guard answers before the etcd plugin reads anything.
 		r.Key = ""
+	}
+	if fw := f.Forward; fw != nil && !fw.Found && n.Zone != "" && n.Refused == "" {
+		// Asked there, the name never reaches xcc-dns: that comes first.
+		r.set(AnswerUnknown, ReasonNotForwarded, fmt.Sprintf("the cluster DNS of %s (ConfigMap %s) has no server block for %s: it sends the name upstream like any other, and pods there get what the upstream answers; xcc-syncer patch-corefile adds the block (the workload chart's job runs it)",
+			f.From, fw.ConfigMap, fw.Zone))
 	}
 	return r
 }
@@ -385,9 +423,28 @@ func (r *Report) clusterSet(f Facts) {
 		}
 		r.Publishers = append(r.Publishers, p)
 	}
+	var set *xccv1alpha1.ClusterSet
+	if f.From != "" {
+		// The ClusterSet that has the member asked from: the one behind.
+		for i, cs := range f.ClusterSets {
+			if slices.ContainsFunc(cs.Status.Clusters, func(m xccv1alpha1.MemberStatus) bool { return m.Name == f.From }) {
+				set = &f.ClusterSets[i]
+				r.Publishers = []Publisher{r.Publishers[i]}
+				break
+			}
+		}
+	}
+	imp := ""
+	if f.Import != nil {
+		imp = importWords(*f.Import, set, f.From)
+	}
 	switch {
+	case f.From != "" && len(f.Slices) > 0 && imp != "":
+		r.set(AnswerRecords, ReasonImported, fmt.Sprintf("%s; %d slice(s) publish it", imp, len(f.Slices)))
 	case f.From != "" && len(f.Slices) > 0:
 		r.set(AnswerRecords, ReasonImported, fmt.Sprintf("%d slice(s) of ServiceImport %s in %s publish it", len(f.Slices), r.Owner.ServiceImport, f.From))
+	case f.From != "" && !f.SlicesFailed && imp != "":
+		r.set(AnswerNXDomain, ReasonNotImported, imp+"; but no slice of it in "+f.From+" publishes the name")
 	case f.From != "" && !f.SlicesFailed:
 		r.set(AnswerNXDomain, ReasonNotImported, "no slice of ServiceImport "+r.Owner.ServiceImport+" in "+f.From+": no member exports "+r.Owner.ServiceImport+", or "+f.From+" is no member")
 	case f.ListFailed:
@@ -401,6 +458,37 @@ func (r *Report) clusterSet(f Facts) {
 		}
 		r.set(AnswerUnknown, ReasonSeeMembers, "the management cluster does not list imports: ServiceImport "+r.Owner.ServiceImport+" exists in the members of "+strings.Join(names, ", ")+" where one exports it; --from a member reads its slices")
 	}
+}
+
+// importWords says what a member's ServiceImport is: its ClusterSet,
+// type and addresses, ports, and the members exporting it, by Cluster
+// name where set's status has it.
+func importWords(imp Import, set *xccv1alpha1.ClusterSet, from string) string {
+	out := "ServiceImport " + imp.Name
+	if set != nil {
+		out += " of ClusterSet " + set.Namespace + "/" + set.Name
+	}
+	out += " in " + from + ": " + imp.Type
+	if len(imp.IPs) > 0 {
+		out += " " + strings.Join(imp.IPs, ", ")
+	}
+	if len(imp.Ports) > 0 {
+		out += ", ports " + strings.Join(imp.Ports, " ")
+	}
+	var by []string
+	for _, id := range imp.Clusters {
+		name := id
+		if set != nil {
+			if i := slices.IndexFunc(set.Status.Clusters, func(m xccv1alpha1.MemberStatus) bool { return m.ClusterID == id }); i >= 0 && set.Status.Clusters[i].Name != id {
+				name = set.Status.Clusters[i].Name + " (id " + id + ")"
+			}
+		}
+		by = append(by, name)
+	}
+	if len(by) == 0 {
+		return out + ", exported by no member"
+	}
+	return out + ", exported by " + strings.Join(by, ", ")
 }
 
 // publisher is the Publisher of gd with the entries of clusters.

@@ -66,7 +66,10 @@ func prodSet() xccv1alpha1.ClusterSet {
 	return xccv1alpha1.ClusterSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "prod", Generation: 1},
 		Status: xccv1alpha1.ClusterSetStatus{ObservedGeneration: 1, Conditions: ready("Written"),
-			Clusters: []xccv1alpha1.MemberStatus{{Name: "cluster-a", ClusterID: "cluster-a", Reason: xccv1alpha1.ReasonMember}}}}
+			Clusters: []xccv1alpha1.MemberStatus{
+				{Name: "cluster-a", ClusterID: "cluster-a", Reason: xccv1alpha1.ReasonMember},
+				{Name: "cluster-b", ClusterID: "west", Reason: xccv1alpha1.ReasonMember},
+			}}}
 }
 
 // Each kind of name gets the one reason an operator can act on.
@@ -129,6 +132,30 @@ func TestBuild(t *testing.T) {
 			reason: "Imported: 1 slice(s) of ServiceImport shop/web in cluster-a publish it"},
 		{name: "web.shop.svc.clusterset.local", facts: Facts{ClusterSets: sets, From: "cluster-a"}, answer: AnswerNXDomain,
 			reason: "NotImported: no slice of ServiceImport shop/web in cluster-a"},
+		// With the member's ServiceImport read: the members behind it.
+		{name: "web.shop.svc.clusterset.local", facts: Facts{ClusterSets: sets, From: "cluster-a",
+			Slices: []Slice{{Name: "web-ip-clusterset-ipv4-1", Hostname: "web.shop.svc.clusterset.local"}},
+			Import: &Import{Name: "shop/web", Type: "ClusterSetIP", IPs: []string{"10.96.7.101"}, Ports: []string{"http/TCP/80"}, Clusters: []string{"cluster-a", "west"}}},
+			answer: AnswerRecords,
+			reason: "Imported: ServiceImport shop/web of ClusterSet dev-team/prod in cluster-a: ClusterSetIP 10.96.7.101, ports http/TCP/80, exported by cluster-a, cluster-b (id west); 1 slice(s) publish it"},
+		{name: "web.shop.svc.clusterset.local", facts: Facts{ClusterSets: sets, From: "cluster-a",
+			Import: &Import{Name: "shop/web", Type: "Headless", Clusters: []string{"cluster-a"}}},
+			answer: AnswerNXDomain,
+			reason: "NotImported: ServiceImport shop/web of ClusterSet dev-team/prod in cluster-a: Headless, exported by cluster-a; but no slice of it in cluster-a publishes the name"},
+		// Asked from a cluster whose DNS does not forward the zone: it
+		// never reaches xcc-dns, whatever is published.
+		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{GatewayDNS: gds, From: "cluster-c",
+			Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test"}}, answer: AnswerUnknown,
+			reason: "NotForwarded: the cluster DNS of cluster-c (ConfigMap kube-system/coredns) has no server block for xcc.test"},
+		{name: "web.shop.svc.clusterset.local", facts: Facts{ClusterSets: sets, From: "cluster-a",
+			Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "clusterset.local"}}, answer: AnswerUnknown,
+			reason: "NotForwarded: the cluster DNS of cluster-a (ConfigMap kube-system/coredns) has no server block for clusterset.local"},
+		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{GatewayDNS: gds, From: "cluster-c",
+			Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53"}}},
+			answer: AnswerRecords, reason: "Published: cluster-a is published in every target"},
+		// The guard's refusal stands wherever the name is asked.
+		{name: "kuard.gateway.any.dev-team.clusters.xcc.test", facts: Facts{From: "cluster-c", Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test"}},
+			answer: AnswerNXDomain, reason: `Refused: name refused: a label "any"`},
 		// Slices that could not be read say nothing of the GatewayDNS.
 		{name: "kuard.gateway.cluster-a.ops.clusters.xcc.test", facts: Facts{From: "cluster-a", Unread: []string{"slices of ops/cluster-a: forbidden"}, SlicesFailed: true},
 			answer: AnswerNXDomain, reason: "NoGatewayDNS: "},
@@ -238,5 +265,31 @@ func TestRead(t *testing.T) {
 	}
 	if rep := Build(Classify("web.shop.svc.clusterset.local", "", cfg), Facts{From: "cluster-a", Unread: []string{"slices of dev-team/cluster-a: forbidden"}, SlicesFailed: true}, now); rep.Reason == ReasonNotImported {
 		t.Errorf("unread slices explained as %s: %s", rep.Reason, rep.Why)
+	}
+}
+
+// With --from, the text says what the cluster's DNS does with the zone.
+func TestWriteTextForward(t *testing.T) {
+	cfg := testConfig(t)
+	n := Classify("kuard.gateway.cluster-a.dev-team.clusters.xcc.test", "", cfg)
+	for _, tt := range []struct {
+		fw   Forward
+		want string
+	}{
+		{Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53"}},
+			"cluster DNS of cluster-c (kube-system/coredns): forwards xcc.test to 10.96.0.53 (block xcc.test:53, patch-corefile's)\n"},
+		{Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "test:53", ForwardTo: []string{"192.0.2.53"}},
+			"cluster DNS of cluster-c (kube-system/coredns): forwards xcc.test to 192.0.2.53 (block test:53, not patch-corefile's)\n"},
+		{Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test"},
+			"cluster DNS of cluster-c (kube-system/coredns): no server block for xcc.test\n"},
+	} {
+		fw := tt.fw
+		var out strings.Builder
+		if err := Build(n, Facts{GatewayDNS: []v1alpha1.GatewayDNS{walkthrough()}, From: "cluster-c", Forward: &fw}, now).WriteText(&out, now); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tt.want) {
+			t.Errorf("text lacks %q:\n%s", tt.want, out.String())
+		}
 	}
 }

@@ -84,6 +84,9 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 			p.line("  %s%s: %s %s", s.Name, src, s.Hostname, strings.Join(s.Addresses, ", "))
 		}
 	}
+	if fw := r.Forward; fw != nil {
+		p.line("cluster DNS of %s (%s): %s", r.From, fw.ConfigMap, fw.words())
+	}
 	if r.Key != "" {
 		p.line("records: etcd key %s in the serve etcd of each workload cluster:", r.Key)
 		p.line("  %s", EtcdPortForward)
@@ -96,6 +99,21 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 		}
 	}
 	return p.err
+}
+
+// words says what the cluster DNS does with the zone.
+func (fw Forward) words() string {
+	if !fw.Found {
+		return "no server block for " + fw.Zone
+	}
+	whose := "patch-corefile's"
+	if !fw.Managed {
+		whose = "not patch-corefile's"
+	}
+	if len(fw.ForwardTo) == 0 {
+		return fmt.Sprintf("answers %s itself, forwarding it nowhere (block %s, %s)", fw.Zone, fw.Key, whose)
+	}
+	return fmt.Sprintf("forwards %s to %s (block %s, %s)", fw.Zone, strings.Join(fw.ForwardTo, " "), fw.Key, whose)
 }
 
 func typeSuffix(t string) string {

@@ -10,6 +10,7 @@ package overview
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -20,13 +21,22 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/state"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 )
 
 // Report is the view of an installation.
 type Report struct {
 	GatewayDNS  []GatewayDNS `json:"gatewayDNS"`
 	ClusterSets []ClusterSet `json:"clusterSets"`
+	// Unread are the facts that could not be read, each with why.
+	Unread []string `json:"unread,omitempty"`
 }
+
+// ServeRecordsUnread is the fact the management cluster does not hold:
+// serve counts its records only in its own metrics, in each workload
+// cluster.
+const ServeRecordsUnread = "the records each serve holds: only serve's metric xcc_serve_records (:8080/metrics of each DNS pod, in each workload cluster) and its etcd have them"
 
 // GatewayDNS is one GatewayDNS: its counts, and what is behind.
 type GatewayDNS struct {
@@ -54,7 +64,31 @@ type ClusterSet struct {
 	Exports  int32     `json:"exports"`
 	Imports  int32     `json:"imports"`
 	Behind   []Problem `json:"behind,omitempty"`
+	// ExportProblems are, per member, its exports in Conflict or not
+	// Valid, as the controller aggregates the last reads it keeps.
+	ExportProblems []MemberExports `json:"exportProblems,omitempty"`
 }
+
+// MemberExports counts one member's exports in Conflict and not Valid,
+// and lists the first few (maxShownExports) by namespace/name.
+type MemberExports struct {
+	Member   string          `json:"member"` // the Cluster's name, else its cluster id
+	Conflict int             `json:"conflict"`
+	Invalid  int             `json:"invalid"`
+	First    []ExportProblem `json:"first"`
+}
+
+// ExportProblem is one export in Conflict or not Valid.
+type ExportProblem struct {
+	Export    string `json:"export"`    // namespace/name
+	Condition string `json:"condition"` // Valid (False) or Conflict (True)
+	Reason    string `json:"reason"`
+	Message   string `json:"message,omitempty"`
+}
+
+// maxShownExports keeps a member with many bad exports to a few lines;
+// the counts say how many there are.
+const maxShownExports = 3
 
 // Problem is one thing behind: a cluster, target or member, its reason,
 // since when (zero when status does not say), and the message.
@@ -114,6 +148,73 @@ func Build(gds []v1alpha1.GatewayDNS, sets []xccv1alpha1.ClusterSet) Report {
 	return r
 }
 
+// ExportProblems are the exports of cs's members in Conflict or not
+// Valid, per member in the order of cs's status, from kept: what the
+// controller keeps of the ClusterSet (its members' last reads), run
+// through the aggregation the controller runs, so the conditions are
+// those it writes into the members' ServiceExports.
+func ExportProblems(cs xccv1alpha1.ClusterSet, kept *state.ClusterSet) ([]MemberExports, error) {
+	if kept == nil {
+		return nil, nil
+	}
+	var exports []aggregate.Export
+	for id, m := range kept.Members {
+		for _, k := range m.Exports {
+			exports = append(exports, aggregate.Export{Cluster: id, Namespace: k.Namespace, Name: k.Name, Created: k.Created,
+				Service: k.Service, OverLimit: k.OverLimit, Labels: k.Labels, Annotations: k.Annotations})
+		}
+	}
+	agg, err := aggregate.Aggregate(exports)
+	if err != nil {
+		return nil, fmt.Errorf("aggregate the kept exports of %s/%s: %w", cs.Namespace, cs.Name, err)
+	}
+	byID := map[string]*MemberExports{}
+	for _, e := range agg.Exports {
+		for _, c := range e.Conditions {
+			bad := (c.Type == aggregate.ConditionValid && c.Status == aggregate.StatusFalse) ||
+				(c.Type == aggregate.ConditionConflict && c.Status == aggregate.StatusTrue)
+			if !bad {
+				continue
+			}
+			m := byID[e.Cluster]
+			if m == nil {
+				m = &MemberExports{Member: e.Cluster}
+				byID[e.Cluster] = m
+			}
+			if c.Type == aggregate.ConditionValid {
+				m.Invalid++
+			} else {
+				m.Conflict++
+			}
+			if len(m.First) < maxShownExports {
+				m.First = append(m.First, ExportProblem{Export: e.Namespace + "/" + e.Name, Condition: string(c.Type), Reason: string(c.Reason), Message: c.Message})
+			}
+		}
+	}
+	var out []MemberExports
+	for _, st := range cs.Status.Clusters {
+		if m := byID[st.ClusterID]; m != nil && st.Reason == xccv1alpha1.ReasonMember {
+			m.Member = st.Name
+			out = append(out, *m)
+			delete(byID, st.ClusterID)
+		}
+	}
+	// Members the status leaves out (past its 1000 entries), by id.
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		out = append(out, *byID[id])
+	}
+	return out, nil
+}
+
+// SetExports sets the export problems of the ClusterSet key (namespace/name).
+func (r *Report) SetExports(key string, members []MemberExports) {
+	for i := range r.ClusterSets {
+		if r.ClusterSets[i].Name == key {
+			r.ClusterSets[i].ExportProblems = members
+		}
+	}
+}
+
 // ready is whether the condition typ is True, and its reason ("Unknown"
 // when the controller has written none yet).
 func ready(conds []metav1.Condition, typ string) (bool, string) {
@@ -157,7 +258,7 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 		return err
 	}
 	for _, g := range r.GatewayDNS {
-		writeBehind(w, g.Name, "", g.Behind, now)
+		writeBehind(w, g.Name, "", g.Behind, now, nil)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(tw, "CLUSTERSET\tREADY\tSTATUS\tMEMBERS\tEXPORTS/IMPORTS\tBEHIND")
@@ -168,7 +269,13 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 		return err
 	}
 	for _, s := range r.ClusterSets {
-		writeBehind(w, s.Name, s.Message, s.Behind, now)
+		writeBehind(w, s.Name, s.Message, s.Behind, now, s.ExportProblems)
+	}
+	if len(r.Unread) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, u := range r.Unread {
+		fmt.Fprintf(w, "not read: %s\n", Cut(u))
 	}
 	if bad := r.NotReady(); len(bad) > 0 {
 		_, err := fmt.Fprintf(w, "\n%d not Ready: %s\n", len(bad), strings.Join(bad, ", "))
@@ -178,9 +285,10 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 	return err
 }
 
-// writeBehind prints, for the object name, its message and each problem.
-func writeBehind(w io.Writer, name, message string, ps []Problem, now time.Time) {
-	if message == "" && len(ps) == 0 {
+// writeBehind prints, for the object name, its message, each problem,
+// and its members' exports in Conflict or not Valid.
+func writeBehind(w io.Writer, name, message string, ps []Problem, now time.Time, exports []MemberExports) {
+	if message == "" && len(ps) == 0 && len(exports) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "%s:\n", name)
@@ -191,6 +299,20 @@ func writeBehind(w io.Writer, name, message string, ps []Problem, now time.Time)
 		fmt.Fprintf(w, "  %s: %s%s\n", p.What, p.Reason, Since(p.Since, now))
 		if p.Message != "" {
 			fmt.Fprintf(w, "    %s\n", Cut(p.Message))
+		}
+	}
+	for _, m := range exports {
+		fmt.Fprintf(w, "  exports of member %s: %d in Conflict, %d not Valid\n", m.Member, m.Conflict, m.Invalid)
+		for _, p := range m.First {
+			what := "Conflict"
+			if p.Condition == string(aggregate.ConditionValid) {
+				what = "not Valid"
+			}
+			line := fmt.Sprintf("%s: %s (%s)", p.Export, what, p.Reason)
+			if p.Message != "" {
+				line += ": " + p.Message
+			}
+			fmt.Fprintf(w, "    %s\n", Cut(line))
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/state"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 )
 
 var (
@@ -103,5 +105,69 @@ func TestReport(t *testing.T) {
 	out.Reset()
 	if err := all.WriteText(&out, now); err != nil || len(all.NotReady()) != 0 || !strings.Contains(out.String(), "all 1 GatewayDNS and 0 ClusterSets Ready") {
 		t.Errorf("all Ready: %v\n%s", err, out.String())
+	}
+}
+
+// The exports in Conflict or not Valid are counted per member, the first
+// few listed with their reason, read from what the controller keeps of
+// the ClusterSet; a fact status could not read is said, not fatal.
+func TestExportProblems(t *testing.T) {
+	svc := func(port int32) *aggregate.Service {
+		return &aggregate.Service{Type: aggregate.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: []aggregate.Port{{Name: "http", Protocol: "TCP", Port: port}}}
+	}
+	kept := &state.ClusterSet{Members: map[string]state.MemberRead{
+		"east": {Exports: []state.Export{{Namespace: "shop", Name: "web", Created: t0, Service: svc(80)}}},
+		"west": {Exports: []state.Export{
+			{Namespace: "shop", Name: "web", Created: t0.Add(time.Minute), Service: svc(8080)},
+			{Namespace: "shop", Name: "a", Created: t0},
+			{Namespace: "shop", Name: "b", Created: t0},
+			{Namespace: "shop", Name: "c", Created: t0},
+			{Namespace: "shop", Name: "d", Created: t0},
+		}},
+	}}
+	cs := clusterSet("prod", 1, xccv1alpha1.ClusterSetStatus{ObservedGeneration: 1, Members: 2, Exports: 2, Imports: 1,
+		Conditions: cond(metav1.ConditionTrue, "Written", ""),
+		Clusters: []xccv1alpha1.MemberStatus{
+			{Name: "cluster-a", ClusterID: "east", Reason: xccv1alpha1.ReasonMember},
+			{Name: "cluster-b", ClusterID: "west", Reason: xccv1alpha1.ReasonMember},
+		}})
+	got, err := ExportProblems(cs, kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Member != "cluster-a" || got[0].Conflict != 1 || got[0].Invalid != 0 ||
+		got[1].Member != "cluster-b" || got[1].Conflict != 1 || got[1].Invalid != 4 || len(got[1].First) != maxShownExports {
+		t.Fatalf("export problems %+v", got)
+	}
+	if p := got[1].First[0]; p.Export != "shop/a" || p.Condition != "Valid" || p.Reason != "NoService" {
+		t.Errorf("first problem of cluster-b %+v, want shop/a not Valid: NoService", p)
+	}
+
+	r := Build(nil, []xccv1alpha1.ClusterSet{cs})
+	r.SetExports("dev-team/prod", got)
+	r.Unread = append(r.Unread, "exports of ClusterSet dev-team/other: forbidden", ServeRecordsUnread)
+	var out strings.Builder
+	if err := r.WriteText(&out, now); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"exports of member cluster-a: 1 in Conflict, 0 not Valid",
+		"shop/web: Conflict (PortConflict)",
+		"exports of member cluster-b: 1 in Conflict, 4 not Valid",
+		"shop/a: not Valid (NoService)",
+		"not read: exports of ClusterSet dev-team/other: forbidden",
+		"not read: the records each serve holds",
+		"all 0 GatewayDNS and 1 ClusterSets Ready",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "shop/d") {
+		t.Errorf("text lists more than %d problems of a member:\n%s", maxShownExports, text)
+	}
+	if len(r.NotReady()) != 0 {
+		t.Errorf("exports in conflict made %v not Ready: they are the tenants', not behind", r.NotReady())
 	}
 }

@@ -1,0 +1,95 @@
+package corefile
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/coredns/caddy/caddyfile"
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/parse"
+	"github.com/coredns/coredns/plugin/pkg/transport"
+)
+
+// ZoneBlock is the server block of a Corefile that answers a zone.
+type ZoneBlock struct {
+	// Key is the block's key that holds the zone, e.g. "xcc.test:53".
+	Key string `json:"key"`
+	// Managed: the block is the one between the xcc-dns markers.
+	Managed bool `json:"managed,omitempty"`
+	// ForwardTo are the targets of the block's forward plugin.
+	ForwardTo []string `json:"forwardTo,omitempty"`
+}
+
+// FindZone returns the DNS server block on port 53 of corefile whose
+// zone is zone or the closest parent of it, as CoreDNS picks the block
+// of a query; nil when only the root block "." is, which sends the zone
+// wherever it sends every other name.
+func FindZone(corefile, zone string) (*ZoneBlock, error) {
+	want := plugin.Name(strings.TrimSuffix(strings.ToLower(zone), ".") + ".").Normalize()
+	blocks, err := caddyfile.Parse(fileName, strings.NewReader(corefile), nil)
+	if err != nil {
+		return nil, fmt.Errorf("the Corefile does not parse: %w", err)
+	}
+	managed, err := findBlock(corefile)
+	if err != nil {
+		return nil, err
+	}
+	var found *ZoneBlock
+	best := ""
+	for _, b := range blocks {
+		for _, key := range b.Keys {
+			trans, addr := parse.Transport(key)
+			if trans != transport.DNS {
+				continue
+			}
+			hosts, port, err := plugin.SplitHostPort(addr)
+			if err != nil {
+				return nil, fmt.Errorf("server block key %q: %w", key, err)
+			}
+			if port != "" && port != DNSPort {
+				continue
+			}
+			for _, h := range hosts {
+				n := plugin.Name(h).Normalize()
+				if n == "." || !plugin.Name(n).Matches(want) || len(n) <= len(best) {
+					continue
+				}
+				best = n
+				found = &ZoneBlock{Key: key, Managed: managed != nil && inSpan(corefile, *managed, b), ForwardTo: forwardTargets(b)}
+			}
+		}
+	}
+	return found, nil
+}
+
+// inSpan reports whether the block b's directives are on lines inside
+// the managed span of corefile.
+func inSpan(corefile string, s span, b caddyfile.ServerBlock) bool {
+	first := strings.Count(corefile[:s.start], "\n") + 1
+	last := strings.Count(corefile[:s.end], "\n")
+	for _, tokens := range b.Tokens {
+		for _, t := range tokens {
+			if t.Line < first || t.Line > last {
+				return false
+			}
+		}
+	}
+	return len(b.Tokens) > 0
+}
+
+// forwardTargets are the addresses of b's forward directives: the words
+// after `forward FROM` on its line.
+func forwardTargets(b caddyfile.ServerBlock) []string {
+	var out []string
+	tokens := b.Tokens["forward"]
+	for i := 0; i < len(tokens); i++ {
+		if tokens[i].Text != "forward" || i+1 >= len(tokens) {
+			continue
+		}
+		line := tokens[i].Line
+		for j := i + 2; j < len(tokens) && tokens[j].Line == line && tokens[j].Text != "{"; j++ {
+			out = append(out, tokens[j].Text)
+		}
+	}
+	return out
+}
