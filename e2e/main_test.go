@@ -116,6 +116,8 @@ var suite = []struct {
 	{"Explain", shared, testExplain},
 	{"MCSFrozenMember", shared, testMCSFrozenMember},
 	{"MCSClusterIDs", shared, testMCSClusterIDs},
+	{"MCSAllowedCIDRs", shared, testMCSAllowedCIDRs},
+	{"MCSLimitsCompose", shared, testMCSLimitsCompose},
 	{"ControllerFailover", shared, testControllerFailover},
 
 	{"BenchServeKills", bench, testBenchServeKills},

@@ -54,10 +54,18 @@ func (l *Lab) StopController() {
 // StartController starts the lab's single controller (leader election
 // off) and waits until it is ready.
 func (l *Lab) StartController(ctx context.Context) error {
+	return l.StartControllerWith(ctx)
+}
+
+// StartControllerWith starts the lab's single controller as
+// StartController does, with the flags args added to the lab's (a test
+// runs it with its own --allowed-cidrs or limits, then stops it and
+// starts the default one again).
+func (l *Lab) StartControllerWith(ctx context.Context, args ...string) error {
 	if l.Controller != nil {
 		return errors.New("the controller runs already")
 	}
-	return l.startController(ctx)
+	return l.startController(ctx, args...)
 }
 
 // StartControllerReplica starts `xcc-syncer controller` with leader

@@ -265,3 +265,49 @@ func DeleteClusterSet(ctx context.Context, mgmt *Cluster, namespace, name string
 	}
 	return nil
 }
+
+// labelSliceManagedBy is the EndpointSlice API's managed-by label, which
+// the controller sets on the slices it imports into a member.
+const labelSliceManagedBy = "endpointslice.kubernetes.io/managed-by"
+
+// ImportedSlices lists the EndpointSlices the controller wrote into
+// namespace of w for its imports: those of the import service, or of
+// every import when service is empty; of the endpoints of the source
+// cluster id, or of every source when source is empty.
+func ImportedSlices(ctx context.Context, w *Cluster, namespace, service, source string) ([]discoveryv1.EndpointSlice, error) {
+	sel := labelSliceManagedBy + "=" + controllerManagedBy
+	if service != "" {
+		sel += "," + labelMCSServiceName + "=" + service
+	}
+	if source != "" {
+		sel += "," + labelMCSSourceCluster + "=" + source
+	}
+	l, err := w.Client.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list the imported EndpointSlices %s in %s of %s: %w", sel, namespace, w.Name, err)
+	}
+	return l.Items, nil
+}
+
+// EnsureNamespace creates namespace name in c unless it is there: an
+// import reaches only the members where its namespace exists.
+func EnsureNamespace(ctx context.Context, c *Cluster, name string) error {
+	return ensureNamespace(ctx, c, name)
+}
+
+// ImportReady reads the Ready condition of the ServiceImport
+// namespace/name of w: "<status>/<reason>" and its message.
+func ImportReady(ctx context.Context, w *Cluster, namespace, name string) (status, message string, err error) {
+	u, err := w.Dynamic.Resource(ServiceImportGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", "", fmt.Errorf("get ServiceImport %s/%s on %s: %w", namespace, name, w.Name, err)
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" {
+			return fmt.Sprintf("%v/%v", m["status"], m["reason"]), fmt.Sprint(m["message"]), nil
+		}
+	}
+	return "", "", nil
+}

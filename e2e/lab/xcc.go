@@ -69,7 +69,9 @@ func (l *Lab) startXCC(ctx context.Context) error {
 	return l.startController(ctx)
 }
 
-func (l *Lab) startController(ctx context.Context) error {
+// startController starts the single controller with the lab's flags,
+// then extra ones (a test's limits or allowed CIDRs).
+func (l *Lab) startController(ctx context.Context, extra ...string) error {
 	kc, err := chartKubeconfig(ctx, l.Management, ReleaseName)
 	if err != nil {
 		return err
@@ -77,11 +79,12 @@ func (l *Lab) startController(ctx context.Context) error {
 	l.ControllerKubeconfig = kc
 	return l.startRetrying(ctx, "xcc-syncer-controller", 1, func(ports []int) (*Process, func(context.Context) error, error) {
 		l.ControllerHTTP = fmt.Sprintf("%s:%d", loopback, ports[0])
-		p, err := startProcess(l.LogDir, "xcc-syncer-controller", nil, l.Bin("xcc-syncer"), "controller",
+		args := append([]string{"controller",
 			"--kubeconfig", l.ControllerKubeconfig,
 			"--http-address", l.ControllerHTTP,
 			"--state-namespace", SliceNamespace,
-			"--leader-elect=false", "--profiling")
+			"--leader-elect=false", "--profiling"}, extra...)
+		p, err := startProcess(l.LogDir, "xcc-syncer-controller", nil, l.Bin("xcc-syncer"), args...)
 		l.Controller = p
 		return p, httpOK("http://" + l.ControllerHTTP + "/readyz"), err
 	})
