@@ -113,7 +113,13 @@ func testBenchMCSScale(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// One more export at a time, with the others in place.
+	saveProfile(ctx, t, "heap", "mcs-heap-filled.pprof")
+	// One more export at a time, with the others in place, profiled.
+	profiled := make(chan struct{})
+	go func() {
+		defer close(profiled)
+		saveProfile(ctx, t, fmt.Sprintf("profile?seconds=%d", mcsProfileSeconds), "mcs-cpu-more.pprof")
+	}()
 	var more []time.Duration
 	for i := mcsScaleExports; i < len(names); i++ {
 		m := members[i%len(members)]
@@ -131,6 +137,7 @@ func testBenchMCSScale(t *testing.T) {
 		more = append(more, time.Since(began))
 	}
 
+	<-profiled
 	began := time.Now()
 	if err := lab.DeleteClusterSet(ctx, theLab.Management, lab.ClusterNamespace, set); err != nil {
 		t.Fatal(err)
@@ -139,7 +146,12 @@ func testBenchMCSScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	emptiedIn := time.Since(began)
-	report(t, mcsScaleTable(members, base, full, createdIn, filledIn, emptiedIn, more))
+	// The floor, in the same run, once the controller's objects are gone.
+	floor, err := measureMCSFloor(ctx, members, names, mcsScaleExports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report(t, mcsScaleTable(members, base, full, createdIn, filledIn, emptiedIn, more)+floorLines(floor, filledIn, emptiedIn))
 }
 
 // mcsScaleMembers labels the lab's workload clusters and starts and
@@ -336,6 +348,14 @@ func measureMCS(ctx context.Context, members []mcsMember, cli *clientv3.Client, 
 		return c, err
 	}
 	return c, nil
+}
+
+// floorLines compares the fill and the deletion with the floor's.
+func floorLines(f mcsFloor, filledIn, emptiedIn time.Duration) string {
+	return fmt.Sprintf("floor (a bare client per member at the controller's %d requests/s, the same objects, %d writes): fill %s, delete %s\n"+
+		"controller / floor: fill x%.2f, delete x%.2f\n",
+		floorQPS, f.writes, f.fill.Round(100*time.Millisecond), f.del.Round(100*time.Millisecond),
+		filledIn.Seconds()/f.fill.Seconds(), emptiedIn.Seconds()/f.del.Seconds())
 }
 
 func mcsScaleTable(members []mcsMember, base, full mcsCost, createdIn, filledIn, emptiedIn time.Duration, more []time.Duration) string {

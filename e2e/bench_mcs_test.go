@@ -45,6 +45,9 @@ const (
 	// mcsMoreRounds is how many single exports are timed with the 1,000
 	// in place.
 	mcsMoreRounds = 5
+	// mcsProfileSeconds is how long the controller's CPU is profiled
+	// from the first of those.
+	mcsProfileSeconds = 30
 	// mcsPollEvery is how often the scale benchmark counts what the
 	// members hold.
 	mcsPollEvery = time.Second
