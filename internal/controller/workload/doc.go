@@ -2,7 +2,10 @@
 // clusters: a client built from each Cluster's kubeconfig Secret (inline
 // credentials only, see internal/kubeconfig), an informer on its slice
 // namespace (whose presence opts the cluster in) and one on each gateway
-// Service. A Set shares them among every GatewayDNS that uses a cluster and
-// stops them when none does, so a thousand GatewayDNS syncs open one
-// connection per cluster, not one per sync.
+// Service; for a clusterset member one informer per kind it reads
+// (exports.go, export_slices.go) and on the controller's own objects
+// there (own.go). A Set shares them among every GatewayDNS and ClusterSet
+// that uses a cluster and stops them when none does, so a thousand syncs
+// open one connection per cluster, not one per sync, and a write plans
+// from caches instead of lists.
 package workload
