@@ -17,9 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
@@ -81,23 +78,11 @@ func measureMCSFloor(ctx context.Context, members []mcsMember, names []string, n
 }
 
 // floorClients are a member's clients at the controller's rate.
-type floorClients struct {
-	kube kubernetes.Interface
-	dyn  dynamic.Interface
-}
+type floorClients benchClients
 
 func newFloorClients(c *lab.Cluster) (floorClients, error) {
-	cfg := rest.CopyConfig(c.Config)
-	cfg.QPS, cfg.Burst = floorQPS, floorBurst
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return floorClients{}, fmt.Errorf("clientset of %s: %w", c.Name, err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return floorClients{}, fmt.Errorf("dynamic client of %s: %w", c.Name, err)
-	}
-	return floorClients{kube: kube, dyn: dyn}, nil
+	b, err := newClientsAt(c, floorQPS, floorBurst)
+	return floorClients(b), err
 }
 
 func floorName(name string) string { return "floor-" + name }

@@ -91,8 +91,13 @@ type benchClients struct {
 }
 
 func newBenchClients(c *lab.Cluster) (benchClients, error) {
+	return newClientsAt(c, benchQPS, benchBurst)
+}
+
+// newClientsAt are clients of c held to qps requests a second (burst).
+func newClientsAt(c *lab.Cluster, qps float32, burst int) (benchClients, error) {
 	cfg := rest.CopyConfig(c.Config)
-	cfg.QPS, cfg.Burst = benchQPS, benchBurst
+	cfg.QPS, cfg.Burst = qps, burst
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return benchClients{}, fmt.Errorf("clientset of %s: %w", c.Name, err)

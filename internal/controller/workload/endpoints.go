@@ -28,16 +28,7 @@ import (
 // of what is cached is one.
 func watchEndpoints(client Client, r *reads, namespace, service string, content *atomic.Bool, onChange func()) *objectWatch {
 	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: service}).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return client.DiscoveryV1().EndpointSlices(namespace).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return client.DiscoveryV1().EndpointSlices(namespace).Watch(ctx, o)
-		},
-	}
+	lw := sliceListWatch(client, namespace, sel)
 	return newInformer(r, "EndpointSlices of Service "+namespace+"/"+service, lw, cache.InformerOptions{
 		ObjectType: &discoveryv1.EndpointSlice{},
 		Handler: cache.ResourceEventHandlerFuncs{
@@ -51,6 +42,21 @@ func watchEndpoints(client Client, r *reads, namespace, service string, content 
 		},
 		Transform: endpointsForCache,
 	})
+}
+
+// sliceListWatch lists and watches the EndpointSlices of namespace that
+// selector selects.
+func sliceListWatch(client Client, namespace, selector string) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return client.DiscoveryV1().EndpointSlices(namespace).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return client.DiscoveryV1().EndpointSlices(namespace).Watch(ctx, o)
+		},
+	}
 }
 
 // endpointsChanged reports whether an update of a cached slice (both

@@ -6,11 +6,8 @@ import (
 	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -85,18 +82,7 @@ func (m *Set) syncNamespaceSlicesLocked(w *Cluster, ew *exportsWatch) {
 // Services nobody exports come and go without a sync.
 func (m *Set) watchNamespaceSlices(w *Cluster, ew *exportsWatch, namespace string) *namespaceSlices {
 	ctx, cancel := context.WithCancel(ew.ctx)
-	client := w.client
-	sel := exportSliceSelector()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return client.DiscoveryV1().EndpointSlices(namespace).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return client.DiscoveryV1().EndpointSlices(namespace).Watch(ctx, o)
-		},
-	}
+	lw := sliceListWatch(w.client, namespace, exportSliceSelector())
 	notify := func() { m.onService(m.exportsUsersOf(ew)) }
 	onSlice := func(obj any) {
 		if m.wantsSlice(ew, obj) {
