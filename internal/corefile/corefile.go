@@ -18,7 +18,6 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/parse"
-	"github.com/coredns/coredns/plugin/pkg/transport"
 
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 )
@@ -293,16 +292,9 @@ func checkZonesFree(corefile string, o Options) error {
 	}
 	for _, b := range blocks {
 		for _, key := range b.Keys {
-			trans, addr := parse.Transport(key)
-			if trans != transport.DNS {
-				continue
-			}
-			hosts, port, err := plugin.SplitHostPort(addr)
+			hosts, port, err := dnsZones(key)
 			if err != nil {
 				return fmt.Errorf("the current Corefile has a bad server block key %q: %w", key, err)
-			}
-			if port == "" {
-				port = DNSPort
 			}
 			for _, h := range hosts {
 				if n := plugin.Name(h).Normalize(); port == DNSPort && want[n] {

@@ -38,15 +38,11 @@ func FindZone(corefile, zone string) (*ZoneBlock, error) {
 	best := ""
 	for _, b := range blocks {
 		for _, key := range b.Keys {
-			trans, addr := parse.Transport(key)
-			if trans != transport.DNS {
-				continue
-			}
-			hosts, port, err := plugin.SplitHostPort(addr)
+			hosts, port, err := dnsZones(key)
 			if err != nil {
 				return nil, fmt.Errorf("server block key %q: %w", key, err)
 			}
-			if port != "" && port != DNSPort {
+			if port != DNSPort {
 				continue
 			}
 			for _, h := range hosts {
@@ -92,4 +88,18 @@ func forwardTargets(b caddyfile.ServerBlock) []string {
 		}
 	}
 	return out
+}
+
+// dnsZones are the zones of a server block key and its port (DNSPort
+// when it names none); port is "" for a key of another transport.
+func dnsZones(key string) (zones []string, port string, err error) {
+	trans, addr := parse.Transport(key)
+	if trans != transport.DNS {
+		return nil, "", nil
+	}
+	zones, port, err = plugin.SplitHostPort(addr)
+	if port == "" {
+		port = DNSPort
+	}
+	return zones, port, err
 }
