@@ -21,6 +21,7 @@ import (
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
 	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
@@ -86,6 +87,9 @@ type setMemory struct {
 	// saved is the sha256 of what the state holds, as
 	// state.EncodeClusterSet wrote it (a hash: the encoding can be large);
 	// unknown while savedKnown is false.
+	// settled are, by Cluster key, the imports a member holds as last
+	// written (apply.Settled): a write plans only the others.
+	settled    map[string]*apply.Settled
 	saved      [sha256.Size]byte
 	savedKnown bool
 }
@@ -103,7 +107,8 @@ func (s *clusterSets) memoryOf(key string, uid types.UID) *setMemory {
 	defer s.mu.Unlock()
 	m := s.memory[key]
 	if m == nil || (uid != "" && m.uid != uid) {
-		m = &setMemory{uid: uid, exports: map[string]memberRead{}, written: map[string]string{}, held: map[string]heldID{}}
+		m = &setMemory{uid: uid, exports: map[string]memberRead{}, written: map[string]string{}, held: map[string]heldID{},
+			settled: map[string]*apply.Settled{}}
 		s.memory[key] = m
 	}
 	return m

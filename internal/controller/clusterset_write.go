@@ -53,9 +53,14 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 		}
 		mem.written[m.cluster.Key()] = m.ClusterID
 		ids, clusters = append(ids, m.ClusterID), append(clusters, m.cluster.Key())
+		settled := mem.settled[m.cluster.Key()]
+		if settled == nil {
+			settled = apply.NewSettled()
+			mem.settled[m.cluster.Key()] = settled
+		}
 		started = append(started, c.sets.lanes.Submit(m.cluster.Key(), key, func(ctx context.Context) error {
 			return timedWrite(m.cluster, workload.WriterClusterSet, func() error {
-				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, allWritten)
+				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, allWritten, settled)
 			})
 		}))
 	}
@@ -89,7 +94,7 @@ func writable(m setMember, r memberRead) bool {
 // that does not answer at all (apply.ErrNotAnswering) or cannot be listed
 // is left as it is until the next sync.
 func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
-	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, allWritten bool) error {
+	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, allWritten bool, settled *apply.Settled) error {
 	client, ok := memberClient(m)
 	if !ok {
 		return errors.New("its client has no Multi-Cluster Services API")
@@ -97,7 +102,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 	client = apply.Observed(client, c.workloads.Seen(m.cluster))
 	// Everything is read from the member's informers; the controller's
 	// own objects are listed only while those have not listed yet.
-	existing, contractSlices, err := c.ownObjects(ctx, m, client)
+	existing, contractSlices, cached, err := c.ownObjects(ctx, m, client)
 	if err != nil {
 		return err
 	}
@@ -113,21 +118,43 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 			// ClusterIPs do not change; the informer has not seen it yet.
 			objs.Exports = nil
 		}
-		res, err := apply.Apply(ctx, client, objs, existing, metav1.Now())
-		if err != nil {
-			errs = append(errs, err)
+		// Only the imports not settled since the last write are planned;
+		// the others keep the addresses they have.
+		todo, todoExisting, same := settled.Split(objs, existing)
+		if !cached {
+			todo, todoExisting, same = objs, existing, nil
 		}
-		if errors.Is(err, apply.ErrNotAnswering) {
+		res, applyErr := apply.Apply(ctx, client, todo, todoExisting, metav1.Now())
+		if applyErr != nil {
+			errs = append(errs, applyErr)
+		}
+		if errors.Is(applyErr, apply.ErrNotAnswering) {
+			settled.Forget()
 			return errors.Join(errs...)
+		}
+		for _, k := range same {
+			if v, ok := ips[k]; ok {
+				res.ClusterIPs[k] = v
+			}
 		}
 		changed := !maps.EqualFunc(res.ClusterIPs, ips, slices.Equal)
 		// What the member holds now, and nothing it gave up.
 		ips = res.ClusterIPs
+		if cached || changed {
+			// From the caches this costs no request: what was just
+			// written is there (apply.Observed).
+			if existing, contractSlices, cached, err = c.ownObjects(ctx, m, client); err != nil {
+				settled.Forget()
+				return errors.Join(append(errs, err)...)
+			}
+		}
+		if applyErr == nil && cached {
+			settled.Record(objs, existing)
+		} else {
+			settled.Forget()
+		}
 		if !changed {
 			break
-		}
-		if existing, contractSlices, err = c.ownObjects(ctx, m, client); err != nil {
-			return errors.Join(append(errs, err)...)
 		}
 	}
 	for _, line := range objs.Refused {
@@ -139,22 +166,21 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 }
 
 // ownObjects are the controller's objects in member m, from its
-// informers (workload.Set.Own), listed with client while those have not
-// listed: its ServiceImports, derived Services and imported slices, and
-// its contract slices.
-func (c *Controller) ownObjects(ctx context.Context, m setMember, client apply.Member) (apply.Existing, []*discoveryv1.EndpointSlice, error) {
+// informers (workload.Set.Own; cached), listed with client while those
+// have not listed: its ServiceImports, derived Services and imported
+// slices, and its contract slices.
+func (c *Controller) ownObjects(ctx context.Context, m setMember, client apply.Member) (existing apply.Existing,
+	contractSlices []*discoveryv1.EndpointSlice, cached bool, err error) {
 	if existing, contractSlices, ok := c.workloads.Own(m.cluster); ok {
-		return existing, contractSlices, nil
+		return existing, contractSlices, true, nil
 	}
-	existing, err := apply.ListOurs(ctx, client)
-	if err != nil {
-		return existing, nil, err
+	if existing, err = apply.ListOurs(ctx, client); err != nil {
+		return existing, nil, false, err
 	}
-	contractSlices, err := listClusterSetSlices(ctx, client.Slices(c.cfg.SliceNamespace))
-	if err != nil {
-		return existing, nil, fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", m.cluster.Key(), c.cfg.SliceNamespace, err)
+	if contractSlices, err = listClusterSetSlices(ctx, client.Slices(c.cfg.SliceNamespace)); err != nil {
+		return existing, nil, false, fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", m.cluster.Key(), c.cfg.SliceNamespace, err)
 	}
-	return existing, contractSlices, nil
+	return existing, contractSlices, false, nil
 }
 
 // listClusterSetSlices lists the clusterset contract slices of a slice

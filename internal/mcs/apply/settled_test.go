@@ -1,0 +1,89 @@
+package apply
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+)
+
+// planned lists the imports Split leaves to plan, by the imports of the
+// desired objects and the held ones together.
+func planned(d objects.Objects, e Existing) []string {
+	seen := map[string]bool{}
+	for _, g := range []map[aggregate.Key]*group{groupDesired(d), groupExisting(e)} {
+		for k := range g {
+			seen[k.Name] = true
+		}
+	}
+	var out []string
+	for k := range seen {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// After a write, only an import whose desired objects changed, whose
+// objects someone wrote, or that went is planned again; Forget plans
+// every one.
+func TestSettled(t *testing.T) {
+	all := desiredOf(t, true, "api", "web", "db")
+	held := existingOf(all, "api")
+	for _, tc := range []struct {
+		name    string
+		desired objects.Objects
+		held    func() Existing
+		forget  bool
+		want    []string
+	}{
+		{name: "nothing changed", desired: all, held: func() Existing { return held }},
+		{name: "one more import", desired: desiredOf(t, true, "api", "web", "db", "cart"), held: func() Existing { return held },
+			want: []string{"cart"}},
+		{name: "one import asked for another address", desired: func() objects.Objects {
+			d := desiredOf(t, true, "api", "web", "db")
+			other := desiredWith(t, true, []string{"10.96.0.99"}, "web")
+			for i, si := range d.Imports {
+				if si.Name == "web" {
+					d.Imports[i] = other.Imports[0]
+				}
+			}
+			return d
+		}(), held: func() Existing { return held }, want: []string{"web"}},
+		{name: "someone wrote a held object", desired: all, held: func() Existing {
+			h := existingOf(all, "api")
+			for _, s := range h.Services {
+				if s.Labels[objects.LabelServiceName] == "db" {
+					s.ResourceVersion = "2"
+				}
+			}
+			return h
+		}, want: []string{"db"}},
+		{name: "an import went", desired: desiredOf(t, true, "api", "web"), held: func() Existing { return held },
+			want: []string{"db"}},
+		{name: "forgotten", desired: all, held: func() Existing { return held }, forget: true,
+			want: []string{"api", "db", "web"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSettled()
+			s.Record(all, held)
+			if tc.forget {
+				s.Forget()
+			}
+			d, e, same := s.Split(tc.desired, tc.held())
+			if got := planned(d, e); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("planned %q, want %q", got, tc.want)
+			}
+			if len(d.Exports) != len(tc.desired.Exports) || len(e.Exports) != len(held.Exports) {
+				t.Errorf("exports dropped: %d of %d desired, %d of %d held", len(d.Exports), len(tc.desired.Exports), len(e.Exports), len(held.Exports))
+			}
+			for _, k := range same {
+				if slices.Contains(tc.want, k.Name) {
+					t.Errorf("%s both planned and settled", k.Name)
+				}
+			}
+		})
+	}
+}
