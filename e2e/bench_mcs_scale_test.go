@@ -28,7 +28,7 @@ type mcsCost struct {
 	keys                                int64 // clusterset records in cluster-b's serve etcd
 	dbInUse                             int64
 	ctlCPU                              time.Duration
-	ctlHeap, goroutines                 float64
+	ctlHeap, ctlLive, goroutines        float64
 	ctlRSS, ctlPeak                     int64
 }
 
@@ -344,6 +344,9 @@ func measureMCS(ctx context.Context, members []mcsMember, cli *clientv3.Client, 
 	if c.ctlHeap, err = metricValue(ctx, metrics, heapMetric); err != nil {
 		return c, err
 	}
+	if c.ctlLive, err = metricValue(ctx, metrics, liveHeapMetric); err != nil {
+		return c, err
+	}
 	if c.goroutines, err = metricValue(ctx, metrics, goroutinesMetric); err != nil {
 		return c, err
 	}
@@ -368,8 +371,8 @@ func mcsScaleTable(members []mcsMember, base, full mcsCost, createdIn, filledIn,
 		mcsScaleExports, mcsHeadlessEvery, len(members), strings.Join(names, ", "), mcsScaleNamespaces)
 	fmt.Fprintf(&tb, "created in %s; every member holds every import and cluster-b's etcd every name %s after the first create\n",
 		createdIn.Round(100*time.Millisecond), filledIn.Round(100*time.Millisecond))
-	fmt.Fprintf(&tb, "%-10s %8s %8s %8s %9s %8s %9s | %7s %8s %8s %8s %10s\n",
-		"", "imports", "services", "slices", "contract", "keys", "etcd MiB", "ctl CPU", "heap MiB", "RSS MiB", "peak MiB", "goroutines")
+	fmt.Fprintf(&tb, "%-10s %8s %8s %8s %9s %8s %9s | %7s %8s %8s %8s %8s %10s\n",
+		"", "imports", "services", "slices", "contract", "keys", "etcd MiB", "ctl CPU", "heap MiB", "live MiB", "RSS MiB", "peak MiB", "goroutines")
 	for _, r := range []struct {
 		label string
 		c     mcsCost
@@ -378,14 +381,14 @@ func mcsScaleTable(members []mcsMember, base, full mcsCost, createdIn, filledIn,
 		if r.c.ctlCPU > 0 && r.label != "before" {
 			cpu = fmt.Sprintf("%.1fs", r.c.ctlCPU.Seconds())
 		}
-		fmt.Fprintf(&tb, "%-10s %8d %8d %8d %9d %8d %9.1f | %7s %8.0f %8.0f %8.0f %10.0f\n", r.label,
+		fmt.Fprintf(&tb, "%-10s %8d %8d %8d %9d %8d %9.1f | %7s %8.0f %8.0f %8.0f %8.0f %10.0f\n", r.label,
 			r.c.imports, r.c.services, r.c.slices, r.c.contract, r.c.keys, mib(r.c.dbInUse),
-			cpu, r.c.ctlHeap/(1<<20), mib(r.c.ctlRSS), mib(r.c.ctlPeak), r.c.goroutines)
+			cpu, r.c.ctlHeap/(1<<20), r.c.ctlLive/(1<<20), mib(r.c.ctlRSS), mib(r.c.ctlPeak), r.c.goroutines)
 	}
 	fmt.Fprintf(&tb, "one more export with %d in place, until every member holds it and cluster-b's etcd its name: p50 %s, max %s (%d)\n",
 		mcsScaleExports, ms(percentile(more, 50)), ms(percentile(more, 100)), len(more))
 	fmt.Fprintf(&tb, "ClusterSet deleted: every import and name gone from every member in %s\n", emptiedIn.Round(100*time.Millisecond))
 	fmt.Fprintf(&tb, "(imports, services (derived), slices (imported endpoints), contract (serve's slices): the controller's objects summed over\n")
-	fmt.Fprintf(&tb, " the members; keys: clusterset records in cluster-b's serve etcd; ctl CPU: user+system since before; heap: in use)\n")
+	fmt.Fprintf(&tb, " the members; keys: clusterset records in cluster-b's serve etcd; ctl CPU: user+system since before; heap: in use;\n live: the heap the last GC found live)\n")
 	return tb.String()
 }

@@ -62,6 +62,7 @@ const (
 	// the clusterset zone from.
 	clusterSetSliceSelector = "endpointslice.kubernetes.io/managed-by=xcc-dns-controller,xcc-dns.io/record=clusterset"
 	goroutinesMetric        = "go_goroutines"
+	liveHeapMetric          = "go_gc_heap_live_bytes"
 )
 
 // mcsExtraMembers are the API servers the scale benchmark adds, so its

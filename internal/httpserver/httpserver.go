@@ -11,9 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 )
@@ -107,4 +109,19 @@ func (s *Server) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	_ = s.srv.Shutdown(ctx)
+}
+
+// liveHeap is the runtime metric of the heap the last GC found live
+// (go_gc_heap_live_bytes): what a process holds, where
+// go_memstats_heap_inuse_bytes also counts garbage not yet collected
+// (up to twice as much with GOGC=100).
+var liveHeap = collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)}
+
+// NewRegistry is the registry of every role: its Go runtime (with the
+// live heap) and process metrics; the role adds its own.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(liveHeap)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,5 +69,23 @@ func TestStartRefusesBusyAddress(t *testing.T) {
 	defer srv.Close()
 	if _, err := Start(context.Background(), Config{Address: srv.Addr().String()}); err == nil {
 		t.Error("second server on the same address started")
+	}
+}
+
+// Every role's registry gives the live heap beside the Go and process
+// metrics: the figure a memory budget is about.
+func TestNewRegistryHasTheLiveHeap(t *testing.T) {
+	families, err := NewRegistry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	for _, want := range []string{"go_gc_heap_live_bytes", "go_memstats_heap_inuse_bytes", "go_goroutines", "process_resident_memory_bytes"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no %s among %d families", want, len(names))
+		}
 	}
 }
