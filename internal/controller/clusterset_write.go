@@ -120,7 +120,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 		}
 		// Only the imports not settled since the last write are planned;
 		// the others keep the addresses they have.
-		todo, todoExisting, same := settled.Split(objs, existing)
+		todo, todoExisting, same, written := settled.Split(objs, existing)
 		if !cached {
 			todo, todoExisting, same = objs, existing, nil
 		}
@@ -149,7 +149,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 			}
 		}
 		if applyErr == nil && cached {
-			settled.Record(objs, existing)
+			written.Done(existing)
 		} else {
 			settled.Forget()
 		}

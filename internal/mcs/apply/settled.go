@@ -70,7 +70,10 @@ func groupExisting(e Existing) map[aggregate.Key]*group {
 	return groupDesired(objects.Objects{Imports: e.Imports, Services: e.Services, Slices: e.Slices})
 }
 
-// desiredHash is a digest of what an import's objects are asked to be.
+// desiredHash is a digest of what an import's objects are asked to be:
+// a Service and a slice in their protobuf encoding (deterministic, and
+// several times cheaper than JSON), a ServiceImport, which has none, in
+// JSON.
 func desiredHash(g *group) uint64 {
 	h := fnv.New64a()
 	if g == nil {
@@ -81,10 +84,12 @@ func desiredHash(g *group) uint64 {
 		_ = enc.Encode(o)
 	}
 	for _, o := range g.services {
-		_ = enc.Encode(o)
+		b, _ := o.Marshal()
+		_, _ = h.Write(b)
 	}
 	for _, o := range g.slices {
-		_ = enc.Encode(o)
+		b, _ := o.Marshal()
+		_, _ = h.Write(b)
 	}
 	return h.Sum64()
 }
@@ -117,21 +122,33 @@ func heldHash(g *group) uint64 {
 	return h.Sum64()
 }
 
+// Round is one write's desired objects, digested once: Split gives it,
+// Done records it.
+type Round struct {
+	s       *Settled
+	desired map[aggregate.Key]uint64
+}
+
 // Split returns the desired objects and the held ones of the imports
-// that are not settled, and the keys of those that are. Exports are
-// always kept: their status is written apart from the imports.
-func (s *Settled) Split(desired objects.Objects, existing Existing) (objects.Objects, Existing, []aggregate.Key) {
+// that are not settled, the keys of those that are, and the Round to
+// record once written. Exports are always kept: their status is written
+// apart from the imports.
+func (s *Settled) Split(desired objects.Objects, existing Existing) (objects.Objects, Existing, []aggregate.Key, *Round) {
 	want, have := groupDesired(desired), groupExisting(existing)
+	r := &Round{s: s, desired: make(map[aggregate.Key]uint64, len(want))}
+	for k, g := range want {
+		r.desired[k] = desiredHash(g)
+	}
 	s.mu.Lock()
 	settled := map[aggregate.Key]bool{}
 	for k, was := range s.imports {
-		if was.desired == desiredHash(want[k]) && was.held == heldHash(have[k]) {
+		if d, ok := r.desired[k]; ok && was.desired == d && was.held == heldHash(have[k]) {
 			settled[k] = true
 		}
 	}
 	s.mu.Unlock()
 	if len(settled) == 0 {
-		return desired, existing, nil
+		return desired, existing, nil, r
 	}
 	keep := func(o metav1.Object) bool { return !settled[importKey(o)] }
 	d := objects.Objects{Imports: filter(desired.Imports, keep), Services: filter(desired.Services, keep),
@@ -142,7 +159,7 @@ func (s *Settled) Split(desired objects.Objects, existing Existing) (objects.Obj
 	for k := range settled {
 		keys = append(keys, k)
 	}
-	return d, e, keys
+	return d, e, keys, r
 }
 
 func filter[T metav1.Object](in []T, keep func(metav1.Object) bool) []T {
@@ -155,17 +172,18 @@ func filter[T metav1.Object](in []T, keep func(metav1.Object) bool) []T {
 	return out
 }
 
-// Record notes that desired (every import of the member) was written
-// without an error and that the member holds held now.
-func (s *Settled) Record(desired objects.Objects, held Existing) {
-	want, have := groupDesired(desired), groupExisting(held)
-	next := make(map[aggregate.Key]settledImport, len(want))
-	for k, g := range want {
-		next[k] = settledImport{desired: desiredHash(g), held: heldHash(have[k])}
+// Done notes that the round's desired objects (every import of the
+// member) were written without an error and that the member holds held
+// now.
+func (r *Round) Done(held Existing) {
+	have := groupExisting(held)
+	next := make(map[aggregate.Key]settledImport, len(r.desired))
+	for k, d := range r.desired {
+		next[k] = settledImport{desired: d, held: heldHash(have[k])}
 	}
-	s.mu.Lock()
-	s.imports = next
-	s.mu.Unlock()
+	r.s.mu.Lock()
+	r.s.imports = next
+	r.s.mu.Unlock()
 }
 
 // Forget makes every import planned again at the next write.

@@ -68,11 +68,12 @@ func TestSettled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewSettled()
-			s.Record(all, held)
+			_, _, _, r := s.Split(all, held)
+			r.Done(held)
 			if tc.forget {
 				s.Forget()
 			}
-			d, e, same := s.Split(tc.desired, tc.held())
+			d, e, same, _ := s.Split(tc.desired, tc.held())
 			if got := planned(d, e); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("planned %q, want %q", got, tc.want)
 			}
