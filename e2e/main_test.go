@@ -115,10 +115,13 @@ var suite = []struct {
 	{"MCS", shared, testMCS},
 	{"Explain", shared, testExplain},
 	{"MCSFrozenMember", shared, testMCSFrozenMember},
+	{"MCSRefusingMember", shared, testMCSRefusingMember},
+	{"MCSSlowMember", shared, testMCSSlowMember},
 	{"MCSClusterIDs", shared, testMCSClusterIDs},
 	{"MCSAllowedCIDRs", shared, testMCSAllowedCIDRs},
 	{"MCSLimitsCompose", shared, testMCSLimitsCompose},
 	{"ControllerFailover", shared, testControllerFailover},
+	{"MCSShutdownFrozenMember", shared, testMCSShutdownFrozenMember},
 
 	{"BenchServeKills", bench, testBenchServeKills},
 	{"BenchPropagation", bench, testBenchPropagation},

@@ -66,6 +66,10 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 	}
 	for i, res := range c.sets.lanes.Wait(ctx, clusters, started) {
 		switch {
+		case res.Backoff != nil:
+			// Nothing runs: the member's last write failed (a refusal)
+			// and the next waits out its backoff.
+			w.errs[ids[i]] = res.Backoff
 		case !res.Ended:
 			w.writing[ids[i]] = true
 		case res.Err != nil:

@@ -11,7 +11,10 @@
 // backoff that doubles up to MaxBackoff; one that succeeds resets it. A
 // write whose result no sync collected reports its owner to Done when it
 // ends, so the owner's status catches up without a poll; one it
-// collected is not reported, or every sync would cause another.
+// collected is not reported, or every sync would cause another. A write
+// that waits out its lane's backoff is returned with the error of the
+// write that failed before it (Result.Backoff): nothing of the cluster
+// runs then, and the sync says why rather than "still writing".
 package lane
 
 import (
@@ -65,7 +68,10 @@ type lane struct {
 	// counts the failed writes in a row.
 	notBefore time.Time
 	failures  int
-	timer     *time.Timer
+	// lastErr is the error of the last write that ended, nil after a
+	// success.
+	lastErr error
+	timer   *time.Timer
 	// slow: the last write ran past its sync's wait; the next one is not
 	// waited for, so a frozen cluster costs no sync its wait twice.
 	slow bool
@@ -181,6 +187,7 @@ func (s *Set) startLocked(cluster string, l *lane) {
 		s.mu.Lock()
 		l.running = nil
 		l.slow = time.Since(start) > s.cfg.Wait
+		l.lastErr = err
 		if err != nil {
 			l.failures++
 			l.notBefore = time.Now().Add(s.backoff(l.failures))
@@ -195,6 +202,19 @@ func (s *Set) startLocked(cluster string, l *lane) {
 			s.cfg.Done(w.owner)
 		}
 	}()
+}
+
+// backoffOf is the error of the failed write after which w waits in the
+// lane of cluster, nil unless w is the lane's waiting write and nothing
+// of the lane runs.
+func (s *Set) backoffOf(cluster string, w *Write) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.lanes[cluster]
+	if l == nil || l.next != w || l.running != nil {
+		return nil
+	}
+	return l.lastErr
 }
 
 func (s *Set) backoff(failures int) time.Duration {
@@ -225,6 +245,11 @@ type Result struct {
 	// Ended: the write ended, with Err.
 	Ended bool
 	Err   error
+	// Backoff: the write had not started, waiting out its lane's backoff
+	// after the lane's last write failed with this error. Nothing of the
+	// cluster runs meanwhile, so this, not "still writing", is what the
+	// sync has to say of it.
+	Backoff error
 }
 
 // Wait waits for the writes, Config.Wait at most in all (not at all for
@@ -254,12 +279,15 @@ func (s *Set) Wait(ctx context.Context, clusters []string, writes []*Write) []Re
 				expired = true
 			}
 		}
+		// The lane's state first: finish takes w.mu under s.mu.
+		backoff := s.backoffOf(clusters[i], w)
 		w.mu.Lock()
 		select {
 		case <-w.done:
 			out[i] = Result{Ended: true, Err: w.err}
 		default:
 			w.abandoned = true
+			out[i].Backoff = backoff
 		}
 		w.mu.Unlock()
 	}

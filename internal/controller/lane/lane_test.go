@@ -155,3 +155,25 @@ func TestCollectedWriteIsNotReported(t *testing.T) {
 		t.Errorf("%d collected writes reported to Done", n)
 	}
 }
+
+// A write that waits out its lane's backoff carries the error of the
+// write that failed before it: its sync has that to say of the cluster,
+// for nothing of the cluster runs. A write behind a running one, or one
+// after a success, carries none.
+func TestWriteInBackoffCarriesTheFailure(t *testing.T) {
+	s, ctx := newTestSet(t, Config{Wait: 50 * time.Millisecond, MinBackoff: 300 * time.Millisecond})
+	refused := errors.New("refused")
+	s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", func(context.Context) error { return refused })})
+	r := s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", func(context.Context) error { return nil })})
+	if r[0].Ended || !errors.Is(r[0].Backoff, refused) {
+		t.Fatalf("a write waiting out the backoff: %+v, want not ended, Backoff %v", r[0], refused)
+	}
+	time.Sleep(400 * time.Millisecond)
+	release := make(chan struct{})
+	defer close(release)
+	s.Submit("a", "o", func(context.Context) error { <-release; return nil })
+	r = s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", func(context.Context) error { return nil })})
+	if r[0].Ended || r[0].Backoff != nil {
+		t.Errorf("a write behind a running one after a success: %+v, want not ended, no Backoff", r[0])
+	}
+}
