@@ -77,6 +77,11 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 		}
 	}
 	mem.allWritten = len(w.errs) == 0 && len(w.writing) == 0
+	if mem.allWritten && !allWritten {
+		// This sync's objects said not every member was written; they
+		// are now, and only another sync writes that (Ready).
+		c.sets.queue.Add(key)
+	}
 	return w
 }
 

@@ -216,6 +216,12 @@ func TestControllerClusterSetWritesListNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "shop/api imported into cluster-b with its DNS slice", func() bool { return imported("api") })
+	// Ready says the last sync wrote every member: one more sync, with
+	// no other event to cause it.
+	eventually(t, "shop/api Ready in cluster-b", func() bool {
+		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "api", metav1.GetOptions{})
+		return err == nil && meta.IsStatusConditionTrue(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+	})
 	if n := lists.Load() - before; n != 0 {
 		t.Errorf("%d lists by label in cluster-b for one more export, want none", n)
 	}

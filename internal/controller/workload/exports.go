@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -186,9 +187,31 @@ func watchExports(client MCSClient, r *reads, onChange func()) *objectWatch {
 	}
 	return newInformer(r, "ServiceExports of every namespace", lw, cache.InformerOptions{
 		ObjectType: &mcsv1beta1.ServiceExport{},
-		Handler:    onEvery(onChange),
-		Transform:  exportForCache,
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { onChange() },
+			UpdateFunc: func(old, cur any) {
+				if exportChanged(old, cur) {
+					onChange()
+				}
+			},
+			DeleteFunc: func(any) { onChange() },
+		},
+		Transform: exportForCache,
 	})
+}
+
+// exportChanged reports whether an update of a cached export is one the
+// set reads: its spec, identity or deletion, not its status alone. The
+// status is the controller's own write: an event for it would sync the
+// whole set again once per export it writes.
+func exportChanged(old, cur any) bool {
+	o, ok1 := old.(*mcsv1beta1.ServiceExport)
+	c, ok2 := cur.(*mcsv1beta1.ServiceExport)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.UID != c.UID || o.Generation != c.Generation || !o.CreationTimestamp.Equal(&c.CreationTimestamp) ||
+		!o.DeletionTimestamp.Equal(c.DeletionTimestamp) || !equality.Semantic.DeepEqual(o.Spec, c.Spec)
 }
 
 // watchNamespaces is the cluster-wide Namespace informer of a member.
@@ -241,15 +264,6 @@ func serviceForCache(obj any) (any, error) {
 		out.Spec.Ports = append(out.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, AppProtocol: p.AppProtocol})
 	}
 	return out, nil
-}
-
-// onEvery calls onChange on every event.
-func onEvery(onChange func()) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { onChange() },
-		UpdateFunc: func(any, any) { onChange() },
-		DeleteFunc: func(any) { onChange() },
-	}
 }
 
 // exportForCache keeps of a ServiceExport what the aggregator and the

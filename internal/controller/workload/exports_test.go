@@ -206,3 +206,33 @@ func TestServiceForCache(t *testing.T) {
 		t.Errorf("not idempotent: %+v", again)
 	}
 }
+
+// Of an export's updates, only those the set reads are events: its
+// status alone is the controller's own write.
+func TestExportChanged(t *testing.T) {
+	base := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u", Generation: 1}}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name   string
+		change func(*mcsv1beta1.ServiceExport)
+		want   bool
+	}{
+		{"status alone", func(e *mcsv1beta1.ServiceExport) {
+			e.Status.Conditions = []metav1.Condition{{Type: "Valid", Status: metav1.ConditionTrue}}
+			e.ResourceVersion = "9"
+		}, false},
+		{"spec", func(e *mcsv1beta1.ServiceExport) {
+			e.Spec.ExportedLabels = map[string]string{"tier": "web"}
+			e.Generation = 2
+		}, true},
+		{"spec, generation not bumped", func(e *mcsv1beta1.ServiceExport) { e.Spec.ExportedAnnotations = map[string]string{"a": "b"} }, true},
+		{"being deleted", func(e *mcsv1beta1.ServiceExport) { e.DeletionTimestamp = &now }, true},
+		{"replaced", func(e *mcsv1beta1.ServiceExport) { e.UID = "v" }, true},
+	} {
+		cur := base.DeepCopy()
+		tc.change(cur)
+		if got := exportChanged(base, cur); got != tc.want {
+			t.Errorf("%s: changed %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
