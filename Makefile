@@ -308,7 +308,7 @@ endif
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 BENCHSTAT         := $(BIN)/benchstat-$(BENCHSTAT_VERSION)
 BENCH_DIR         := $(BIN)/bench
-BENCH_PKGS        := ./internal/skydnsrecord ./internal/serve ./internal/store ./internal/controller
+BENCH_PKGS        := ./internal/skydnsrecord ./internal/serve ./internal/store ./internal/controller ./cmd/coredns
 BENCH_COUNT       ?= 6
 # bench-dns: numbers of names, seconds per dnsperf run, dnsperf clients,
 # measured rounds per server (the median is reported).
@@ -332,7 +332,7 @@ $(BENCHSTAT):
 	mv $(BIN)/benchstat $@ && ln -sf $(notdir $@) $(BIN)/benchstat
 
 .PHONY: bench-go
-bench-go: $(BENCHSTAT) ## Go benchmarks of the hot pure code into bin/bench/new.txt, compared with bin/bench/old.txt.
+bench-go: $(BENCHSTAT) ## Go benchmarks of the hot code and of questions to in-process CoreDNS into bin/bench/new.txt, compared with bin/bench/old.txt.
 	@mkdir -p $(BENCH_DIR)
 	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) $(BENCH_PKGS) | tee $(BENCH_DIR)/new.txt
 	@if [ -f $(BENCH_DIR)/old.txt ]; then $(BENCHSTAT) $(BENCH_DIR)/old.txt $(BENCH_DIR)/new.txt; \

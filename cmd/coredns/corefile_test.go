@@ -650,7 +650,7 @@ func TestEtcdctlListsRecords(t *testing.T) {
 	}
 }
 
-func eventually(t *testing.T, cond func() bool) {
+func eventually(t testing.TB, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for !cond() {

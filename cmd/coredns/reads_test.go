@@ -43,6 +43,28 @@ func largeHeadlessSlices() []*discoveryv1.EndpointSlice {
 	return out
 }
 
+// The large headless names of largeHeadlessSlices.
+const (
+	largeClusterSetName = "big.dev-team.svc.clusterset.local."
+	largeExportName     = "big.dev-team.services.xcc.test."
+)
+
+// startLargeHeadless starts the record path with largeHeadlessSlices and
+// CoreDNS running corefile, and returns once serve has written both
+// large names whole. recordReads puts the read recorder before etcd.
+func startLargeHeadless(t testing.TB, corefile string, recordReads bool) *dnsworld.World {
+	t.Helper()
+	w := dnsworld.Start(t, dnsworld.Config{
+		Corefile: corefile, Directives: coredns.Directives, Slices: largeHeadlessSlices(),
+		ClusterSetZone: csZone, RecordReads: recordReads,
+	})
+	eventually(t, func() bool {
+		return len(w.Ask(t, "tcp", largeClusterSetName, dns.TypeA, 0).Answer) == largeEndpoints &&
+			len(w.Ask(t, "tcp", largeExportName, dns.TypeA, 0).Answer) == largeEndpoints
+	})
+	return w
+}
+
 // TestLargeHeadlessReads counts the etcd reads of one cache miss of each
 // question about a headless name of largeEndpoints endpoints and holds
 // each to its bound: a name's addresses one prefix read, an NXDOMAIN two
@@ -53,19 +75,11 @@ func largeHeadlessSlices() []*discoveryv1.EndpointSlice {
 // target of the answer has its address there. Figures:
 // docs/benchmarks.md.
 func TestLargeHeadlessReads(t *testing.T) {
-	w := dnsworld.Start(t, dnsworld.Config{
-		Corefile: testfixture.ShippedCorefile(t), Directives: coredns.Directives, Slices: largeHeadlessSlices(),
-		ClusterSetZone: csZone, RecordReads: true,
-	})
+	w := startLargeHeadless(t, testfixture.ShippedCorefile(t), true)
 	const (
-		cs = "big.dev-team.svc.clusterset.local."
-		hx = "big.dev-team.services.xcc.test."
+		cs = largeClusterSetName
+		hx = largeExportName
 	)
-	// Wait until serve has written both names whole.
-	eventually(t, func() bool {
-		return len(w.Ask(t, "tcp", cs, dns.TypeA, 0).Answer) == largeEndpoints &&
-			len(w.Ask(t, "tcp", hx, dns.TypeA, 0).Answer) == largeEndpoints
-	})
 	for _, tc := range []struct {
 		name  string
 		qtype uint16
@@ -141,13 +155,19 @@ func checkTargetAddresses(t *testing.T, name string, r *dns.Msg, xs ...string) {
 // none of these from the cache.
 func askMiss(t *testing.T, w *dnsworld.World, name string, qtype uint16) *dns.Msg {
 	t.Helper()
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	m.SetEdns0(dns.MaxMsgSize, true)
 	c := &dns.Client{Net: "tcp", Timeout: waitFor}
-	r, _, err := c.Exchange(m, w.DNS.TCP)
+	r, _, err := c.Exchange(missQuestion(name, qtype), w.DNS.TCP)
 	if err != nil {
 		t.Fatalf("%s %s: %v", name, dns.TypeToString[qtype], err)
 	}
 	return r
+}
+
+// missQuestion is the question askMiss sends: EDNS with the largest
+// buffer, so no answer is truncated, and the DO bit.
+func missQuestion(name string, qtype uint16) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	m.SetEdns0(dns.MaxMsgSize, true)
+	return m
 }
