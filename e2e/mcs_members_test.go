@@ -76,6 +76,11 @@ func newTroubledSet(t *testing.T, set, ns, label, member string) *troubledSet {
 	t.Helper()
 	requireDNS(t)
 	ctx := ctxFor(t)
+	// The GatewayDNS path is checked to go on meanwhile, also when the
+	// test runs alone.
+	if err := theLab.ApplyWalkthrough(ctx); err != nil {
+		t.Fatalf("apply the walkthrough: %v", err)
+	}
 	s := &troubledSet{t: t, ctx: ctx, name: set, ns: ns, label: label,
 		a: theLab.Workload(lab.ClusterA), b: theLab.Workload(lab.ClusterB), dnsB: theLab.DNS[lab.ClusterB].ClusterDNSAddr}
 	mgmt := theLab.Management
