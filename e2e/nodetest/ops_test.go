@@ -485,13 +485,14 @@ func testMetrics(t *testing.T) {
 				t.Fatalf("%s: pod %s gone", tg.cluster, tg.pod)
 			}
 			server := net.JoinHostPort(pods.Items[i].Status.PodIP, strconv.Itoa(int(containerPort(pods.Items[i], "coredns", "dns"))))
-			r, err := lab.Query(server, gw, dns.TypeA)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := lab.Values(r, dns.TypeA); r.Rcode != dns.RcodeSuccess || !slices.Equal(got, []string{nl.Cluster(lab.ClusterA).GatewayAddress()}) {
-				t.Errorf("A %s @%s (%s %s): %s", gw, server, tg.cluster, tg.pod, lab.Summary(r))
-			}
+			want := []string{nl.Cluster(lab.ClusterA).GatewayAddress()}
+			poll(t, "A "+gw+" @"+server+" ("+tg.cluster+" "+tg.pod+")", opsWait, func() error {
+				r, err := lab.Query(server, gw, dns.TypeA)
+				if err == nil && (r.Rcode != dns.RcodeSuccess || !slices.Equal(lab.Values(r, dns.TypeA), want)) {
+					err = fmt.Errorf("%s, want %v", lab.Summary(r), want)
+				}
+				return err
+			})
 			fams, err := scrape(tg.url)
 			if err != nil {
 				t.Fatal(err)
