@@ -263,7 +263,7 @@ E2E_NODE_TIMEOUT ?= 20m
 GOARCH_HOST      := $(shell $(GO) env GOARCH)
 
 .PHONY: e2e-node
-e2e-node: node-packages $(KUBE_APISERVER) node-components $(HELM) ## End-to-end tests on real one-node clusters: both charts as pods, a pod resolves through its cluster DNS.
+e2e-node: node-packages $(KUBE_APISERVER) node-components $(HELM) xcc-syncer ## End-to-end tests on real one-node clusters: both charts as pods, a pod resolves through its cluster DNS, the operator commands and every pod's metrics.
 	$(MAKE) images PLATFORMS=linux/$(GOARCH_HOST)
 	cd $(E2E_DIR) && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_NODE_TIMEOUT) -v ./nodetest
 

@@ -172,6 +172,10 @@ func TestMCS(t *testing.T) {
 		{"SRV", "_http._tcp." + x, "NOERROR", []string{"80 " + x + "."}},
 		{"A", lab.ClusterA + "." + x, "NXDOMAIN", nil},
 	}, time.Minute)
+	// What an operator sees of it: explain of the name from cluster-b,
+	// and the ClusterSet's series on the controller's /metrics.
+	explainClusterSetName(t, lab.ClusterB, set, ns, echo, clusterSetIP, []string{lab.ClusterA, lab.ClusterB})
+	clusterSetMetrics(t, set, 2)
 
 	// Connections through the ClusterSetIP by name (Go's resolver, the
 	// pod's resolv.conf and search list), a new one per request: kube-proxy

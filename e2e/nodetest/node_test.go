@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,8 +23,17 @@ var nl *lab.NodeLab
 func TestMain(m *testing.M) {
 	ctx := context.Background()
 	start := time.Now()
-	var err error
-	nl, err = lab.StartNodeLab(ctx, lab.NodeOptions{Progress: os.Stdout})
+	root, err := lab.FindRepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "node lab:", err)
+		os.Exit(1)
+	}
+	// The operator's commands run against the lab (status, explain).
+	if _, err := os.Stat(filepath.Join(root, "bin", "xcc-syncer")); err != nil {
+		fmt.Fprintln(os.Stderr, "node lab: the tests run bin/xcc-syncer: make xcc-syncer builds it:", err)
+		os.Exit(1)
+	}
+	nl, err = lab.StartNodeLab(ctx, lab.NodeOptions{RepoRoot: root, Progress: os.Stdout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "node lab:", err)
 		os.Exit(1)
@@ -156,6 +166,10 @@ func TestNodeLab(t *testing.T) {
 		}, 4*time.Minute)
 	})
 
+	// What an operator runs once a pod resolves the walkthrough's name:
+	// xcc-syncer status and explain against the real clusters.
+	t.Run("StatusAndExplain", testStatusAndExplain)
+
 	// The other kinds of names, real pods behind them: a Service's own
 	// name (fqdn annotation) and a headless Service's pods, by the name
 	// across clusters, per pod and as SRV.
@@ -201,6 +215,10 @@ func TestNodeLab(t *testing.T) {
 		}
 		t.Log(strings.TrimSpace(out))
 	})
+
+	// Last, with a headless GatewayDNS among them (its state ConfigMap
+	// written): every process's /metrics as a scraper reads them.
+	t.Run("Metrics", testMetrics)
 }
 
 // totals is the last line of totals of probe load.
