@@ -127,11 +127,13 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 			// ClusterIPs do not change; the informer has not seen it yet.
 			objs.Exports = nil
 		}
-		// Only the imports not settled since the last write are planned;
-		// the others keep the addresses they have.
-		todo, todoExisting, same, written := settled.Split(objs, existing)
-		if !cached {
-			todo, todoExisting, same = objs, existing, nil
+		// From the caches, only the imports not settled since the last
+		// write are planned; the others keep the addresses they have.
+		todo, todoExisting := objs, existing
+		var same []aggregate.Key
+		var round *apply.Round
+		if cached {
+			todo, todoExisting, same, round = settled.Split(objs, existing)
 		}
 		res, applyErr := apply.Apply(ctx, client, todo, todoExisting, metav1.Now())
 		if applyErr != nil {
@@ -157,8 +159,8 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 				return errors.Join(append(errs, err)...)
 			}
 		}
-		if applyErr == nil && cached {
-			written.Done(existing)
+		if applyErr == nil && round != nil && cached {
+			round.Done(existing)
 		} else {
 			settled.Forget()
 		}
@@ -186,18 +188,18 @@ func (c *Controller) ownObjects(ctx context.Context, m setMember, client apply.M
 	if existing, err = apply.ListOurs(ctx, client); err != nil {
 		return existing, nil, false, err
 	}
-	if contractSlices, err = listClusterSetSlices(ctx, client.Slices(c.cfg.SliceNamespace)); err != nil {
-		return existing, nil, false, fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", m.cluster.Key(), c.cfg.SliceNamespace, err)
+	if contractSlices, err = c.listClusterSetSlices(ctx, m.cluster.Key(), client); err != nil {
+		return existing, nil, false, err
 	}
 	return existing, contractSlices, false, nil
 }
 
-// listClusterSetSlices lists the clusterset contract slices of a slice
-// namespace (client).
-func listClusterSetSlices(ctx context.Context, client apply.SliceClient) ([]*discoveryv1.EndpointSlice, error) {
-	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: contract.ClusterSetSelector()})
+// listClusterSetSlices lists the clusterset contract slices of the slice
+// namespace of member client (of the Cluster key).
+func (c *Controller) listClusterSetSlices(ctx context.Context, key string, client apply.Member) ([]*discoveryv1.EndpointSlice, error) {
+	list, err := client.Slices(c.cfg.SliceNamespace).List(ctx, metav1.ListOptions{LabelSelector: contract.ClusterSetSelector()})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", key, c.cfg.SliceNamespace, err)
 	}
 	out := make([]*discoveryv1.EndpointSlice, 0, len(list.Items))
 	for i := range list.Items {
@@ -320,9 +322,9 @@ func (c *Controller) removeMember(ctx context.Context, m setMember) error {
 	if err != nil {
 		return err
 	}
-	contractSlices, err := listClusterSetSlices(ctx, client.Slices(c.cfg.SliceNamespace))
+	contractSlices, err := c.listClusterSetSlices(ctx, m.cluster.Key(), client)
 	if err != nil {
-		return fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", m.cluster.Key(), c.cfg.SliceNamespace, err)
+		return err
 	}
 	_, err = apply.Apply(ctx, client, objects.Objects{}, existing, metav1.Now())
 	if errors.Is(err, apply.ErrNotAnswering) {
@@ -366,6 +368,12 @@ func (c *Controller) removeLeftMembers(ctx context.Context, key string, mem *set
 			continue
 		}
 		delete(mem.written, cluster)
+	}
+	// What is known settled goes with what is known written.
+	for cluster := range mem.settled {
+		if _, ok := mem.written[cluster]; !ok {
+			delete(mem.settled, cluster)
+		}
 	}
 }
 
