@@ -35,12 +35,10 @@ const (
 	boundsSteady = 5 * time.Second
 )
 
-// withController runs the lab's single controller with args added to its
-// flags until t ends, then the default one again, so later tests find
-// the lab's controller as it was.
-func withController(t *testing.T, args ...string) {
-	t.Helper()
-	ctx := ctxFor(t)
+// replaceController stops the lab's single controller, for a test to
+// run its own, and starts the default one again when t ends, so later
+// tests find the lab's controller as it was.
+func replaceController(t *testing.T) {
 	theLab.StopController()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -50,6 +48,15 @@ func withController(t *testing.T, args ...string) {
 			t.Errorf("start the lab's default controller again: %v", err)
 		}
 	})
+}
+
+// withController runs the lab's single controller with args added to its
+// flags until t ends, then the default one again, so later tests find
+// the lab's controller as it was.
+func withController(t *testing.T, args ...string) {
+	t.Helper()
+	ctx := ctxFor(t)
+	replaceController(t)
 	if err := theLab.StartControllerWith(ctx, args...); err != nil {
 		t.Fatal(err)
 	}

@@ -430,15 +430,7 @@ func testMCSShutdownFrozenMember(t *testing.T) {
 	s.arrives("one", s.export("one", "198.51.100.163"))
 	waitImport(t, s.m, s.ns, "one", func(i *lab.Import) bool { return len(i.IPs) > 0 })
 
-	theLab.StopController()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		theLab.StopController()
-		if err := theLab.StartController(ctx); err != nil {
-			t.Errorf("start the lab's default controller again: %v", err)
-		}
-	})
+	replaceController(t)
 	r, err := theLab.StartControllerReplica(ctx, "shutdown")
 	if err != nil {
 		t.Fatal(err)
