@@ -47,6 +47,11 @@ type memory struct {
 	// target behind and each cluster not Ready); nil before the first
 	// sync since the start, which takes them from the stored status.
 	since *sinces
+	// clusters are the status entries the last sync computed; nil before
+	// the first since the start, which takes them from the stored status.
+	// A kept cluster's last addresses come from here: the informer's copy
+	// of status can lag this controller's own last write.
+	clusters []v1alpha1.ClusterStatus
 }
 
 // memories holds the memory of every GatewayDNS by key ("<ns>/<name>").
@@ -179,4 +184,27 @@ func (mem *memory) setSinces(s sinces) {
 	mem.mu.Lock()
 	defer mem.mu.Unlock()
 	mem.since = &s
+}
+
+// withLastClusters returns gd with the status entries of the last sync
+// in place of the stored ones, unless there was none since the start.
+// gd is not changed.
+func (mem *memory) withLastClusters(gd *v1alpha1.GatewayDNS) *v1alpha1.GatewayDNS {
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if mem.clusters == nil {
+		return gd
+	}
+	cp := *gd
+	cp.Status.Clusters = mem.clusters
+	return &cp
+}
+
+func (mem *memory) setClusters(clusters []v1alpha1.ClusterStatus) {
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if clusters == nil {
+		clusters = []v1alpha1.ClusterStatus{}
+	}
+	mem.clusters = clusters
 }

@@ -3,6 +3,8 @@ package controller
 import (
 	"testing"
 	"time"
+
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 )
 
 // A GatewayDNS's memory is one: what one sync records the next finds,
@@ -34,5 +36,28 @@ func TestMemoriesOfAndForget(t *testing.T) {
 	m.forget("ns/gw")
 	if m.of("ns/gw", "uid-2").savedHeadless("x") {
 		t.Error("memory kept after forget")
+	}
+}
+
+// A kept cluster's last addresses come from the last sync, not from the
+// informer's copy of status, which can lag the controller's own write;
+// before the first sync since the start, from the stored status.
+func TestMemoryLastClusters(t *testing.T) {
+	stored := &v1alpha1.GatewayDNS{Status: v1alpha1.GatewayDNSStatus{Clusters: []v1alpha1.ClusterStatus{{Name: "a"}}}}
+	mem := newMemories().of("ns/gw", "uid")
+	if got := mem.withLastClusters(stored); got != stored {
+		t.Errorf("before the first sync: %+v, want the stored status", got.Status)
+	}
+	mem.setClusters([]v1alpha1.ClusterStatus{{Name: "a", Addresses: []string{"10.0.0.1"}}})
+	got := mem.withLastClusters(stored)
+	if len(got.Status.Clusters) != 1 || len(got.Status.Clusters[0].Addresses) != 1 {
+		t.Errorf("after a sync: %+v, want its entries", got.Status.Clusters)
+	}
+	if len(stored.Status.Clusters[0].Addresses) != 0 {
+		t.Error("the stored GatewayDNS was changed")
+	}
+	mem.setClusters(nil)
+	if got := mem.withLastClusters(stored); len(got.Status.Clusters) != 0 {
+		t.Errorf("after a sync with no clusters: %+v, want none", got.Status.Clusters)
 	}
 }

@@ -109,6 +109,7 @@ func (c *Controller) sync(ctx context.Context, key string, gd *v1alpha1.GatewayD
 	status, since := buildStatus(gd, want, writes{errs: res.Errs, pending: res.Pending, unreachable: unreachableTargets(targets),
 		since: mem.lastSinces(gd.Status), now: statusNow()})
 	mem.setSinces(since)
+	mem.setClusters(status.Clusters)
 	c.recordTransitions(gd, want.Clusters)
 	c.recordNameTransitions(gd, want.Names)
 	if err := c.updateStatus(ctx, gd, status); err != nil {
@@ -132,7 +133,7 @@ func (c *Controller) sync(ctx context.Context, key string, gd *v1alpha1.GatewayD
 func (c *Controller) compute(ctx context.Context, mem *memory, key string, gd *v1alpha1.GatewayDNS, src gathered) (desired.Result, error) {
 	// What a kept cluster last published, after a restart.
 	stateKnown := gd.Spec.ResolutionType != v1alpha1.ResolutionTypeHeadless || c.recoverHeadless(ctx, mem, key, src)
-	want := desired.ComputeLimited(gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.Limits, src.clusters)
+	want := desired.ComputeLimited(mem.withLastClusters(gd), c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.Limits, src.clusters)
 	claimed := desired.AddNames(&want, gd, c.cfg.Domain, c.cfg.AllowedCIDRs, c.cfg.NameGrants, src.clusters, c.nameOwners(gd))
 	c.recordNames(gd, claimed)
 	mem.setHeadless(want.Headless)
