@@ -21,7 +21,6 @@ import (
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
-	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
 	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
@@ -84,12 +83,13 @@ type setMemory struct {
 	// members that hold objects; a removal then also cleans the members
 	// the ClusterSet selects now.
 	damaged bool
+	// members are, by Cluster key, what the last writes of a member
+	// built and settled (memberMemo): a write builds and plans only the
+	// imports that changed.
+	members map[string]*memberMemo
 	// saved is the sha256 of what the state holds, as
 	// state.EncodeClusterSet wrote it (a hash: the encoding can be large);
 	// unknown while savedKnown is false.
-	// settled are, by Cluster key, the imports a member holds as last
-	// written (apply.Settled): a write plans only the others.
-	settled    map[string]*apply.Settled
 	saved      [sha256.Size]byte
 	savedKnown bool
 }
@@ -108,7 +108,7 @@ func (s *clusterSets) memoryOf(key string, uid types.UID) *setMemory {
 	m := s.memory[key]
 	if m == nil || (uid != "" && m.uid != uid) {
 		m = &setMemory{uid: uid, exports: map[string]memberRead{}, written: map[string]string{}, held: map[string]heldID{},
-			settled: map[string]*apply.Settled{}}
+			members: map[string]*memberMemo{}}
 		s.memory[key] = m
 	}
 	return m

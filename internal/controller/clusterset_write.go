@@ -53,14 +53,14 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 		}
 		mem.written[m.cluster.Key()] = m.ClusterID
 		ids, clusters = append(ids, m.ClusterID), append(clusters, m.cluster.Key())
-		settled := mem.settled[m.cluster.Key()]
-		if settled == nil {
-			settled = apply.NewSettled()
-			mem.settled[m.cluster.Key()] = settled
+		memo := mem.members[m.cluster.Key()]
+		if memo == nil {
+			memo = newMemberMemo()
+			mem.members[m.cluster.Key()] = memo
 		}
 		started = append(started, c.sets.lanes.Submit(m.cluster.Key(), key, func(ctx context.Context) error {
 			return timedWrite(m.cluster, workload.WriterClusterSet, func() error {
-				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, allWritten, settled)
+				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, allWritten, memo)
 			})
 		}))
 	}
@@ -103,7 +103,7 @@ func writable(m setMember, r memberRead) bool {
 // that does not answer at all (apply.ErrNotAnswering) or cannot be listed
 // is left as it is until the next sync.
 func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
-	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, allWritten bool, settled *apply.Settled) error {
+	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, allWritten bool, memo *memberMemo) error {
 	client, ok := memberClient(m)
 	if !ok {
 		return errors.New("its client has no Multi-Cluster Services API")
@@ -120,8 +120,8 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 	var objs objects.Objects
 	var errs []error
 	for round := 0; round < 2; round++ {
-		objs = objects.Compute(objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg, AllowedCIDRs: c.cfg.AllowedCIDRs,
-			Imports: importStates(agg, endpoints, ips, allWritten), Limits: c.cfg.MemberLimits})
+		objs = objects.ComputeWith(objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg, AllowedCIDRs: c.cfg.AllowedCIDRs,
+			Imports: importStates(agg, endpoints, ips, allWritten), Limits: c.cfg.MemberLimits}, memo.objects)
 		if round > 0 {
 			// The first round wrote the exports' status, which the
 			// ClusterIPs do not change; the informer has not seen it yet.
@@ -133,14 +133,14 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 		var same []aggregate.Key
 		var round *apply.Round
 		if cached {
-			todo, todoExisting, same, round = settled.Split(objs, existing)
+			todo, todoExisting, same, round = memo.settled.Split(objs, existing)
 		}
 		res, applyErr := apply.Apply(ctx, client, todo, todoExisting, metav1.Now())
 		if applyErr != nil {
 			errs = append(errs, applyErr)
 		}
 		if errors.Is(applyErr, apply.ErrNotAnswering) {
-			settled.Forget()
+			memo.settled.Forget()
 			return errors.Join(errs...)
 		}
 		for _, k := range same {
@@ -155,14 +155,14 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 			// From the caches this costs no request: what was just
 			// written is there (apply.Observed).
 			if existing, contractSlices, cached, err = c.ownObjects(ctx, m, client); err != nil {
-				settled.Forget()
+				memo.settled.Forget()
 				return errors.Join(append(errs, err)...)
 			}
 		}
 		if applyErr == nil && round != nil && cached {
 			round.Done(existing)
 		} else {
-			settled.Forget()
+			memo.settled.Forget()
 		}
 		if !changed {
 			break
@@ -171,8 +171,8 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 	for _, line := range objs.Refused {
 		klog.FromContext(ctx).V(2).Info("Endpoint not imported", "member", m.ClusterID, "why", line)
 	}
-	errs = append(errs, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace),
-		contractSlices, c.clusterSetSlices(objs, agg, endpoints, ips)))
+	errs = append(errs, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), memo.dns,
+		contractSlices, c.clusterSetSlices(memo.dns, objs, agg, endpoints, ips)))
 	return errors.Join(errs...)
 }
 
@@ -243,63 +243,87 @@ func importStates(agg aggregate.Result, endpoints map[aggregate.Key]map[string][
 
 // clusterSetSlices are the contract slices of the member's imports: a
 // ClusterSetIP import answers the member's own ClusterSetIPs, a Headless
-// one every source's ready endpoints, checked as serve checks them.
-func (c *Controller) clusterSetSlices(objs objects.Objects, agg aggregate.Result,
+// one every source's ready endpoints, checked as serve checks them. memo
+// (nil: none) keeps those of an import whose inputs did not change.
+func (c *Controller) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg aggregate.Result,
 	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, ips map[aggregate.Key][]string) []*discoveryv1.EndpointSlice {
 	byKey := map[aggregate.Key]aggregate.Import{}
 	for _, imp := range agg.Imports {
 		byKey[imp.Key] = imp
 	}
+	next := map[aggregate.Key]*dnsBuilt{}
 	var out []*discoveryv1.EndpointSlice
 	for _, si := range objs.Imports {
 		imp, ok := byKey[aggregate.Key{Namespace: si.Namespace, Name: si.Name}]
 		if !ok {
 			continue
 		}
-		ci := contract.ClusterSetImport{Namespace: imp.Namespace, Name: imp.Name, Type: contract.ImportType(imp.Type)}
-		if imp.Type == aggregate.ImportHeadless {
-			for _, id := range imp.Clusters {
-				eps := contract.ReadyEndpoints(endpoints[imp.Key][id], c.cfg.AllowedCIDRs, c.cfg.ClusterSetZone)
-				ci.Sources = append(ci.Sources, contract.ClusterSetSource{Cluster: id, Endpoints: eps})
-			}
-		} else {
-			ci.IPs = ips[imp.Key]
-			for _, p := range imp.Ports {
-				ci.Ports = append(ci.Ports, contract.Port{Name: p.Name, Protocol: corev1Protocol(p.Protocol), Port: p.Port})
-			}
+		var importIPs []string
+		if imp.Type != aggregate.ImportHeadless {
+			importIPs = ips[imp.Key]
 		}
-		out = append(out, contract.BuildClusterSet(ci, c.cfg.ClusterSetZone)...)
+		out = append(out, memo.slicesOf(next, imp, endpoints[imp.Key], importIPs, func() []*discoveryv1.EndpointSlice {
+			return c.importSlices(imp, endpoints[imp.Key], importIPs)
+		})...)
+	}
+	if memo != nil {
+		memo.imports = next
+	}
+	return out
+}
+
+// importSlices are the contract slices of one import.
+func (c *Controller) importSlices(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, ips []string) []*discoveryv1.EndpointSlice {
+	ci := contract.ClusterSetImport{Namespace: imp.Namespace, Name: imp.Name, Type: contract.ImportType(imp.Type)}
+	if imp.Type == aggregate.ImportHeadless {
+		for _, id := range imp.Clusters {
+			eps := contract.ReadyEndpoints(endpoints[id], c.cfg.AllowedCIDRs, c.cfg.ClusterSetZone)
+			ci.Sources = append(ci.Sources, contract.ClusterSetSource{Cluster: id, Endpoints: eps})
+		}
+	} else {
+		ci.IPs = ips
+		for _, p := range imp.Ports {
+			ci.Ports = append(ci.Ports, contract.Port{Name: p.Name, Protocol: corev1Protocol(p.Protocol), Port: p.Port})
+		}
+	}
+	out := contract.BuildClusterSet(ci, c.cfg.ClusterSetZone)
+	for _, s := range out {
+		s.Namespace = c.cfg.SliceNamespace
 	}
 	return out
 }
 
 // writeClusterSetSlices makes the member's slice namespace (client, of
 // the Cluster key), holding existing, hold want, and no other clusterset
-// slice.
-func (c *Controller) writeClusterSetSlices(ctx context.Context, key string, client apply.SliceClient,
+// slice. memo (nil: none) skips comparing a pair found the same before.
+func (c *Controller) writeClusterSetSlices(ctx context.Context, key string, client apply.SliceClient, memo *dnsMemo,
 	existing, want []*discoveryv1.EndpointSlice) error {
 	have := map[string]*discoveryv1.EndpointSlice{}
 	for _, s := range existing {
 		have[s.Name] = s
 	}
+	same := map[string][2]*discoveryv1.EndpointSlice{}
 	var errs []error
 	var err error
 	for _, s := range want {
-		s.Namespace = c.cfg.SliceNamespace
 		old, ok := have[s.Name]
 		delete(have, s.Name)
 		switch {
 		case !ok:
 			_, err = client.Create(ctx, s, metav1.CreateOptions{})
-		case !contract.SameSlice(old, s):
+		case memo.knownSame(s, old) || contract.SameSlice(old, s):
+			same[s.Name] = [2]*discoveryv1.EndpointSlice{s, old}
+			continue
+		default:
 			// Labels and annotations others put on it are kept.
 			_, err = client.Update(ctx, contract.MergeSlice(old, s), metav1.UpdateOptions{})
-		default:
-			continue
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("write EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, s.Name, key, err))
 		}
+	}
+	if memo != nil {
+		memo.same = same
 	}
 	for name := range have {
 		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -330,7 +354,7 @@ func (c *Controller) removeMember(ctx context.Context, m setMember) error {
 	if errors.Is(err, apply.ErrNotAnswering) {
 		return err
 	}
-	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), contractSlices, nil))
+	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), nil, contractSlices, nil))
 }
 
 func corev1Protocol(p string) corev1.Protocol { return corev1.Protocol(p) }
@@ -369,10 +393,10 @@ func (c *Controller) removeLeftMembers(ctx context.Context, key string, mem *set
 		}
 		delete(mem.written, cluster)
 	}
-	// What is known settled goes with what is known written.
-	for cluster := range mem.settled {
+	// What is known built and settled goes with what is known written.
+	for cluster := range mem.members {
 		if _, ok := mem.written[cluster]; !ok {
-			delete(mem.settled, cluster)
+			delete(mem.members, cluster)
 		}
 	}
 }

@@ -1,9 +1,8 @@
 package apply
 
 import (
-	"encoding/json"
 	"hash/fnv"
-	"slices"
+	"io"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,21 +34,24 @@ type settledImport struct {
 // NewSettled returns a Settled that knows of no import.
 func NewSettled() *Settled { return &Settled{imports: map[aggregate.Key]settledImport{}} }
 
-// group is one import's objects, desired or held.
-type group struct {
-	imports  []*mcsv1beta1.ServiceImport
-	services []*corev1.Service
-	slices   []*discoveryv1.EndpointSlice
-}
-
-func groupDesired(d objects.Objects) map[aggregate.Key]*group {
-	out := map[aggregate.Key]*group{}
+// desiredDigests are the digests of each import's desired objects:
+// those Compute gave, else made here.
+func desiredDigests(d objects.Objects) map[aggregate.Key]uint64 {
+	if d.Digests != nil {
+		return d.Digests
+	}
+	type group struct {
+		imports  []*mcsv1beta1.ServiceImport
+		services []*corev1.Service
+		slices   []*discoveryv1.EndpointSlice
+	}
+	groups := map[aggregate.Key]*group{}
 	at := func(o metav1.Object) *group {
 		k := importKey(o)
-		if out[k] == nil {
-			out[k] = &group{}
+		if groups[k] == nil {
+			groups[k] = &group{}
 		}
-		return out[k]
+		return groups[k]
 	}
 	for _, o := range d.Imports {
 		g := at(o)
@@ -63,63 +65,38 @@ func groupDesired(d objects.Objects) map[aggregate.Key]*group {
 		g := at(o)
 		g.slices = append(g.slices, o)
 	}
+	out := make(map[aggregate.Key]uint64, len(groups))
+	for k, g := range groups {
+		out[k] = objects.Digest(g.imports, g.services, g.slices)
+	}
 	return out
 }
 
-func groupExisting(e Existing) map[aggregate.Key]*group {
-	return groupDesired(objects.Objects{Imports: e.Imports, Services: e.Services, Slices: e.Slices})
-}
-
-// desiredHash is a digest of what an import's objects are asked to be:
-// a Service and a slice in their protobuf encoding (deterministic, and
-// several times cheaper than JSON), a ServiceImport, which has none, in
-// JSON.
-func desiredHash(g *group) uint64 {
+// heldDigests are, per import, a digest of which of its objects a member
+// holds and at which resourceVersion: any write to one of them changes
+// it. Each object's digest is summed, so the order they come in does not
+// matter and nothing is sorted.
+func heldDigests(e Existing) map[aggregate.Key]uint64 {
+	out := make(map[aggregate.Key]uint64, len(e.Imports))
 	h := fnv.New64a()
-	if g == nil {
-		return h.Sum64()
+	add := func(kind byte, o metav1.Object) {
+		h.Reset()
+		for _, part := range []string{o.GetNamespace(), o.GetName(), string(o.GetUID()), o.GetResourceVersion()} {
+			_, _ = h.Write([]byte{kind})
+			_, _ = io.WriteString(h, part)
+		}
+		out[importKey(o)] += h.Sum64()
 	}
-	enc := json.NewEncoder(h)
-	for _, o := range g.imports {
-		_ = enc.Encode(o)
+	for _, o := range e.Imports {
+		add('i', o)
 	}
-	for _, o := range g.services {
-		b, _ := o.Marshal()
-		_, _ = h.Write(b)
+	for _, o := range e.Services {
+		add('s', o)
 	}
-	for _, o := range g.slices {
-		b, _ := o.Marshal()
-		_, _ = h.Write(b)
+	for _, o := range e.Slices {
+		add('e', o)
 	}
-	return h.Sum64()
-}
-
-// heldHash is a digest of which objects of an import a member holds and
-// at which resourceVersion: any write to one of them changes it.
-func heldHash(g *group) uint64 {
-	h := fnv.New64a()
-	if g == nil {
-		return h.Sum64()
-	}
-	var ids []string
-	add := func(kind string, o metav1.Object) {
-		ids = append(ids, kind+"/"+o.GetNamespace()+"/"+o.GetName()+"/"+string(o.GetUID())+"/"+o.GetResourceVersion())
-	}
-	for _, o := range g.imports {
-		add("i", o)
-	}
-	for _, o := range g.services {
-		add("s", o)
-	}
-	for _, o := range g.slices {
-		add("e", o)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		_, _ = h.Write([]byte(id))
-		_, _ = h.Write([]byte{0})
-	}
-	return h.Sum64()
+	return out
 }
 
 // Round is one write's desired objects, digested once: Split gives it,
@@ -134,15 +111,12 @@ type Round struct {
 // record once written. Exports are always kept: their status is written
 // apart from the imports.
 func (s *Settled) Split(desired objects.Objects, existing Existing) (objects.Objects, Existing, []aggregate.Key, *Round) {
-	want, have := groupDesired(desired), groupExisting(existing)
-	r := &Round{s: s, desired: make(map[aggregate.Key]uint64, len(want))}
-	for k, g := range want {
-		r.desired[k] = desiredHash(g)
-	}
+	r := &Round{s: s, desired: desiredDigests(desired)}
+	have := heldDigests(existing)
 	s.mu.Lock()
 	settled := map[aggregate.Key]bool{}
 	for k, was := range s.imports {
-		if d, ok := r.desired[k]; ok && was.desired == d && was.held == heldHash(have[k]) {
+		if d, ok := r.desired[k]; ok && was.desired == d && was.held == have[k] {
 			settled[k] = true
 		}
 	}
@@ -176,10 +150,10 @@ func filter[T metav1.Object](in []T, keep func(metav1.Object) bool) []T {
 // member) were written without an error and that the member holds held
 // now.
 func (r *Round) Done(held Existing) {
-	have := groupExisting(held)
+	have := heldDigests(held)
 	next := make(map[aggregate.Key]settledImport, len(r.desired))
 	for k, d := range r.desired {
-		next[k] = settledImport{desired: d, held: heldHash(have[k])}
+		next[k] = settledImport{desired: d, held: have[k]}
 	}
 	r.s.mu.Lock()
 	r.s.imports = next

@@ -74,47 +74,92 @@ type Objects struct {
 	Exports  []ExportStatus
 	// Refused lists what a source offered and the member does not get.
 	Refused []string
+	// Digests are, per import, a digest of its ServiceImport, derived
+	// Service and slices: equal digests, equal objects (Digest).
+	Digests map[aggregate.Key]uint64
 }
 
-// Compute returns the desired objects of the member in.Cluster.
-func Compute(in Input) Objects {
-	var out Objects
+// Compute returns the desired objects of the member in.Cluster, built
+// afresh: ComputeWith without a Memo.
+func Compute(in Input) Objects { return ComputeWith(in, nil) }
+
+// ComputeWith returns the desired objects of the member in.Cluster. With a
+// Memo (one per member), an import whose inputs are those of the last
+// call is not built again: its objects, and their digest, are the last
+// ones, so a change among many imports costs the imports it touches.
+func ComputeWith(in Input, memo *Memo) Objects {
+	out := Objects{Digests: map[aggregate.Key]uint64{}}
 	lim := in.Limits.orDefaults()
+	memo = memo.start(in.Cluster, lim, in.AllowedCIDRs)
+	defer memo.finish()
 	var imports []aggregate.Import
 	var parts []*contribution
+	made := map[aggregate.Key]*built{}
 	for _, imp := range in.Result.Imports {
 		if !in.Namespaces[imp.Namespace] {
 			continue
 		}
 		imports = append(imports, imp)
-		derived := DerivedServiceName(imp.Namespace, imp.Name)
-		if imp.Type == aggregate.ImportClusterSetIP {
-			svc, refused := derivedService(imp, derived)
-			out.Services = append(out.Services, svc)
-			out.Refused = append(out.Refused, refused...)
+		b := memo.built(imp, in.Imports[imp.Key].Endpoints)
+		if b == nil {
+			b = build(in.Cluster, imp, in.Imports[imp.Key].Endpoints, lim, in.AllowedCIDRs)
+			memo.keep(b)
 		}
-		for _, cluster := range imp.Clusters {
-			src, refused := readSource(cluster, cluster == in.Cluster, in.Imports[imp.Key].Endpoints[cluster], imp, lim, in.AllowedCIDRs)
-			parts = append(parts, &contribution{key: imp.Key, cluster: cluster, created: imp.Created[cluster],
-				slices: sourceSlices(imp, derived, src)})
-			out.Refused = append(out.Refused, prefixAll(fmt.Sprintf("import %s/%s: ", imp.Namespace, imp.Name), refused)...)
+		made[imp.Key] = b
+		if b.service != nil {
+			out.Services = append(out.Services, b.service)
+		}
+		out.Refused = append(out.Refused, b.refused...)
+		for _, p := range b.parts {
+			// boundMembers cuts a copy: the built one is the memo's.
+			cp := *p
+			parts = append(parts, &cp)
 		}
 	}
 	cuts := boundMembers(parts, lim)
 	for _, imp := range imports {
-		out.Imports = append(out.Imports, serviceImport(imp, in.Imports[imp.Key], cuts[imp.Key]))
+		b, st := made[imp.Key], in.Imports[imp.Key]
+		si := b.serviceImport(imp, st, cuts[imp.Key])
+		out.Imports = append(out.Imports, si)
 		for _, note := range cuts[imp.Key] {
 			out.Refused = append(out.Refused, fmt.Sprintf("import %s/%s: %s", imp.Namespace, imp.Name, note))
 		}
 	}
+	byImport := map[aggregate.Key][]*discoveryv1.EndpointSlice{}
 	for _, p := range parts {
 		out.Slices = append(out.Slices, p.slices...)
+		byImport[p.key] = append(byImport[p.key], p.slices...)
+	}
+	for _, imp := range imports {
+		out.Digests[imp.Key] = made[imp.Key].digestOf(byImport[imp.Key], len(cuts[imp.Key]) > 0)
 	}
 	slices.SortFunc(out.Slices, func(a, b *discoveryv1.EndpointSlice) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	out.Exports = exportStatuses(in)
 	return out
+}
+
+// build makes what the member gets of imp before the caps over all its
+// imports: the derived Service, each source's slices, and what was
+// refused of them.
+func build(member string, imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, lim Limits, allowed cidr.List) *built {
+	// The inputs as they are now: a caller may change its map after.
+	b := &built{imp: imp, endpoints: make(map[string][]*discoveryv1.EndpointSlice, len(endpoints))}
+	for cluster, sl := range endpoints {
+		b.endpoints[cluster] = slices.Clone(sl)
+	}
+	derived := DerivedServiceName(imp.Namespace, imp.Name)
+	if imp.Type == aggregate.ImportClusterSetIP {
+		b.service, b.refused = derivedService(imp, derived)
+	}
+	for _, cluster := range imp.Clusters {
+		src, refused := readSource(cluster, cluster == member, endpoints[cluster], imp, lim, allowed)
+		b.parts = append(b.parts, &contribution{key: imp.Key, cluster: cluster, created: imp.Created[cluster],
+			slices: sourceSlices(imp, derived, src)})
+		b.refused = append(b.refused, prefixAll(fmt.Sprintf("import %s/%s: ", imp.Namespace, imp.Name), refused)...)
+	}
+	return b
 }
 
 // contribution is what one source cluster puts into the member for one
@@ -153,7 +198,12 @@ func boundMembers(parts []*contribution, lim Limits) map[aggregate.Key][]string 
 			if b.slices == 0 || b.endpoints == 0 {
 				continue
 			}
-			s.Endpoints = s.Endpoints[:min(len(s.Endpoints), b.endpoints)]
+			if len(s.Endpoints) > b.endpoints {
+				// A copy: the slice built may be a Memo's.
+				cut := *s
+				cut.Endpoints = s.Endpoints[:b.endpoints]
+				s = &cut
+			}
 			b.slices--
 			b.endpoints -= len(s.Endpoints)
 			kept += len(s.Endpoints)
