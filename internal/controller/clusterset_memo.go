@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"reflect"
 	"slices"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -59,7 +58,7 @@ func (m *dnsMemo) slicesOf(next map[aggregate.Key]*dnsBuilt, imp aggregate.Impor
 	if m == nil {
 		return build()
 	}
-	if b := m.imports[imp.Key]; b != nil && slices.Equal(b.ips, ips) && reflect.DeepEqual(b.imp, imp) && sameSources(b.endpoints, endpoints, imp.Clusters) {
+	if b := m.imports[imp.Key]; b != nil && slices.Equal(b.ips, ips) && b.imp.Equal(imp) && sameSources(b.endpoints, endpoints, imp.Clusters) {
 		next[imp.Key] = b
 		return b.slices
 	}

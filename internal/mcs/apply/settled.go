@@ -25,6 +25,19 @@ import (
 type Settled struct {
 	mu      sync.Mutex
 	imports map[aggregate.Key]settledImport
+	// held are the import and digest of each held object digested
+	// lately, by the object: an informer's objects stay the same objects
+	// until they change, so most are not digested again.
+	held map[metav1.Object]heldObject
+}
+
+// heldSpare is how many more objects than twice those held the map of
+// held objects may keep before it is emptied.
+const heldSpare = 64
+
+type heldObject struct {
+	key    aggregate.Key
+	digest uint64
 }
 
 type settledImport struct {
@@ -32,7 +45,9 @@ type settledImport struct {
 }
 
 // NewSettled returns a Settled that knows of no import.
-func NewSettled() *Settled { return &Settled{imports: map[aggregate.Key]settledImport{}} }
+func NewSettled() *Settled {
+	return &Settled{imports: map[aggregate.Key]settledImport{}, held: map[metav1.Object]heldObject{}}
+}
 
 // desiredDigests are the digests of each import's desired objects:
 // those Compute gave, else made here.
@@ -76,16 +91,23 @@ func desiredDigests(d objects.Objects) map[aggregate.Key]uint64 {
 // holds and at which resourceVersion: any write to one of them changes
 // it. Each object's digest is summed, so the order they come in does not
 // matter and nothing is sorted.
-func heldDigests(e Existing) map[aggregate.Key]uint64 {
+func (s *Settled) heldDigests(e Existing) map[aggregate.Key]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := make(map[aggregate.Key]uint64, len(e.Imports))
 	h := fnv.New64a()
 	add := func(kind byte, o metav1.Object) {
-		h.Reset()
-		for _, part := range []string{o.GetNamespace(), o.GetName(), string(o.GetUID()), o.GetResourceVersion()} {
-			_, _ = h.Write([]byte{kind})
-			_, _ = io.WriteString(h, part)
+		ho, ok := s.held[o]
+		if !ok {
+			h.Reset()
+			for _, part := range []string{o.GetNamespace(), o.GetName(), string(o.GetUID()), o.GetResourceVersion()} {
+				_, _ = h.Write([]byte{kind})
+				_, _ = io.WriteString(h, part)
+			}
+			ho = heldObject{key: importKey(o), digest: h.Sum64()}
+			s.held[o] = ho
 		}
-		out[importKey(o)] += h.Sum64()
+		out[ho.key] += ho.digest
 	}
 	for _, o := range e.Imports {
 		add('i', o)
@@ -95,6 +117,10 @@ func heldDigests(e Existing) map[aggregate.Key]uint64 {
 	}
 	for _, o := range e.Slices {
 		add('e', o)
+	}
+	if n := len(e.Imports) + len(e.Services) + len(e.Slices); len(s.held) > 2*n+heldSpare {
+		// The map keeps the objects no longer held alive: start over.
+		clear(s.held)
 	}
 	return out
 }
@@ -112,7 +138,7 @@ type Round struct {
 // apart from the imports.
 func (s *Settled) Split(desired objects.Objects, existing Existing) (objects.Objects, Existing, []aggregate.Key, *Round) {
 	r := &Round{s: s, desired: desiredDigests(desired)}
-	have := heldDigests(existing)
+	have := s.heldDigests(existing)
 	s.mu.Lock()
 	settled := map[aggregate.Key]bool{}
 	for k, was := range s.imports {
@@ -150,7 +176,7 @@ func filter[T metav1.Object](in []T, keep func(metav1.Object) bool) []T {
 // member) were written without an error and that the member holds held
 // now.
 func (r *Round) Done(held Existing) {
-	have := heldDigests(held)
+	have := r.s.heldDigests(held)
 	next := make(map[aggregate.Key]settledImport, len(r.desired))
 	for k, d := range r.desired {
 		next[k] = settledImport{desired: d, held: have[k]}

@@ -3,7 +3,6 @@ package objects
 import (
 	"encoding/json"
 	"hash/fnv"
-	"reflect"
 	"slices"
 	"sync"
 
@@ -86,7 +85,7 @@ func (m *Memo) built(imp aggregate.Import, endpoints map[string][]*discoveryv1.E
 		return nil
 	}
 	b := m.imports[imp.Key]
-	if b == nil || !sameEndpoints(b.endpoints, endpoints, imp.Clusters) || !reflect.DeepEqual(b.imp, imp) {
+	if b == nil || !sameEndpoints(b.endpoints, endpoints, imp.Clusters) || !b.imp.Equal(imp) {
 		return nil
 	}
 	m.next[imp.Key] = b
