@@ -46,7 +46,9 @@ type mcsFloor struct {
 	writes    int64
 }
 
-func measureMCSFloor(ctx context.Context, members []mcsMember, names []string, n int) (mcsFloor, error) {
+// measureMCSFloor measures the floor of the fill of sz.exports imports
+// (names) in every member, and of their deletion.
+func measureMCSFloor(ctx context.Context, sz mcsScaleSize, members []mcsMember, names []string) (mcsFloor, error) {
 	var f mcsFloor
 	clients := make([]floorClients, len(members))
 	for i, m := range members {
@@ -58,10 +60,12 @@ func measureMCSFloor(ctx context.Context, members []mcsMember, names []string, n
 	}
 	var writes atomic.Int64
 	began := time.Now()
-	err := inParallel(len(members), func(mi int) error {
+	// Every member side by side, however many there are, as the
+	// controller writes them.
+	err := inParallelOn(len(members), len(members), func(mi int) error {
 		c := clients[mi]
-		return inParallel(n, func(i int) error {
-			return c.fillImport(ctx, mcsScaleNamespace(i), names[i], i, i%len(members) == mi, &writes)
+		return inParallel(sz.exports, func(i int) error {
+			return c.fillImport(ctx, sz.namespace(i), names[i], i, sz.member(i) == mi, &writes)
 		})
 	})
 	f.fill, f.writes = time.Since(began), writes.Load()
@@ -69,9 +73,9 @@ func measureMCSFloor(ctx context.Context, members []mcsMember, names []string, n
 		return f, err
 	}
 	began = time.Now()
-	err = inParallel(len(members), func(mi int) error {
+	err = inParallelOn(len(members), len(members), func(mi int) error {
 		c := clients[mi]
-		return inParallel(n, func(i int) error { return c.deleteImport(ctx, mcsScaleNamespace(i), names[i], i) })
+		return inParallel(sz.exports, func(i int) error { return c.deleteImport(ctx, sz.namespace(i), names[i], i) })
 	})
 	f.del = time.Since(began)
 	return f, err

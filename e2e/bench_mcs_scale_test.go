@@ -33,35 +33,47 @@ type mcsCost struct {
 	ctlRSS, ctlPeak                     int64
 }
 
-// testBenchMCSScale measures the cost of mcsScaleExports exports in a
-// ClusterSet of five members (the lab's three workload clusters and two
-// more API servers): the time until every member holds every import and
+// testBenchMCSScale measures the cost of exports in a ClusterSet (by
+// default 1,000 in five members: the lab's three workload clusters and
+// two more API servers; XCC_BENCH_MCS_EXPORTS and XCC_BENCH_MCS_MEMBERS
+// set another size): the time until every member holds every import and
 // cluster-b's serve etcd every name, the objects written, the serve etcd
 // keys, the controller's CPU, memory and goroutines; then the time of one
 // more export with them in place, and of the ClusterSet's deletion.
 func testBenchMCSScale(t *testing.T) {
 	b := requireBench(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
-	defer cancel()
-	const set = "bench-scale"
-	members, err := mcsScaleMembers(ctx, t)
+	sz, err := mcsScaleSizeFromEnv(len(theLab.Workloads))
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := make([]string, mcsScaleExports+mcsMoreRounds)
+	ctx, cancel := context.WithTimeout(context.Background(), sz.scaled(mcsScaleContext))
+	defer cancel()
+	if flags := sz.controllerFlags(); len(flags) > 0 {
+		// Before the first measurement: the controller is measured from
+		// its start.
+		withController(t, flags...)
+	}
+	const set = "bench-scale"
+	members, err := mcsScaleMembers(ctx, t, sz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, sz.exports+mcsMoreRounds)
 	for i := range names {
 		names[i] = fmt.Sprintf("svc-%04d", i)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), sz.scaled(mcsCleanupTimeout))
 		defer cancel()
 		if err := lab.DeleteClusterSet(ctx, theLab.Management, lab.ClusterNamespace, set); err != nil {
 			t.Error(err)
 		}
-		for i, m := range members {
-			if err := deleteBenchExports(ctx, m.clients, mcsScaleNamespace(i), names); err != nil {
-				t.Error(err)
-			}
+		// Each export from the member and namespace it was made in.
+		err := inParallel(len(names), func(i int) error {
+			return deleteBenchExport(ctx, members[sz.member(i)].clients, sz.namespace(i), names[i])
+		})
+		if err != nil {
+			t.Error(err)
 		}
 		for _, m := range members {
 			if m.added {
@@ -74,7 +86,7 @@ func testBenchMCSScale(t *testing.T) {
 		}
 	})
 	for _, m := range members {
-		for ns := range mcsScaleNamespaces {
+		for ns := range sz.namespaces() {
 			if err := m.clients.ensureNamespace(ctx, mcsScaleNamespaceName(ns)); err != nil {
 				t.Fatal(err)
 			}
@@ -92,9 +104,9 @@ func testBenchMCSScale(t *testing.T) {
 
 	// Each export lives in one member; its namespace exists in all.
 	start := time.Now()
-	err = inParallel(mcsScaleExports, func(i int) error {
-		m := members[i%len(members)]
-		s := benchService(mcsScaleNamespace(i), names[i], i%mcsHeadlessEvery == 0, i)
+	err = inParallel(sz.exports, func(i int) error {
+		m := members[sz.member(i)]
+		s := benchService(sz.namespace(i), names[i], i%mcsHeadlessEvery == 0, i)
 		if err := m.clients.createService(ctx, s); err != nil {
 			return err
 		}
@@ -104,8 +116,8 @@ func testBenchMCSScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	createdIn := time.Since(start)
-	t.Logf("%d Services with their EndpointSlices and ServiceExports created in %s", mcsScaleExports, createdIn.Round(100*time.Millisecond))
-	if err := waitMCSFilled(ctx, t, members, cli, mcsScaleExports, start.Add(mcsScaleTimeout)); err != nil {
+	t.Logf("%d Services with their EndpointSlices and ServiceExports created in %s", sz.exports, createdIn.Round(100*time.Millisecond))
+	if err := waitMCSFilled(ctx, t, members, cli, sz.exports, start.Add(sz.scaled(mcsScaleTimeout))); err != nil {
 		t.Fatal(err)
 	}
 	filledIn := time.Since(start)
@@ -114,17 +126,17 @@ func testBenchMCSScale(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	saveProfile(ctx, t, "heap", "mcs-heap-filled.pprof")
+	saveProfile(ctx, t, "heap", sz.file("heap-filled.pprof"))
 	// One more export at a time, with the others in place, profiled.
 	profiled := make(chan struct{})
 	go func() {
 		defer close(profiled)
-		saveProfile(ctx, t, fmt.Sprintf("profile?seconds=%d", mcsProfileSeconds), "mcs-cpu-more.pprof")
+		saveProfile(ctx, t, fmt.Sprintf("profile?seconds=%d", mcsProfileSeconds), sz.file("cpu-more.pprof"))
 	}()
 	var more []time.Duration
-	for i := mcsScaleExports; i < len(names); i++ {
-		m := members[i%len(members)]
-		s := benchService(mcsScaleNamespace(i), names[i], false, i)
+	for i := sz.exports; i < len(names); i++ {
+		m := members[sz.member(i)]
+		s := benchService(sz.namespace(i), names[i], false, i)
 		if err := m.clients.createService(ctx, s); err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +144,7 @@ func testBenchMCSScale(t *testing.T) {
 		if err := m.clients.export(ctx, s.Namespace, s.Name); err != nil {
 			t.Fatal(err)
 		}
-		if err := waitMCSOne(ctx, members, cli, s.Namespace, s.Name, began.Add(mcsChangeTimeout)); err != nil {
+		if err := waitMCSOne(ctx, members, cli, s.Namespace, s.Name, began, sz.scaled(mcsChangeTimeout)); err != nil {
 			t.Fatal(err)
 		}
 		more = append(more, time.Since(began))
@@ -143,21 +155,21 @@ func testBenchMCSScale(t *testing.T) {
 	if err := lab.DeleteClusterSet(ctx, theLab.Management, lab.ClusterNamespace, set); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitMCSFilled(ctx, t, members, cli, 0, began.Add(mcsScaleTimeout)); err != nil {
+	if err := waitMCSFilled(ctx, t, members, cli, 0, began.Add(sz.scaled(mcsScaleTimeout))); err != nil {
 		t.Fatal(err)
 	}
 	emptiedIn := time.Since(began)
 	// The floor, in the same run, once the controller's objects are gone.
-	floor, err := measureMCSFloor(ctx, members, names, mcsScaleExports)
+	floor, err := measureMCSFloor(ctx, sz, members, names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	report(t, mcsScaleTable(members, base, full, createdIn, filledIn, emptiedIn, more)+floorLines(floor, filledIn, emptiedIn))
+	report(t, mcsScaleTable(sz, members, base, full, createdIn, filledIn, emptiedIn, more)+floorLines(floor, filledIn, emptiedIn))
 }
 
 // mcsScaleMembers labels the lab's workload clusters and starts and
-// labels the extra ones.
-func mcsScaleMembers(ctx context.Context, t *testing.T) ([]mcsMember, error) {
+// labels the extra ones the size needs.
+func mcsScaleMembers(ctx context.Context, t *testing.T, sz mcsScaleSize) ([]mcsMember, error) {
 	var members []mcsMember
 	for _, w := range theLab.Workloads {
 		if err := lab.LabelCluster(ctx, theLab.Management, w.Name, mcsScaleLabel, "true"); err != nil {
@@ -165,7 +177,7 @@ func mcsScaleMembers(ctx context.Context, t *testing.T) ([]mcsMember, error) {
 		}
 		members = append(members, mcsMember{cluster: w})
 	}
-	for _, name := range mcsExtraMembers {
+	for _, name := range sz.extraMembers(len(theLab.Workloads)) {
 		began := time.Now()
 		c, err := theLab.AddMember(ctx, name, mcsScaleLabel, "true")
 		if c != nil {
@@ -184,8 +196,6 @@ func mcsScaleMembers(ctx context.Context, t *testing.T) ([]mcsMember, error) {
 	}
 	return members, nil
 }
-
-func mcsScaleNamespace(i int) string { return mcsScaleNamespaceName(i % mcsScaleNamespaces) }
 
 func mcsScaleNamespaceName(n int) string { return fmt.Sprintf("bench-mcs-%02d", n) }
 
@@ -362,14 +372,14 @@ func floorLines(f mcsFloor, filledIn, emptiedIn time.Duration) string {
 		filledIn.Seconds()/f.fill.Seconds(), emptiedIn.Seconds()/f.del.Seconds())
 }
 
-func mcsScaleTable(members []mcsMember, base, full mcsCost, createdIn, filledIn, emptiedIn time.Duration, more []time.Duration) string {
+func mcsScaleTable(sz mcsScaleSize, members []mcsMember, base, full mcsCost, createdIn, filledIn, emptiedIn time.Duration, more []time.Duration) string {
 	var tb strings.Builder
 	var names []string
 	for _, m := range members {
 		names = append(names, m.cluster.Name)
 	}
 	fmt.Fprintf(&tb, "mcs scale: %d exports (1 in %d headless) spread over a ClusterSet of %d members (%s), %d namespaces in each\n",
-		mcsScaleExports, mcsHeadlessEvery, len(members), strings.Join(names, ", "), mcsScaleNamespaces)
+		sz.exports, mcsHeadlessEvery, len(members), strings.Join(names, ", "), sz.namespaces())
 	fmt.Fprintf(&tb, "created in %s; every member holds every import and cluster-b's etcd every name %s after the first create\n",
 		createdIn.Round(100*time.Millisecond), filledIn.Round(100*time.Millisecond))
 	fmt.Fprintf(&tb, "%-10s %8s %8s %8s %9s %8s %9s | %7s %8s %8s %8s %8s %10s\n",
@@ -377,7 +387,7 @@ func mcsScaleTable(members []mcsMember, base, full mcsCost, createdIn, filledIn,
 	for _, r := range []struct {
 		label string
 		c     mcsCost
-	}{{"before", base}, {"1,000", full}} {
+	}{{"before", base}, {sz.exportsLabel(), full}} {
 		cpu := "-"
 		if r.c.ctlCPU > 0 && r.label != "before" {
 			cpu = fmt.Sprintf("%.1fs", r.c.ctlCPU.Seconds())
@@ -387,7 +397,7 @@ func mcsScaleTable(members []mcsMember, base, full mcsCost, createdIn, filledIn,
 			cpu, r.c.ctlHeap/(1<<20), r.c.ctlLive/(1<<20), mib(r.c.ctlRSS), mib(r.c.ctlPeak), r.c.goroutines)
 	}
 	fmt.Fprintf(&tb, "one more export with %d in place, until every member holds it and cluster-b's etcd its name: p50 %s, max %s (%d)\n",
-		mcsScaleExports, ms(percentile(more, 50)), ms(percentile(more, 100)), len(more))
+		sz.exports, ms(percentile(more, 50)), ms(percentile(more, 100)), len(more))
 	fmt.Fprintf(&tb, "ClusterSet deleted: every import and name gone from every member in %s\n", emptiedIn.Round(100*time.Millisecond))
 	fmt.Fprintf(&tb, "(imports, services (derived), slices (imported endpoints), contract (serve's slices): the controller's objects summed over\n")
 	fmt.Fprintf(&tb, " the members; keys: clusterset records in cluster-b's serve etcd; ctl CPU: user+system since before; heap: in use;\n live: the heap the last GC found live)\n")
@@ -399,7 +409,9 @@ func mcsScaleTable(members []mcsMember, base, full mcsCost, createdIn, filledIn,
 // cluster-b's serve etcd its name. It asks for that import alone, every
 // mcsPoll, so a change of a second or less is seen as such: counting
 // every import of every member takes about a second itself at 1,000.
-func waitMCSOne(ctx context.Context, members []mcsMember, cli *clientv3.Client, ns, name string, deadline time.Time) error {
+// It fails timeout after began, the export's moment.
+func waitMCSOne(ctx context.Context, members []mcsMember, cli *clientv3.Client, ns, name string, began time.Time, timeout time.Duration) error {
+	deadline := began.Add(timeout)
 	sel := clusterSetSliceSelector + ",kubernetes.io/service-name=" + name + ".x"
 	held := func(m mcsMember) (bool, error) {
 		u, err := m.clients.dyn.Resource(lab.ServiceImportGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
@@ -444,7 +456,7 @@ func waitMCSOne(ctx context.Context, members []mcsMember, cli *clientv3.Client, 
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("import %s/%s not held by every member and cluster-b's etcd within %s", ns, name, mcsChangeTimeout)
+			return fmt.Errorf("import %s/%s not held by every member and cluster-b's etcd within %s", ns, name, timeout)
 		}
 		select {
 		case <-ctx.Done():

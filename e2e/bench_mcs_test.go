@@ -33,16 +33,19 @@ const (
 	// mcsChangeTimeout is how long one export may take to be answered.
 	mcsChangeTimeout = time.Minute
 
-	// The scale benchmark: mcsScaleExports exports spread over the lab's
-	// three workload clusters and mcsExtraMembers more API servers, in
-	// mcsScaleNamespaces namespaces that exist in every member; every
-	// mcsHeadlessEvery-th is headless.
-	mcsScaleExports    = 1000
-	mcsScaleNamespaces = 10
-	mcsHeadlessEvery   = 10
-	mcsScaleLabel      = "xcc-bench-mcs"
-	mcsScaleTimeout    = 40 * time.Minute
-	// mcsMoreRounds is how many single exports are timed with the 1,000
+	// The scale benchmark (its size: bench_mcs_size_test.go): exports
+	// spread over the lab's three workload clusters and more API servers,
+	// in namespaces that exist in every member; every mcsHeadlessEvery-th
+	// is headless. mcsScaleContext bounds the whole run, mcsScaleTimeout
+	// the fill and the deletion, mcsCleanupTimeout the cleanup, each at
+	// the default size and scaled with it (mcsScaleSize.scaled), as
+	// mcsChangeTimeout is for the single exports.
+	mcsHeadlessEvery  = 10
+	mcsScaleLabel     = "xcc-bench-mcs"
+	mcsScaleContext   = 90 * time.Minute
+	mcsScaleTimeout   = 40 * time.Minute
+	mcsCleanupTimeout = 20 * time.Minute
+	// mcsMoreRounds is how many single exports are timed with the fill
 	// in place.
 	mcsMoreRounds = 5
 	// mcsProfileSeconds is how long the controller's CPU is profiled
@@ -64,10 +67,6 @@ const (
 	goroutinesMetric        = "go_goroutines"
 	liveHeapMetric          = "go_gc_heap_live_bytes"
 )
-
-// mcsExtraMembers are the API servers the scale benchmark adds, so its
-// ClusterSet has five members.
-var mcsExtraMembers = []string{"cluster-d", "cluster-e"}
 
 // mcsTimes are the moments of one export in the latency benchmark.
 type mcsTimes struct {
@@ -419,21 +418,24 @@ func (m benchClients) export(ctx context.Context, namespace, name string) error 
 // EndpointSlices of names in namespace (gone already is fine). The lab
 // runs no namespace controller, so namespaces are left, emptied.
 func deleteBenchExports(ctx context.Context, m benchClients, namespace string, names []string) error {
-	return inParallel(len(names), func(i int) error {
-		n := names[i]
-		for _, del := range []func() error{
-			func() error {
-				return m.dyn.Resource(lab.ServiceExportGVR).Namespace(namespace).Delete(ctx, n, metav1.DeleteOptions{})
-			},
-			func() error { return m.kube.CoreV1().Services(namespace).Delete(ctx, n, metav1.DeleteOptions{}) },
-			func() error {
-				return m.kube.DiscoveryV1().EndpointSlices(namespace).Delete(ctx, n+"-lab", metav1.DeleteOptions{})
-			},
-		} {
-			if err := del(); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete %s/%s: %w", namespace, n, err)
-			}
+	return inParallel(len(names), func(i int) error { return deleteBenchExport(ctx, m, namespace, names[i]) })
+}
+
+// deleteBenchExport deletes the ServiceExport, Service and lab
+// EndpointSlice of namespace/name (gone already is fine).
+func deleteBenchExport(ctx context.Context, m benchClients, namespace, name string) error {
+	for _, del := range []func() error{
+		func() error {
+			return m.dyn.Resource(lab.ServiceExportGVR).Namespace(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		},
+		func() error { return m.kube.CoreV1().Services(namespace).Delete(ctx, name, metav1.DeleteOptions{}) },
+		func() error {
+			return m.kube.DiscoveryV1().EndpointSlices(namespace).Delete(ctx, name+"-lab", metav1.DeleteOptions{})
+		},
+	} {
+		if err := del(); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete %s/%s: %w", namespace, name, err)
 		}
-		return nil
-	})
+	}
+	return nil
 }

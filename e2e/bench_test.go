@@ -177,13 +177,18 @@ func (m benchClients) ensureNamespace(ctx context.Context, name string) error {
 // inParallel runs do(0..n-1) on benchWorkers goroutines and returns the
 // first error; after an error no new item starts.
 func inParallel(n int, do func(i int) error) error {
+	return inParallelOn(benchWorkers, n, do)
+}
+
+// inParallelOn is inParallel on workers goroutines.
+func inParallelOn(workers, n int, do func(i int) error) error {
 	var (
 		mu    sync.Mutex
 		next  int
 		first error
 		wg    sync.WaitGroup
 	)
-	for range min(benchWorkers, n) {
+	for range min(workers, n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
