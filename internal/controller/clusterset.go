@@ -71,9 +71,6 @@ type setMemory struct {
 	// held is the cluster id each member joined with, by Cluster key: a
 	// member keeps it until it leaves or asks for another (package member).
 	held map[string]heldID
-	// allWritten: the last sync wrote every member it read, which the
-	// exports' Ready condition says.
-	allWritten bool
 	// recovered: written and exports were given what the controller's
 	// state keeps (recoverClusterSet), once per ClusterSet after the
 	// start, so a removal and an unreachable member's imports outlive a

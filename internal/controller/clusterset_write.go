@@ -43,7 +43,7 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 		}
 	}
 	logger := klog.FromContext(ctx)
-	allWritten := mem.allWritten
+	written := importsWritten(mem, members, reads, agg)
 	var ids, clusters []string
 	var started []*lane.Write
 	for _, m := range members {
@@ -60,7 +60,7 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 		}
 		started = append(started, c.sets.lanes.Submit(m.cluster.Key(), key, func(ctx context.Context) error {
 			return timedWrite(m.cluster, workload.WriterClusterSet, func() error {
-				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, allWritten, memo)
+				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, written, memo)
 			})
 		}))
 	}
@@ -76,13 +76,41 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 			w.errs[ids[i]] = res.Err
 		}
 	}
-	mem.allWritten = len(w.errs) == 0 && len(w.writing) == 0
-	if mem.allWritten && !allWritten {
-		// This sync's objects said not every member was written; they
-		// are now, and only another sync writes that (Ready).
+	if now := importsWritten(mem, members, reads, agg); !maps.Equal(now, written) {
+		// This sync's exports said some import was not written in every
+		// member; it is now (or no longer), and only another sync
+		// writes that (Ready).
 		c.sets.queue.Add(key)
 	}
 	return w
+}
+
+// importsWritten says of each import of agg whether every member that is
+// written holds it as its last write asked, with no error since
+// (apply.Settled): what Ready on its exports says. Per import, so one
+// import written, or one member behind on one import, changes only the
+// exports of that import.
+func importsWritten(mem *setMemory, members []setMember, reads map[string]memberRead, agg aggregate.Result) map[aggregate.Key]bool {
+	out := make(map[aggregate.Key]bool, len(agg.Imports))
+	var settled []*apply.Settled
+	for _, m := range members {
+		if !writable(m, reads[m.ClusterID]) {
+			continue
+		}
+		memo := mem.members[m.cluster.Key()]
+		if memo == nil {
+			return out // never written: nothing is written everywhere
+		}
+		settled = append(settled, memo.settled)
+	}
+	for _, imp := range agg.Imports {
+		all := true
+		for _, s := range settled {
+			all = all && s.Holds(imp.Key)
+		}
+		out[imp.Key] = all
+	}
+	return out
 }
 
 // writable reports whether the member m, read r, is written: read in
@@ -103,7 +131,7 @@ func writable(m setMember, r memberRead) bool {
 // that does not answer at all (apply.ErrNotAnswering) or cannot be listed
 // is left as it is until the next sync.
 func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
-	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, allWritten bool, memo *memberMemo) error {
+	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, written map[aggregate.Key]bool, memo *memberMemo) error {
 	client, ok := memberClient(m)
 	if !ok {
 		return errors.New("its client has no Multi-Cluster Services API")
@@ -121,7 +149,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 	var errs []error
 	for round := 0; round < 2; round++ {
 		objs = objects.ComputeWith(objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg, AllowedCIDRs: c.cfg.AllowedCIDRs,
-			Imports: importStates(agg, endpoints, ips, allWritten), Limits: c.cfg.MemberLimits}, memo.objects)
+			Imports: importStates(agg, endpoints, ips, written), Limits: c.cfg.MemberLimits}, memo.objects)
 		if round > 0 {
 			// The first round wrote the exports' status, which the
 			// ClusterIPs do not change; the informer has not seen it yet.
@@ -129,11 +157,10 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 		}
 		// From the caches, only the imports not settled since the last
 		// write are planned; the others keep the addresses they have.
-		todo, todoExisting := objs, existing
-		var same []aggregate.Key
-		var round *apply.Round
-		if cached {
-			todo, todoExisting, same, round = memo.settled.Split(objs, existing)
+		// Listed (the caches not synced yet), every import is planned.
+		todo, todoExisting, same, round := memo.settled.Split(objs, existing)
+		if !cached {
+			todo, todoExisting, same = objs, existing, nil
 		}
 		res, applyErr := apply.Apply(ctx, client, todo, todoExisting, metav1.Now())
 		if applyErr != nil {
@@ -159,7 +186,9 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 				return errors.Join(append(errs, err)...)
 			}
 		}
-		if applyErr == nil && round != nil && cached {
+		if applyErr == nil {
+			// Listed and unchanged, existing is from before the write:
+			// its imports are only planned again at the next.
 			round.Done(existing)
 		} else {
 			memo.settled.Forget()
@@ -231,12 +260,12 @@ func derivedClusterIPs(existing apply.Existing) map[aggregate.Key][]string {
 
 // importStates is what objects.Compute reads per import besides the
 // aggregate: the sources' endpoints, the member's ClusterIPs, and whether
-// the last sync wrote every member (Ready).
+// every member holds it (written; Ready).
 func importStates(agg aggregate.Result, endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice,
-	ips map[aggregate.Key][]string, allWritten bool) map[aggregate.Key]objects.ImportState {
+	ips map[aggregate.Key][]string, written map[aggregate.Key]bool) map[aggregate.Key]objects.ImportState {
 	out := make(map[aggregate.Key]objects.ImportState, len(agg.Imports))
 	for _, imp := range agg.Imports {
-		out[imp.Key] = objects.ImportState{Endpoints: endpoints[imp.Key], ClusterIPs: ips[imp.Key], Written: allWritten}
+		out[imp.Key] = objects.ImportState{Endpoints: endpoints[imp.Key], ClusterIPs: ips[imp.Key], Written: written[imp.Key]}
 	}
 	return out
 }

@@ -26,9 +26,16 @@ type Settled struct {
 	mu      sync.Mutex
 	imports map[aggregate.Key]settledImport
 	// held are the import and digest of each held object digested
-	// lately, by the object: an informer's objects stay the same objects
-	// until they change, so most are not digested again.
-	held map[metav1.Object]heldObject
+	// lately, by its UID and resourceVersion, which change with any
+	// write: most are not digested again. Keyed by those strings, not by
+	// the object, so replaced objects are not kept alive.
+	held map[heldVersion]heldObject
+}
+
+// heldVersion is one version of one held object.
+type heldVersion struct {
+	kind    byte
+	uid, rv string
 }
 
 // heldSpare is how many more objects than twice those held the map of
@@ -46,7 +53,7 @@ type settledImport struct {
 
 // NewSettled returns a Settled that knows of no import.
 func NewSettled() *Settled {
-	return &Settled{imports: map[aggregate.Key]settledImport{}, held: map[metav1.Object]heldObject{}}
+	return &Settled{imports: map[aggregate.Key]settledImport{}, held: map[heldVersion]heldObject{}}
 }
 
 // desiredDigests are the digests of each import's desired objects:
@@ -97,15 +104,16 @@ func (s *Settled) heldDigests(e Existing) map[aggregate.Key]uint64 {
 	out := make(map[aggregate.Key]uint64, len(e.Imports))
 	h := fnv.New64a()
 	add := func(kind byte, o metav1.Object) {
-		ho, ok := s.held[o]
-		if !ok {
+		v := heldVersion{kind: kind, uid: string(o.GetUID()), rv: o.GetResourceVersion()}
+		ho, ok := s.held[v]
+		if !ok || v.uid == "" || v.rv == "" {
 			h.Reset()
 			for _, part := range []string{o.GetNamespace(), o.GetName(), string(o.GetUID()), o.GetResourceVersion()} {
 				_, _ = h.Write([]byte{kind})
 				_, _ = io.WriteString(h, part)
 			}
 			ho = heldObject{key: importKey(o), digest: h.Sum64()}
-			s.held[o] = ho
+			s.held[v] = ho
 		}
 		out[ho.key] += ho.digest
 	}
@@ -119,7 +127,7 @@ func (s *Settled) heldDigests(e Existing) map[aggregate.Key]uint64 {
 		add('e', o)
 	}
 	if n := len(e.Imports) + len(e.Services) + len(e.Slices); len(s.held) > 2*n+heldSpare {
-		// The map keeps the objects no longer held alive: start over.
+		// Versions no longer held: start over.
 		clear(s.held)
 	}
 	return out
@@ -184,6 +192,15 @@ func (r *Round) Done(held Existing) {
 	r.s.mu.Lock()
 	r.s.imports = next
 	r.s.mu.Unlock()
+}
+
+// Holds reports whether the last write recorded (Done) wrote the import
+// k, with no write of the member failing since.
+func (s *Settled) Holds(k aggregate.Key) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.imports[k]
+	return ok
 }
 
 // Forget makes every import planned again at the next write.

@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
+)
+
+// readyWrites records the Ready status of each status write of a
+// ServiceExport in a member, by name.
+type readyWrites struct {
+	mu     sync.Mutex
+	byName map[string][]metav1.ConditionStatus
+}
+
+func recordReady(m memberFake) *readyWrites {
+	w := &readyWrites{byName: map[string][]metav1.ConditionStatus{}}
+	m.mcs.PrependReactor("update", "serviceexports", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		u, ok := a.(k8stesting.UpdateAction)
+		if !ok || u.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		ex := u.GetObject().(*mcsv1beta1.ServiceExport)
+		if c := meta.FindStatusCondition(ex.Status.Conditions, "Ready"); c != nil {
+			w.mu.Lock()
+			w.byName[ex.Name] = append(w.byName[ex.Name], c.Status)
+			w.mu.Unlock()
+		}
+		return false, nil, nil
+	})
+	return w
+}
+
+func (w *readyWrites) of(name string) []metav1.ConditionStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]metav1.ConditionStatus(nil), w.byName[name]...)
+}
+
+// Ready is per import: a new export is Pending until its import is
+// written in every member, then Ready; the exports already Ready are not
+// written again for it.
+func TestControllerClusterSetReadyPerImport(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	sel := map[string]string{"set": "prod"}
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
+		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b},
+		func(c *Config) { c.ClusterSets = true })
+	ctx := e.ctx
+	readyIn := func(m memberFake, name string) bool {
+		ex, err := m.mcs.MulticlusterV1beta1().ServiceExports("shop").Get(ctx, name, metav1.GetOptions{})
+		return err == nil && meta.IsStatusConditionTrue(ex.Status.Conditions, "Ready")
+	}
+	eventually(t, "shop/web Ready", func() bool { return readyIn(a, "web") })
+	inA, inB := recordReady(a), recordReady(b)
+
+	// cluster-b exports shop/api.
+	if _, err := b.CoreV1().Services("shop").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.11",
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := testfixture.ServiceEndpoints("shop", "api", "api-1", testfixture.Endpoint("10.244.2.7", true))
+	s.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}}
+	if _, err := b.DiscoveryV1().EndpointSlices("shop").Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.mcs.MulticlusterV1beta1().ServiceExports("shop").Create(ctx, &mcsv1beta1.ServiceExport{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", CreationTimestamp: metav1.NewTime(time.Unix(200, 0))}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "shop/api Ready", func() bool { return readyIn(b, "api") })
+	if got := inB.of("api"); len(got) < 2 || got[0] != metav1.ConditionFalse {
+		t.Errorf("Ready of shop/api as written: %v; want False (Pending) until written everywhere, then True", got)
+	}
+	if got := inA.of("web"); len(got) != 0 {
+		t.Errorf("Ready of shop/web written again %v for another import", got)
+	}
+}
