@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -332,33 +333,46 @@ func (c *Controller) writeClusterSetSlices(ctx context.Context, key string, clie
 		have[s.Name] = s
 	}
 	same := map[string][2]*discoveryv1.EndpointSlice{}
+	var mu sync.Mutex
 	var errs []error
-	var err error
+	failed := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, err)
+	}
+	var creates, updates []*discoveryv1.EndpointSlice
 	for _, s := range want {
 		old, ok := have[s.Name]
 		delete(have, s.Name)
 		switch {
 		case !ok:
-			_, err = client.Create(ctx, s, metav1.CreateOptions{})
+			creates = append(creates, s)
 		case memo.knownSame(s, old) || contract.SameSlice(old, s):
 			same[s.Name] = [2]*discoveryv1.EndpointSlice{s, old}
-			continue
 		default:
 			// Labels and annotations others put on it are kept.
-			_, err = client.Update(ctx, contract.MergeSlice(old, s), metav1.UpdateOptions{})
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("write EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, s.Name, key, err))
+			updates = append(updates, contract.MergeSlice(old, s))
 		}
 	}
 	if memo != nil {
 		memo.same = same
 	}
-	for name := range have {
-		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, name, key, err))
+	apply.Concurrently(len(creates), func(i int) {
+		if _, err := client.Create(ctx, creates[i], metav1.CreateOptions{}); err != nil {
+			failed(fmt.Errorf("write EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, creates[i].Name, key, err))
 		}
-	}
+	})
+	apply.Concurrently(len(updates), func(i int) {
+		if _, err := client.Update(ctx, updates[i], metav1.UpdateOptions{}); err != nil {
+			failed(fmt.Errorf("write EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, updates[i].Name, key, err))
+		}
+	})
+	gone := slices.Sorted(maps.Keys(have))
+	apply.Concurrently(len(gone), func(i int) {
+		if err := client.Delete(ctx, gone[i], metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			failed(fmt.Errorf("delete EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, gone[i], key, err))
+		}
+	})
 	return errors.Join(errs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -27,10 +28,19 @@ type Result struct {
 	ClusterIPs map[aggregate.Key][]string
 }
 
+// writeConcurrency is how many writes of one Apply are in flight at
+// once: the member's client rate bounds a write, not each request's round
+// trip (docs/benchmarks.md), and a member that does not answer costs a
+// timeout per this many objects, not per object.
+const writeConcurrency = 8
+
 // writer is one Apply: the member, the time, the errors so far.
 type writer struct {
-	m    Member
-	now  metav1.Time
+	m   Member
+	now metav1.Time
+	// mu guards errs, notAnswering and what the writes of one step
+	// collect (each).
+	mu   sync.Mutex
 	errs []error
 	// notAnswering: ErrNotAnswering is among errs, and is not added again
 	// for each object the member was not asked to write.
@@ -93,19 +103,21 @@ func (w *writer) imports(ctx context.Context, p Plan, existing []*mcsv1beta1.Ser
 			ours[keyOf(e)] = e
 		}
 	}
-	for _, d := range p.Imports.Create {
+	w.each(len(p.Imports.Create), func(i int) {
+		d := p.Imports.Create[i]
 		if got, err := create(ctx, w, "ServiceImport", d, w.m.Imports(d.Namespace)); err == nil {
-			ours[keyOf(got)] = got
+			w.locked(func() { ours[keyOf(got)] = got })
 		}
-	}
-	for _, u := range p.Imports.Update {
+	})
+	w.each(len(p.Imports.Update), func(i int) {
+		u := p.Imports.Update[i]
 		got, err := w.m.Imports(u.Namespace).Update(ctx, u, metav1.UpdateOptions{})
 		if err != nil {
 			w.fail("update", "ServiceImport", u, err)
-			continue
+			return
 		}
-		ours[keyOf(got)] = got
-	}
+		w.locked(func() { ours[keyOf(got)] = got })
+	})
 	out := slices.Collect(maps.Values(ours))
 	slices.SortFunc(out, compareObjects)
 	return out
@@ -122,11 +134,12 @@ func uidsOf(imports []*mcsv1beta1.ServiceImport) map[aggregate.Key]types.UID {
 
 // importStatus writes the status of each ServiceImport in it.
 func (w *writer) importStatus(ctx context.Context, imports []*mcsv1beta1.ServiceImport) {
-	for _, si := range imports {
+	w.each(len(imports), func(i int) {
+		si := imports[i]
 		if _, err := w.m.Imports(si.Namespace).UpdateStatus(ctx, si, metav1.UpdateOptions{}); err != nil {
 			w.fail("update status of", "ServiceImport", si, err)
 		}
-	}
+	})
 }
 
 // withoutSlices is imports with the status of those whose slices are not
@@ -178,46 +191,81 @@ func (w *writer) services(ctx context.Context, ch Changes[*corev1.Service], exis
 			ips[importKey(e)] = slices.Clone(e.Spec.ClusterIPs)
 		}
 	}
-	for _, d := range ch.Create {
+	w.each(len(ch.Create), func(i int) {
+		d := ch.Create[i]
 		got, err := create(ctx, w, "Service", d, w.m.Services(d.Namespace))
-		if err != nil {
-			unwritten[importKey(d)] = err
-			continue
-		}
-		ips[importKey(got)] = slices.Clone(got.Spec.ClusterIPs)
-	}
-	for _, u := range ch.Update {
+		w.locked(func() {
+			if err != nil {
+				unwritten[importKey(d)] = err
+				return
+			}
+			ips[importKey(got)] = slices.Clone(got.Spec.ClusterIPs)
+		})
+	})
+	w.each(len(ch.Update), func(i int) {
+		u := ch.Update[i]
 		got, err := w.m.Services(u.Namespace).Update(ctx, u, metav1.UpdateOptions{})
 		if err != nil {
 			w.fail("update", "Service", u, err)
-			continue
+			return
 		}
-		ips[importKey(got)] = slices.Clone(got.Spec.ClusterIPs)
-	}
+		w.locked(func() { ips[importKey(got)] = slices.Clone(got.Spec.ClusterIPs) })
+	})
 	return ips, unwritten
 }
 
 func (w *writer) slices(ctx context.Context, ch Changes[*discoveryv1.EndpointSlice]) {
-	for _, d := range ch.Create {
+	w.each(len(ch.Create), func(i int) {
+		d := ch.Create[i]
 		// A failure is recorded by create (w.fail); nothing else waits on it.
 		_, _ = create(ctx, w, "EndpointSlice", d, w.m.Slices(d.Namespace))
-	}
-	for _, u := range ch.Update {
+	})
+	w.each(len(ch.Update), func(i int) {
+		u := ch.Update[i]
 		if _, err := w.m.Slices(u.Namespace).Update(ctx, u, metav1.UpdateOptions{}); err != nil {
 			w.fail("update", "EndpointSlice", u, err)
 		}
-	}
+	})
 }
 
 func (w *writer) exports(ctx context.Context, exports []*mcsv1beta1.ServiceExport) {
-	for _, e := range exports {
+	w.each(len(exports), func(i int) {
+		e := exports[i]
 		if _, err := w.m.Exports(e.Namespace).UpdateStatus(ctx, e, metav1.UpdateOptions{}); err != nil {
 			w.fail("update status of", "ServiceExport", e, err)
 		}
+	})
+}
+
+// each runs write(i) for i in [0, n), writeConcurrency at a time.
+func (w *writer) each(n int, write func(i int)) { Concurrently(n, write) }
+
+// Concurrently runs write(i) for i in [0, n), writeConcurrency at a
+// time, and returns when all have: how every write into a member is
+// spread.
+func Concurrently(n int, write func(i int)) {
+	sem := make(chan struct{}, writeConcurrency)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			write(i)
+		})
 	}
+	wg.Wait()
+}
+
+// locked runs f holding w.mu: what the writes of one step collect.
+func (w *writer) locked(f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f()
 }
 
 func (w *writer) fail(verb, kind string, o metav1.Object, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if errors.Is(err, ErrNotAnswering) {
 		if w.notAnswering {
 			return
@@ -262,7 +310,8 @@ func create[T metav1.Object](ctx context.Context, w *writer, kind string, d T, c
 // deleteAll deletes the controller's objects, each only if it is still
 // the object listed (UID precondition). Gone already is no error.
 func deleteAll[T metav1.Object, L any](ctx context.Context, w *writer, kind string, objs []T, client func(string) ObjectClient[T, L]) {
-	for _, o := range objs {
+	w.each(len(objs), func(i int) {
+		o := objs[i]
 		opts := metav1.DeleteOptions{}
 		if uid := o.GetUID(); uid != "" {
 			opts.Preconditions = &metav1.Preconditions{UID: ptr.To(uid)}
@@ -270,5 +319,5 @@ func deleteAll[T metav1.Object, L any](ctx context.Context, w *writer, kind stri
 		if err := client(o.GetNamespace()).Delete(ctx, o.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
 			w.fail("delete", kind, o, err)
 		}
-	}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -373,5 +374,44 @@ func TestApplyImportStatusAndUpdate(t *testing.T) {
 	si := f.imports(t)[0]
 	if si.Spec.Ports[0].Port != 81 || len(si.Status.Clusters) != 1 || si.Status.Clusters[0].Cluster != "b" {
 		t.Errorf("ServiceImport spec %+v status %+v: want port 81 and cluster b", si.Spec.Ports, si.Status.Clusters)
+	}
+}
+
+// inFlight is a SliceClient whose creates take a while, counting how
+// many are in flight at once.
+type inFlight struct {
+	SliceClient
+	now, most *atomic.Int32
+}
+
+func (c inFlight) Create(ctx context.Context, s *discoveryv1.EndpointSlice, opts metav1.CreateOptions) (*discoveryv1.EndpointSlice, error) {
+	n := c.now.Add(1)
+	defer c.now.Add(-1)
+	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
+	}
+	time.Sleep(20 * time.Millisecond)
+	return c.SliceClient.Create(ctx, s, opts)
+}
+
+// The writes of one kind go writeConcurrency at a time: a member's round
+// trips do not add up object by object, and no more are in flight than
+// the bound.
+func TestApplyWritesConcurrentlyBounded(t *testing.T) {
+	f := newFakeMember(nil, nil)
+	var now, most atomic.Int32
+	inner := f.Slices
+	f.Slices = func(ns string) SliceClient { return inFlight{SliceClient: inner(ns), now: &now, most: &most} }
+	var names []string
+	for i := range 3 * writeConcurrency {
+		names = append(names, fmt.Sprintf("svc%d", i))
+	}
+	if _, err := f.apply(t, desiredOf(t, true, names...)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.slices(t)); n != 2*len(names) {
+		t.Fatalf("%d slices written, want %d", n, 2*len(names))
+	}
+	if m := most.Load(); m < 2 || m > writeConcurrency {
+		t.Errorf("%d slice creates in flight at most: want more than one, at most %d", m, writeConcurrency)
 	}
 }
