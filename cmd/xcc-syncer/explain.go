@@ -21,10 +21,8 @@ import (
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller"
-	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/corefile"
 	"github.com/xcc-dns/xcc-dns/internal/explain"
-	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
@@ -200,8 +198,7 @@ func readFrom(ctx context.Context, n explain.Name, w *workloadReader, namespace,
 }
 
 // workloadReader reads a workload cluster (--from) through its Cluster
-// API kubeconfig Secret, which a tenant may have written: it is built by
-// internal/kubeconfig, inline credentials only. The client is made once.
+// API kubeconfig Secret (workloadConfig). The client is made once.
 type workloadReader struct {
 	management     kubernetes.Interface
 	sliceNamespace string
@@ -217,24 +214,9 @@ type workloadReader struct {
 func (w *workloadReader) config(ctx context.Context, namespace, cluster string) (*rest.Config, error) {
 	if key := namespace + "/" + cluster; w.key != key {
 		w.key = key
-		w.cfg, w.err = w.read(ctx, namespace, cluster)
+		w.cfg, w.err = workloadConfig(ctx, w.management, namespace, cluster, explainUserAgent, explainTimeout)
 	}
 	return w.cfg, w.err
-}
-
-func (w *workloadReader) read(ctx context.Context, namespace, cluster string) (*rest.Config, error) {
-	name := cluster + workload.KubeconfigSecretSuffix
-	secret, err := w.management.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("get Secret %s/%s: %w", namespace, name, err)
-	}
-	cfg, err := kubeconfig.RESTConfig(secret.Data[workload.KubeconfigSecretKey], kubeconfig.Policy{})
-	if err != nil {
-		return nil, fmt.Errorf("read Secret %s/%s: %w", namespace, name, err)
-	}
-	cfg.UserAgent = explainUserAgent
-	cfg.Timeout = explainTimeout
-	return cfg, nil
 }
 
 func (w *workloadReader) client(ctx context.Context, namespace, cluster string) (kubernetes.Interface, error) {
