@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
@@ -34,12 +35,17 @@ func testExplain(t *testing.T) {
 			strings.Contains(out, "get --prefix /skydns/test/xcc/clusters/"+lab.ClusterNamespace+"/"+lab.ClusterA+"/gateway/")
 	})
 	out := runExplain(ctx, t, name, "--from", lab.ClusterA)
-	if !strings.Contains(out, "\nslices in "+lab.ClusterA+": ") || strings.Contains(out, "slices in "+lab.ClusterA+": 0") || strings.Contains(out, "unread:") {
-		t.Errorf("--from %s: want the slices that make the name, all read:\n%s", lab.ClusterA, out)
+	// The lab runs serve as a process, with no xcc-dns Service to
+	// compare the forward with: that alone is unread.
+	noService := "\nunread:  the xcc-dns Service of " + lab.ClusterA + ", to compare the block's forward with: get Service xcc-dns/xcc-dns: "
+	if !strings.Contains(out, "\nslices in "+lab.ClusterA+": ") || strings.Contains(out, "slices in "+lab.ClusterA+": 0") ||
+		strings.Count(out, "unread:") != 1 || !strings.Contains(out, noService) {
+		t.Errorf("--from %s: want the slices that make the name, all read, and %q:\n%s", lab.ClusterA, strings.TrimSpace(noService), out)
 	}
 	if !strings.Contains(out, "\ncluster DNS of "+lab.ClusterA+" (kube-system/coredns): forwards "+lab.Zone+" to ") {
 		t.Errorf("--from %s: want its cluster DNS's forward block for %s, patch-corefile's:\n%s", lab.ClusterA, lab.Zone, out)
 	}
+	testExplainForwardsElsewhere(ctx, t, name)
 	refused := "kuard.gateway.any." + lab.ClusterNamespace + ".clusters." + lab.Zone
 	out = runExplain(ctx, t, refused)
 	if !strings.Contains(out, "\nanswer:  NXDOMAIN\n") || !strings.Contains(out, "\nreason:  Refused: name refused: a label \"any\"") {
@@ -47,6 +53,34 @@ func testExplain(t *testing.T) {
 	}
 	t.Run("NotForwarded", testExplainNotForwarded)
 	t.Run("ClusterSetName", testExplainClusterSetName)
+}
+
+// testExplainForwardsElsewhere: once cluster-a has an xcc-dns Service,
+// its Corefile's block, which forwards to the lab's serve process, is
+// said to forward elsewhere than the Service's ClusterIP.
+func testExplainForwardsElsewhere(ctx context.Context, t *testing.T, name string) {
+	a := theLab.Workload(lab.ClusterA)
+	svc, err := a.Client.CoreV1().Services(lab.SliceNamespace).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: lab.SliceNamespace, Name: "xcc-dns"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(5353)}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := a.Client.CoreV1().Services(lab.SliceNamespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	})
+	out := runExplain(ctx, t, name, "--from", lab.ClusterA)
+	want := regexp.MustCompile(`\nreason:  ForwardsElsewhere: the block [^ ]+ of the cluster DNS of ` + lab.ClusterA + ` \(ConfigMap kube-system/coredns\) forwards ` +
+		regexp.QuoteMeta(lab.Zone) + ` to [^ ]+, not to the xcc-dns Service xcc-dns/xcc-dns \(` + regexp.QuoteMeta(svc.Spec.ClusterIP) + `:53\): `)
+	if !want.MatchString(out) || !strings.Contains(out, "\nanswer:  unknown\n") || strings.Contains(out, "unread:") {
+		t.Errorf("explain %s --from %s with an xcc-dns Service at %s: want %s, all read:\n%s", name, lab.ClusterA, svc.Spec.ClusterIP, want, out)
+	}
+	t.Logf("xcc-syncer explain %s --from %s:\n%s", name, lab.ClusterA, out)
 }
 
 // testExplainNotForwarded: asked from cluster-c once its cluster DNS's
@@ -132,7 +166,7 @@ func testExplainClusterSetName(t *testing.T) {
 		out, _ := runStatus(t)
 		return out, strings.Contains(out, "  exports of member "+lab.ClusterB+": 1 in Conflict, 0 not Valid\n") &&
 			strings.Contains(out, "    "+ns+"/"+svc+": Conflict (PortConflict)") &&
-			strings.Contains(out, "\nnot read: the records each serve holds")
+			strings.Contains(out, "\nnot read: the records serve holds in "+lab.ClusterNamespace+"/"+lab.ClusterA+": no pod in namespace xcc-dns with labels ")
 	})
 	out, code := runStatus(t)
 	t.Logf("xcc-syncer status, exit code %d:\n%s", code, out)
