@@ -104,7 +104,7 @@ func (s serveReader) cluster(ctx context.Context, c overview.ServeCluster) overv
 		items, c.MorePods = items[:min(len(items), serveMaxPods)], true
 	}
 	if len(items) == 0 {
-		c.Unread = fmt.Sprintf("no pod in namespace %s with labels %s: serve runs elsewhere, or the workload chart is not installed there (--serve-namespace)", s.namespace, servePodSelector)
+		c.Unread = fmt.Sprintf("no serve pod in namespace %s (--serve-namespace) with the workload chart's labels", s.namespace)
 		return c
 	}
 	for i := range items {

@@ -235,12 +235,16 @@ func Build(n Name, f Facts, now time.Time) Report {
 
 // forwardsElsewhere sets the reason of a name asked from a cluster whose
 // DNS block for the zone forwards elsewhere than the xcc-dns Service, or
-// not only there: what pods there get is what that server answers.
+// not only there: what pods there get is what that server answers. What
+// xcc-dns itself answers, the reason so far, is kept at the end.
 func (r *Report) forwardsElsewhere(fw Forward, from string) {
 	other := fw.Elsewhere()
 	if len(fw.ForwardTo) > 0 && len(other) == 0 {
 		return
 	}
+	defer func(answer, reason, why string) {
+		r.Why += fmt.Sprintf("; xcc-dns itself answers %s (%s: %s)", answer, reason, why)
+	}(r.Answer, r.Reason, r.Why)
 	block := fmt.Sprintf("the block %s of the cluster DNS of %s (ConfigMap %s)", fw.Key, from, fw.ConfigMap)
 	svc := fmt.Sprintf("the xcc-dns Service %s (%s)", fw.Service, strings.Join(fw.ServiceAddresses, ", "))
 	var why string
