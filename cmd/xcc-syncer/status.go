@@ -51,6 +51,21 @@ const exitNotReady = 3
 // through the clusters' kubeconfig Secrets. It writes nothing.
 func runStatus(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: xcc-syncer status [flags]
+
+Every GatewayDNS and ClusterSet of the management cluster, what is behind,
+and the records each serve pod of each workload cluster holds.
+
+Exit code: 0 when everything is Ready; %d when a GatewayDNS or ClusterSet
+is not Ready, or a serve pod holds no record while a Ready GatewayDNS or
+ClusterSet writes records into its cluster (behind); 1 when the management
+cluster cannot be read. What cannot be read of a workload cluster is said
+on a "not read:" line and does not change the exit code.
+
+`, exitNotReady)
+		fs.PrintDefaults()
+	}
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	kubeContext := fs.String("context", "", "kubeconfig context to use (default: its current context)")
 	namespace := fs.String("namespace", "", "only this namespace of the management cluster (default: all)")

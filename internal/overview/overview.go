@@ -3,8 +3,9 @@
 // management cluster, what each publishes, and everything behind (a
 // cluster not Published, a target not holding the latest records, a
 // member refused or unreachable), each with since when and why, as the
-// controller wrote it in their status. Build is pure; the command reads
-// the objects and prints the Report.
+// controller wrote it in their status; and what each serve pod of each
+// workload cluster holds, as its metrics say (ServeClusters, SetServe).
+// Build is pure; the command reads the objects and prints the Report.
 package overview
 
 import (
