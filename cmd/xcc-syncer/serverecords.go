@@ -67,10 +67,10 @@ func (s serveReader) read(ctx context.Context, clusters []overview.ServeCluster)
 	sem := make(chan struct{}, serveConcurrency)
 	var wg sync.WaitGroup
 	for i, c := range clusters {
+		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			out[i] = s.cluster(ctx, c)
 		}()
