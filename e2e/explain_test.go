@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
@@ -33,9 +34,21 @@ func testExplain(t *testing.T) {
 			strings.Contains(out, "GatewayDNS "+lab.ClusterNamespace+"/"+lab.GatewayDNSName) &&
 			strings.Contains(out, "get --prefix /skydns/test/xcc/clusters/"+lab.ClusterNamespace+"/"+lab.ClusterA+"/gateway/")
 	})
+	// The workload chart's Service is there, but the lab's cluster DNS
+	// forwards the zone to the serve process's CoreDNS: elsewhere.
+	svc, err := theLab.Workload(lab.ClusterA).Client.CoreV1().Services(lab.SliceNamespace).Get(ctx, lab.ReleaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := runExplain(ctx, t, name, "--from", lab.ClusterA)
 	if !strings.Contains(out, "\nslices in "+lab.ClusterA+": ") || strings.Contains(out, "slices in "+lab.ClusterA+": 0") || strings.Contains(out, "unread:") {
 		t.Errorf("--from %s: want the slices that make the name, all read:\n%s", lab.ClusterA, out)
+	}
+	elsewhere := regexp.MustCompile(`\nreason:  ForwardsElsewhere: the block [^ ]+ of the cluster DNS of ` + lab.ClusterA + ` \(ConfigMap kube-system/coredns\) forwards ` +
+		regexp.QuoteMeta(lab.Zone) + ` to [^ ]+, not to the xcc-dns Service ` + regexp.QuoteMeta(lab.SliceNamespace+"/"+lab.ReleaseName) + ` \(` +
+		regexp.QuoteMeta(svc.Spec.ClusterIP) + `:53\): .*; xcc-dns itself answers records \(Published: ` + lab.ClusterA + ` is published in every target`)
+	if !elsewhere.MatchString(out) || !strings.Contains(out, "\nanswer:  unknown\n") {
+		t.Errorf("--from %s: want %s:\n%s", lab.ClusterA, elsewhere, out)
 	}
 	if !strings.Contains(out, "\ncluster DNS of "+lab.ClusterA+" (kube-system/coredns): forwards "+lab.Zone+" to ") {
 		t.Errorf("--from %s: want its cluster DNS's forward block for %s, patch-corefile's:\n%s", lab.ClusterA, lab.Zone, out)
@@ -111,7 +124,9 @@ func testExplainClusterSetName(t *testing.T) {
 	}
 	imp := waitImport(t, a, ns, svc, func(i *lab.Import) bool { return len(i.IPs) > 0 && len(i.Clusters) == 2 })
 	name := lab.ClusterSetHost(ns, svc)
-	want := "\nreason:  Imported: ServiceImport " + ns + "/" + svc + " of ClusterSet " + lab.ClusterNamespace + "/" + set + " in " + lab.ClusterA +
+	// The lab's cluster DNS forwards to the serve process, not the
+	// xcc-dns Service: the Imported reason is what xcc-dns itself answers.
+	want := "xcc-dns itself answers records (Imported: ServiceImport " + ns + "/" + svc + " of ClusterSet " + lab.ClusterNamespace + "/" + set + " in " + lab.ClusterA +
 		": ClusterSetIP " + strings.Join(imp.IPs, ", ") + ", ports http/TCP/80, exported by " + lab.ClusterA + ", " + lab.ClusterB + "; "
 	waitStatus(t, "explain naming the ClusterSet, the import and both exporting members", answerTimeout, func(ctx context.Context) (string, bool) {
 		out := runExplain(ctx, t, name, "--from", lab.ClusterA)
@@ -132,7 +147,7 @@ func testExplainClusterSetName(t *testing.T) {
 		out, _ := runStatus(t)
 		return out, strings.Contains(out, "  exports of member "+lab.ClusterB+": 1 in Conflict, 0 not Valid\n") &&
 			strings.Contains(out, "    "+ns+"/"+svc+": Conflict (PortConflict)") &&
-			strings.Contains(out, "\nnot read: the records each serve holds")
+			strings.Contains(out, "\nnot read: the records serve holds in "+lab.ClusterNamespace+"/"+lab.ClusterA+": no serve pod in namespace xcc-dns (--serve-namespace) with the workload chart's labels\n")
 	})
 	out, code := runStatus(t)
 	t.Logf("xcc-syncer status, exit code %d:\n%s", code, out)

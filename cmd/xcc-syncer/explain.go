@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -21,10 +22,8 @@ import (
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller"
-	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/corefile"
 	"github.com/xcc-dns/xcc-dns/internal/explain"
-	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
@@ -62,6 +61,7 @@ func runExplain(ctx context.Context, args []string) error {
 	from := fs.String("from", "", "also read the slices of this Cluster (of the name's namespace, or of the ClusterSet that has it) in its slice namespace, through its <cluster>-kubeconfig Secret")
 	sliceNamespace := fs.String("slice-namespace", controller.DefaultSliceNamespace, "namespace of the slices in each workload cluster: the controller's --slice-namespace")
 	clusterDNS := fs.String("cluster-dns-configmap", corefile.DefaultNamespace+"/"+corefile.DefaultConfigMap, "with --from: namespace/name of the cluster DNS ConfigMap whose Corefile is read, to say whether it forwards the name's zone")
+	xccService := fs.String("xcc-dns-service", "", "with --from: namespace/name of the xcc-dns Service in the workload cluster, whose ClusterIP the cluster DNS should forward the zone to (default: the Service patch-corefile's block names, else "+explain.DefaultService+")")
 	output := fs.String("o", "text", "output: text or json")
 	positional := parseInterleaved(fs, args)
 	if len(positional) < 1 || len(positional) > 2 {
@@ -114,7 +114,7 @@ func runExplain(ctx context.Context, args []string) error {
 			}
 			w := &workloadReader{management: core, sliceNamespace: *sliceNamespace}
 			explain.ReadSlices(ctx, n, w, ns, *from, &facts)
-			readFrom(ctx, n, w, ns, *from, *clusterDNS, &facts)
+			readFrom(ctx, n, w, ns, *from, *clusterDNS, *xccService, &facts)
 		}
 	}
 	report := explain.Build(n, facts, time.Now())
@@ -171,9 +171,11 @@ func (u unreadable) ClusterSets(context.Context) ([]xccv1alpha1.ClusterSet, erro
 }
 
 // readFrom adds to f what else the workload cluster --from says of n:
-// whether its cluster DNS forwards n's zone, and for a clusterset name
-// the ServiceImport behind it there. What cannot be read is unread.
-func readFrom(ctx context.Context, n explain.Name, w *workloadReader, namespace, cluster, clusterDNS string, f *explain.Facts) {
+// whether its cluster DNS forwards n's zone, to the xcc-dns Service
+// (xccService; "": the one the managed block names, else
+// explain.DefaultService), and for a clusterset name the ServiceImport
+// behind it there. What cannot be read is unread.
+func readFrom(ctx context.Context, n explain.Name, w *workloadReader, namespace, cluster, clusterDNS, xccService string, f *explain.Facts) {
 	if _, err := w.config(ctx, namespace, cluster); err != nil || n.Zone == "" || n.Refused != "" {
 		// The slices' read has said why the cluster cannot be read.
 		return
@@ -188,6 +190,13 @@ func readFrom(ctx context.Context, n explain.Name, w *workloadReader, namespace,
 	if err != nil {
 		f.Unread = append(f.Unread, fmt.Sprintf("cluster DNS of %s: %v", cluster, err))
 	}
+	if fw := f.Forward; fw != nil && fw.Found {
+		ref := cmp.Or(xccService, fw.Service, explain.DefaultService)
+		if fw.ServiceAddresses, err = w.ServiceAddresses(ctx, namespace, cluster, ref); err != nil {
+			f.Unread = append(f.Unread, fmt.Sprintf("the xcc-dns Service of %s, to compare the block's forward with: %v", cluster, err))
+		}
+		fw.Service = ref
+	}
 	if n.Family != explain.FamilyClusterSet {
 		return
 	}
@@ -200,8 +209,7 @@ func readFrom(ctx context.Context, n explain.Name, w *workloadReader, namespace,
 }
 
 // workloadReader reads a workload cluster (--from) through its Cluster
-// API kubeconfig Secret, which a tenant may have written: it is built by
-// internal/kubeconfig, inline credentials only. The client is made once.
+// API kubeconfig Secret (workloadConfig). The client is made once.
 type workloadReader struct {
 	management     kubernetes.Interface
 	sliceNamespace string
@@ -217,24 +225,9 @@ type workloadReader struct {
 func (w *workloadReader) config(ctx context.Context, namespace, cluster string) (*rest.Config, error) {
 	if key := namespace + "/" + cluster; w.key != key {
 		w.key = key
-		w.cfg, w.err = w.read(ctx, namespace, cluster)
+		w.cfg, w.err = workloadConfig(ctx, w.management, namespace, cluster, explainUserAgent, explainTimeout)
 	}
 	return w.cfg, w.err
-}
-
-func (w *workloadReader) read(ctx context.Context, namespace, cluster string) (*rest.Config, error) {
-	name := cluster + workload.KubeconfigSecretSuffix
-	secret, err := w.management.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("get Secret %s/%s: %w", namespace, name, err)
-	}
-	cfg, err := kubeconfig.RESTConfig(secret.Data[workload.KubeconfigSecretKey], kubeconfig.Policy{})
-	if err != nil {
-		return nil, fmt.Errorf("read Secret %s/%s: %w", namespace, name, err)
-	}
-	cfg.UserAgent = explainUserAgent
-	cfg.Timeout = explainTimeout
-	return cfg, nil
 }
 
 func (w *workloadReader) client(ctx context.Context, namespace, cluster string) (kubernetes.Interface, error) {
@@ -297,7 +290,29 @@ func (w *workloadReader) Forward(ctx context.Context, namespace, cluster, cmName
 	if blk != nil {
 		fw.Found, fw.Key, fw.Managed, fw.ForwardTo = true, blk.Key, blk.Managed, blk.ForwardTo
 	}
+	// The Service patch-corefile's block names, if any: the xcc-dns one.
+	if svc, _, err := corefile.BlockService(text); err == nil {
+		fw.Service = svc
+	}
 	return fw, nil
+}
+
+// ServiceAddresses reads the Service ref (namespace/name) of the cluster
+// and returns the addresses a forward to it names.
+func (w *workloadReader) ServiceAddresses(ctx context.Context, namespace, cluster, ref string) ([]string, error) {
+	client, err := w.client(ctx, namespace, cluster)
+	if err != nil {
+		return nil, err
+	}
+	svcNamespace, svcName, err := corefile.SplitRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := client.CoreV1().Services(svcNamespace).Get(ctx, svcName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get Service %s: %w", ref, err)
+	}
+	return corefile.ServiceAddresses(svc)
 }
 
 // Import reads the ServiceImport impNamespace/impName of the member

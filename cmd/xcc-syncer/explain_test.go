@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/explain"
 )
 
 // Flags may come before, between and after NAME and TYPE.
@@ -78,5 +80,70 @@ users: [{name: u, user: {token: t}}]
 	}
 	if _, err := w.Slices(context.Background(), "dev-team", "cluster-b"); err == nil || !strings.Contains(err.Error(), "cluster-b-kubeconfig") {
 		t.Errorf("no Secret: err %v", err)
+	}
+}
+
+// --from compares the forward of the zone's block with the xcc-dns
+// Service the managed block names (or --xcc-dns-service): its address
+// read in the cluster, or why it could not be.
+func TestReadFromService(t *testing.T) {
+	corefileText := `.:53 {
+    forward . /etc/resolv.conf
+}
+# xcc-dns begin: managed by xcc-syncer patch-corefile; edits inside are overwritten; service xcc-dns/dns
+xcc.test:53 {
+    forward . 10.96.0.99:53
+}
+# xcc-dns end
+`
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v1/namespaces/kube-system/configmaps/coredns":
+			_ = json.NewEncoder(w).Encode(corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"}, Data: map[string]string{"Corefile": corefileText}})
+		case "/api/v1/namespaces/xcc-dns/services/dns":
+			_ = json.NewEncoder(w).Encode(corev1.Service{TypeMeta: metav1.TypeMeta{Kind: "Service", APIVersion: "v1"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "xcc-dns", Name: "dns"},
+				Spec:       corev1.ServiceSpec{ClusterIP: "10.96.0.53", Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}})
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"%s not found"}`, r.URL.Path)
+		}
+	}))
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+current-context: c
+contexts: [{name: c, context: {cluster: c, user: u}}]
+clusters: [{name: c, cluster: {server: %q, certificate-authority-data: %q}}]
+users: [{name: u, user: {token: t}}]
+`, srv.URL, base64.StdEncoding.EncodeToString(ca))
+	mgmt := fake.NewSimpleClientset(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "cluster-b-kubeconfig"},
+		Data:       map[string][]byte{"value": []byte(kc)}})
+	n := explain.Classify("kuard.gateway.cluster-a.dev-team.clusters.xcc.test", "", explain.Config{Zone: "xcc.test"})
+
+	for _, tc := range []struct {
+		flag, service, unread string
+		addresses             []string
+	}{
+		{service: "xcc-dns/dns", addresses: []string{"10.96.0.53:53"}},
+		{flag: "xcc-dns/other", service: "xcc-dns/other", unread: "the xcc-dns Service of cluster-b, to compare the block's forward with: get Service xcc-dns/other: "},
+	} {
+		w := &workloadReader{management: mgmt, sliceNamespace: "xcc-dns"}
+		var f explain.Facts
+		readFrom(context.Background(), n, w, "dev-team", "cluster-b", "kube-system/coredns", tc.flag, &f)
+		fw := f.Forward
+		if fw == nil || fw.Service != tc.service || !reflect.DeepEqual(fw.ServiceAddresses, tc.addresses) || !reflect.DeepEqual(fw.ForwardTo, []string{"10.96.0.99:53"}) {
+			t.Errorf("--xcc-dns-service %q: forward %+v; want Service %s at %v", tc.flag, fw, tc.service, tc.addresses)
+		}
+		if got := strings.Join(f.Unread, "; "); tc.unread == "" && got != "" || !strings.HasPrefix(got, tc.unread) {
+			t.Errorf("--xcc-dns-service %q: unread %q, want %q", tc.flag, got, tc.unread)
+		}
+		if r := explain.Build(n, f, time.Now()); tc.unread == "" && r.Reason != explain.ReasonForwardsElsewhere {
+			t.Errorf("reason %s: %s; want %s", r.Reason, r.Why, explain.ReasonForwardsElsewhere)
+		}
 	}
 }

@@ -34,9 +34,10 @@ const statusUserAgent = "xcc-syncer-status"
 // statusTimeout bounds the reads of `xcc-syncer status`.
 const statusTimeout = 30 * time.Second
 
-// errNotReady is what status returns when something is not Ready: main
+// errNotReady is what status returns when something is not Ready, or a
+// serve pod holds no record where a Ready object expects some: main
 // exits with exitNotReady, so a rollout can be gated on it.
-var errNotReady = errors.New("not every GatewayDNS and ClusterSet is Ready")
+var errNotReady = errors.New("something is behind")
 
 // exitNotReady is status's exit code when something is behind; 1 stays
 // the code of a status that could not be read.
@@ -45,15 +46,34 @@ const exitNotReady = 3
 // runStatus is `xcc-syncer status` (also `kubectl xcc-dns status`): one
 // screen of the installation, read from the management cluster with the
 // rights to list GatewayDNS and ClusterSets, and to get the controller's
-// state ConfigMaps for the members' exports; it writes nothing.
+// state ConfigMaps for the members' exports; with --serve-records (the
+// default) also what each serve pod of every workload cluster holds,
+// through the clusters' kubeconfig Secrets. It writes nothing.
 func runStatus(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: xcc-syncer status [flags]
+
+Every GatewayDNS and ClusterSet of the management cluster, what is behind,
+and the records each serve pod of each workload cluster holds.
+
+Exit code: 0 when everything is Ready; %d when a GatewayDNS or ClusterSet
+is not Ready, or a serve pod holds no record while a Ready GatewayDNS or
+ClusterSet writes records into its cluster (behind); 1 when the management
+cluster cannot be read. What cannot be read of a workload cluster is said
+on a "not read:" line and does not change the exit code.
+
+`, exitNotReady)
+		fs.PrintDefaults()
+	}
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	kubeContext := fs.String("context", "", "kubeconfig context to use (default: its current context)")
 	namespace := fs.String("namespace", "", "only this namespace of the management cluster (default: all)")
 	fs.StringVar(namespace, "n", "", "short for --namespace")
 	output := fs.String("o", "text", "output: text or json")
 	stateNamespace := fs.String("state-namespace", controller.DefaultLeaderElectionNamespace, "namespace where the controller keeps its state (its --state-namespace): the members' last exports of each ClusterSet are read there")
+	serveRecords := fs.Bool("serve-records", true, "also read, through each workload cluster's <cluster>-kubeconfig Secret and its API server's pod proxy, the records each serve pod holds (xcc_serve_records of its /metrics); false: the management cluster alone is read")
+	serveNamespace := fs.String("serve-namespace", defaultServeNamespace, "with --serve-records: namespace of the workload chart's serve pods in each workload cluster")
 	_ = fs.Parse(args)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -85,7 +105,13 @@ func runStatus(ctx context.Context, args []string) error {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	readExportProblems(ctx, &report, sets, &state.ConfigMaps{Client: core, Namespace: *stateNamespace})
-	report.Unread = append(report.Unread, overview.ServeRecordsUnread)
+	if *serveRecords {
+		configFor := func(ctx context.Context, namespace, cluster string) (*rest.Config, error) {
+			return workloadConfig(ctx, core, namespace, cluster, statusUserAgent, serveClusterTimeout)
+		}
+		sr := serveReader{configFor: configFor, namespace: *serveNamespace, timeout: serveClusterTimeout}
+		report.SetServe(sr.read(ctx, overview.ServeClusters(gds, sets)))
+	}
 	if *output == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

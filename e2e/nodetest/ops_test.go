@@ -3,6 +3,7 @@ package nodetest
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -62,25 +63,47 @@ func xccSyncer(t *testing.T, args ...string) (string, int) {
 
 // testStatusAndExplain: xcc-syncer status, run as an operator runs it with
 // the management cluster's kubeconfig, exits 0 with the walkthrough's
-// GatewayDNS Ready and both workload clusters Published and healthy;
+// GatewayDNS Ready and both workload clusters Published and healthy, and
+// with the records each serve pod of each holds, read through the
+// clusters' kubeconfig Secrets and pod proxies (text and -o json);
 // explain of cluster-a's gateway name asked from cluster-b says it answers
 // cluster-a's gateway address, names the slice cluster-b holds for it,
 // and reads from cluster-b's real CoreDNS ConfigMap that the chart's hook
-// made it forward the zone to the xcc-dns Service.
+// made it forward the zone to the xcc-dns Service, at its ClusterIP.
 func testStatusAndExplain(t *testing.T) {
 	ctx := context.Background()
 	a, b := nl.Cluster(lab.ClusterA), nl.Cluster(lab.ClusterB)
 	gd := lab.ClusterNamespace + "/" + lab.GatewayDNSName
 	row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(gd) + `\s+true\s+Published\s+2/2\s+2\s+0$`)
+	// Each serve replica of each workload cluster, read through its API
+	// server's pod proxy, holds the published records.
+	serve := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(lab.ClusterNamespace) + `/(cluster-[ab])\s+` + regexp.QuoteMeta(lab.SliceNamespace) + `/` +
+		regexp.QuoteMeta(lab.ReleaseName) + `-[01]\s+[1-9][0-9]*\s+[0-9hms]+ ago$`)
 	var out string
-	poll(t, "xcc-syncer status exiting 0 with "+gd+" Ready, 2/2 Published and healthy", opsWait, func() error {
+	poll(t, "xcc-syncer status exiting 0 with "+gd+" Ready, 2/2 Published and healthy, each serve pod holding records", opsWait, func() error {
 		var code int
 		out, code = xccSyncer(t, "status")
-		if code != 0 || !row.MatchString(out) || !strings.Contains(out, "\nall 1 GatewayDNS and 0 ClusterSets Ready\n") {
-			return fmt.Errorf("exit code %d:\n%s", code, out)
+		if code != 0 || !row.MatchString(out) || !strings.Contains(out, "\nall 1 GatewayDNS and 0 ClusterSets Ready\n") ||
+			len(serve.FindAllString(out, -1)) != 4 || strings.Contains(out, "not read") {
+			return fmt.Errorf("exit code %d, want the 4 serve pods' records, all read:\n%s", code, out)
 		}
 		return nil
 	})
+	var report struct {
+		Serve []struct {
+			Cluster string
+			Pods    []struct{ Records int64 }
+		}
+	}
+	js, code := xccSyncer(t, "status", "-o", "json")
+	if err := json.Unmarshal([]byte(js), &report); err != nil || code != 0 || len(report.Serve) != 2 {
+		t.Errorf("xcc-syncer status -o json: exit code %d, %v; want the serve pods of 2 clusters:\n%s", code, err, js)
+	}
+	for _, c := range report.Serve {
+		if len(c.Pods) != 2 || c.Pods[0].Records == 0 || c.Pods[1].Records == 0 {
+			t.Errorf("xcc-syncer status -o json: %s: %+v, want 2 serve pods holding records", c.Cluster, c.Pods)
+		}
+	}
 	for _, w := range []string{lab.ClusterA, lab.ClusterB} {
 		if strings.Contains(out, "  cluster "+w+":") || strings.Contains(out, "  target "+w+":") {
 			t.Errorf("xcc-syncer status lists %s as behind:\n%s", w, out)
@@ -93,7 +116,7 @@ func testStatusAndExplain(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := lab.GatewayHost("kuard", lab.ClusterA)
-	out, code := xccSyncer(t, "explain", name, "--from", lab.ClusterB)
+	out, code = xccSyncer(t, "explain", name, "--from", lab.ClusterB)
 	if code != 0 {
 		t.Fatalf("xcc-syncer explain %s --from %s: exit code %d:\n%s", name, lab.ClusterB, code, out)
 	}
@@ -103,9 +126,10 @@ func testStatusAndExplain(t *testing.T) {
 		t.Errorf("explain: want answer records and %q", strings.TrimSpace(reason))
 	}
 	forward := regexp.MustCompile(`\ncluster DNS of ` + lab.ClusterB + ` \(kube-system/coredns\): forwards ` + regexp.QuoteMeta(lab.Zone) +
-		` to ` + regexp.QuoteMeta(svc.Spec.ClusterIP) + `(:[0-9]+)? \(block [^,]+, patch-corefile's\)\n`)
+		` to ` + regexp.QuoteMeta(svc.Spec.ClusterIP) + `(:[0-9]+)? \(block [^,]+, patch-corefile's\): the xcc-dns Service ` +
+		regexp.QuoteMeta(lab.SliceNamespace+"/"+lab.ReleaseName) + `\n`)
 	if !forward.MatchString(out) {
-		t.Errorf("explain: want cluster-b's CoreDNS ConfigMap forwarding %s to the xcc-dns Service %s, block of patch-corefile", lab.Zone, svc.Spec.ClusterIP)
+		t.Errorf("explain: want cluster-b's CoreDNS ConfigMap forwarding %s to the xcc-dns Service %s, block of patch-corefile, the Service's address", lab.Zone, svc.Spec.ClusterIP)
 	}
 	sliceLine := regexp.MustCompile(`\nslices in ` + lab.ClusterB + `: [1-9][0-9]*\n`)
 	if !sliceLine.MatchString(out) || strings.Contains(out, "unread:") {

@@ -102,6 +102,24 @@ func serviceAddress(svc *corev1.Service) (string, error) {
 	return netip.AddrPortFrom(ip, uint16(port)).String(), nil
 }
 
+// ServiceAddresses are the addresses a forward to svc may name: its
+// address as ServiceAddress gives it, then each other ClusterIP of a
+// dual-stack Service with the same port.
+func ServiceAddresses(svc *corev1.Service) ([]string, error) {
+	first, err := serviceAddress(svc)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{first}
+	ap := netip.MustParseAddrPort(first)
+	for _, s := range svc.Spec.ClusterIPs {
+		if ip, err := netip.ParseAddr(s); err == nil && ip != ap.Addr() {
+			out = append(out, netip.AddrPortFrom(ip, ap.Port()).String())
+		}
+	}
+	return out, nil
+}
+
 // dnsPort picks the Service port DNS is served on.
 func dnsPort(ports []corev1.ServicePort) (int32, error) {
 	if len(ports) == 0 {

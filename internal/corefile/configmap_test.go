@@ -2,6 +2,7 @@ package corefile
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -178,5 +179,20 @@ func TestServiceAddress(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("ServiceAddress(%q) = %q, %v; want %q", tt.ref, got, err, tt.want)
 		}
+	}
+}
+
+// A dual-stack Service may be forwarded to at each of its ClusterIPs.
+func TestServiceAddresses(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "xcc-dns", Name: "xcc-dns"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.53", ClusterIPs: []string{"10.96.0.53", "fd00::53"},
+			Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}
+	got, err := ServiceAddresses(svc)
+	if want := []string{"10.96.0.53:53", "[fd00::53]:53"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("ServiceAddresses = %v, %v; want %v", got, err, want)
+	}
+	svc.Spec.ClusterIP, svc.Spec.ClusterIPs = corev1.ClusterIPNone, []string{corev1.ClusterIPNone}
+	if got, err := ServiceAddresses(svc); err == nil || !strings.Contains(err.Error(), "no ClusterIP") {
+		t.Errorf("headless: %v, %v; want no ClusterIP", got, err)
 	}
 }

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +57,11 @@ type Forward struct {
 	Key       string   `json:"key,omitempty"`
 	Managed   bool     `json:"managed,omitempty"`
 	ForwardTo []string `json:"forwardTo,omitempty"`
+	// Service is the xcc-dns Service of the cluster (namespace/name) and
+	// ServiceAddresses each of its ClusterIPs with its DNS port (ip:port),
+	// what the block should forward to; none when it was not read.
+	Service          string   `json:"service,omitempty"`
+	ServiceAddresses []string `json:"serviceAddresses,omitempty"`
 }
 
 // Import is a member's ServiceImport: its type, ClusterSetIPs, ports
@@ -83,29 +89,30 @@ const (
 // Reasons of a Report, besides the controller's status reasons it
 // passes on (Published, ClusterUnreachable, ServiceNotFound, ...).
 const (
-	ReasonNotInZone        = "NotInZone"
-	ReasonRefused          = "Refused"
-	ReasonEmptyNonTerminal = "EmptyNonTerminal"
-	ReasonApex             = "Apex"
-	ReasonTypeNotAnswered  = "TypeNotAnswered"
-	ReasonByHand           = "ByHand"
-	ReasonPublished        = "Published"
-	ReasonUnread           = "Unread"
-	ReasonNoGatewayDNS     = "NoGatewayDNS"
-	ReasonNotSelected      = "NotSelected"
-	ReasonNotInStatus      = "NotInStatus"
-	ReasonNoAPIAddress     = "NoAPIAddress"
-	ReasonHeadlessExport   = "HeadlessExport"
-	ReasonNotHeadless      = "NotHeadless"
-	ReasonNothingPublished = "NothingPublished"
-	ReasonNoPods           = "NoPods"
-	ReasonNamesNotEnabled  = "NamesNotEnabled"
-	ReasonNotClaimed       = "NotClaimed"
-	ReasonNoClusterSet     = "NoClusterSet"
-	ReasonSeeMembers       = "SeeMembers"
-	ReasonImported         = "Imported"
-	ReasonNotImported      = "NotImported"
-	ReasonNotForwarded     = "NotForwarded"
+	ReasonNotInZone         = "NotInZone"
+	ReasonRefused           = "Refused"
+	ReasonEmptyNonTerminal  = "EmptyNonTerminal"
+	ReasonApex              = "Apex"
+	ReasonTypeNotAnswered   = "TypeNotAnswered"
+	ReasonByHand            = "ByHand"
+	ReasonPublished         = "Published"
+	ReasonUnread            = "Unread"
+	ReasonNoGatewayDNS      = "NoGatewayDNS"
+	ReasonNotSelected       = "NotSelected"
+	ReasonNotInStatus       = "NotInStatus"
+	ReasonNoAPIAddress      = "NoAPIAddress"
+	ReasonHeadlessExport    = "HeadlessExport"
+	ReasonNotHeadless       = "NotHeadless"
+	ReasonNothingPublished  = "NothingPublished"
+	ReasonNoPods            = "NoPods"
+	ReasonNamesNotEnabled   = "NamesNotEnabled"
+	ReasonNotClaimed        = "NotClaimed"
+	ReasonNoClusterSet      = "NoClusterSet"
+	ReasonSeeMembers        = "SeeMembers"
+	ReasonImported          = "Imported"
+	ReasonNotImported       = "NotImported"
+	ReasonNotForwarded      = "NotForwarded"
+	ReasonForwardsElsewhere = "ForwardsElsewhere"
 )
 
 // Report is the explanation of one name.
@@ -220,9 +227,81 @@ func Build(n Name, f Facts, now time.Time) Report {
 		// Asked there, the name never reaches xcc-dns: that comes first.
 		r.set(AnswerUnknown, ReasonNotForwarded, fmt.Sprintf("the cluster DNS of %s (ConfigMap %s) has no server block for %s: it sends the name upstream like any other, and pods there get what the upstream answers; xcc-syncer patch-corefile adds the block (the workload chart's job runs it)",
 			f.From, fw.ConfigMap, fw.Zone))
+	} else if fw != nil && fw.Found && n.Zone != "" && n.Refused == "" && len(fw.ServiceAddresses) > 0 {
+		r.forwardsElsewhere(*fw, f.From)
 	}
 	return r
 }
+
+// forwardsElsewhere sets the reason of a name asked from a cluster whose
+// DNS block for the zone forwards elsewhere than the xcc-dns Service, or
+// not only there: what pods there get is what that server answers. What
+// xcc-dns itself answers, the reason so far, is kept at the end.
+func (r *Report) forwardsElsewhere(fw Forward, from string) {
+	other := fw.Elsewhere()
+	if len(fw.ForwardTo) > 0 && len(other) == 0 {
+		return
+	}
+	defer func(answer, reason, why string) {
+		r.Why += fmt.Sprintf("; xcc-dns itself answers %s (%s: %s)", answer, reason, why)
+	}(r.Answer, r.Reason, r.Why)
+	block := fmt.Sprintf("the block %s of the cluster DNS of %s (ConfigMap %s)", fw.Key, from, fw.ConfigMap)
+	svc := fmt.Sprintf("the xcc-dns Service %s (%s)", fw.Service, strings.Join(fw.ServiceAddresses, ", "))
+	var why string
+	switch {
+	case len(fw.ForwardTo) == 0:
+		r.set(AnswerUnknown, ReasonForwardsElsewhere, fmt.Sprintf("%s forwards %s nowhere, not to %s: pods there get what that block answers itself", block, fw.Zone, svc))
+		return
+	case len(other) < len(fw.ForwardTo):
+		why = fmt.Sprintf("%s forwards %s to %s, not only to %s: %s is not it, and the forward plugin sends some queries there",
+			block, fw.Zone, strings.Join(fw.ForwardTo, " "), svc, strings.Join(other, " "))
+	default:
+		why = fmt.Sprintf("%s forwards %s to %s, not to %s: pods there get what that server answers", block, fw.Zone, strings.Join(fw.ForwardTo, " "), svc)
+	}
+	if fw.Managed {
+		why += "; patch-corefile's block: helm upgrade of the workload chart (its patch-corefile job) writes it again with the Service's address"
+	} else {
+		why += "; a block of the user's: point its forward at the Service, or remove it"
+	}
+	r.set(AnswerUnknown, ReasonForwardsElsewhere, why)
+}
+
+// Elsewhere are the targets of the block's forward that are not one of
+// the xcc-dns Service's addresses: an address (dns:// or none, port 53
+// when unwritten) of another IP or port, or another kind of target (a
+// file, tls://). Nil when the Service was not read.
+func (fw Forward) Elsewhere() []string {
+	if len(fw.ServiceAddresses) == 0 {
+		return nil
+	}
+	var out []string
+	for _, t := range fw.ForwardTo {
+		ap, ok := forwardAddress(t)
+		if !ok || !slices.ContainsFunc(fw.ServiceAddresses, func(s string) bool {
+			sa, err := netip.ParseAddrPort(s)
+			return err == nil && sa.Addr().Unmap() == ap.Addr() && sa.Port() == ap.Port()
+		}) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// forwardAddress is the address a forward target names: ip, ip:port or
+// [ip]:port, with or without dns://; false for anything else.
+func forwardAddress(target string) (netip.AddrPort, bool) {
+	t := strings.TrimPrefix(target, "dns://")
+	if ap, err := netip.ParseAddrPort(t); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
+	}
+	if a, err := netip.ParseAddr(t); err == nil && a.Zone() == "" {
+		return netip.AddrPortFrom(a.Unmap(), dnsPort), true
+	}
+	return netip.AddrPort{}, false
+}
+
+// dnsPort is where a forward target without a port is asked.
+const dnsPort = 53
 
 func (r *Report) set(answer, reason, why string) { r.Answer, r.Reason, r.Why = answer, reason, why }
 

@@ -153,6 +153,33 @@ func TestBuild(t *testing.T) {
 		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{GatewayDNS: gds, From: "cluster-c",
 			Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53"}}},
 			answer: AnswerRecords, reason: "Published: cluster-a is published in every target"},
+		// The block forwards, but not to the xcc-dns Service: pods there
+		// get what that server answers.
+		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{GatewayDNS: gds, From: "cluster-c",
+			Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.99:53"},
+				Service: "xcc-dns/xcc-dns", ServiceAddresses: []string{"10.96.0.53:53"}}},
+			answer: AnswerUnknown, reason: "ForwardsElsewhere: the block xcc.test:53 of the cluster DNS of cluster-c (ConfigMap kube-system/coredns) forwards xcc.test to 10.96.0.99:53, not to the xcc-dns Service xcc-dns/xcc-dns (10.96.0.53:53): pods there get what that server answers; patch-corefile's block: helm upgrade of the workload chart (its patch-corefile job) writes it again with the Service's address; xcc-dns itself answers records (Published: cluster-a is published in every target: 172.18.255.200)"},
+		// One target of several elsewhere: the forward plugin spreads
+		// queries over them all; a user's block is the user's to fix.
+		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{GatewayDNS: gds, From: "cluster-c",
+			Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "test:53", ForwardTo: []string{"dns://10.96.0.53", "192.0.2.53"},
+				Service: "xcc-dns/xcc-dns", ServiceAddresses: []string{"10.96.0.53:53", "[fd00::53]:53"}}},
+			answer: AnswerUnknown, reason: "ForwardsElsewhere: the block test:53 of the cluster DNS of cluster-c (ConfigMap kube-system/coredns) forwards xcc.test to dns://10.96.0.53 192.0.2.53, not only to the xcc-dns Service xcc-dns/xcc-dns (10.96.0.53:53, [fd00::53]:53): 192.0.2.53 is not it, and the forward plugin sends some queries there; a block of the user's: point its forward at the Service, or remove it; xcc-dns itself answers records (Published: "},
+		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{GatewayDNS: gds, From: "cluster-c",
+			Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "xcc.test:53",
+				Service: "xcc-dns/xcc-dns", ServiceAddresses: []string{"10.96.0.53:53"}}},
+			answer: AnswerUnknown, reason: "ForwardsElsewhere: the block xcc.test:53 of the cluster DNS of cluster-c (ConfigMap kube-system/coredns) forwards xcc.test nowhere, not to the xcc-dns Service xcc-dns/xcc-dns (10.96.0.53:53): pods there get what that block answers itself; xcc-dns itself answers records (Published: "},
+		// The Service's address, with the port written or not, any of
+		// its ClusterIPs.
+		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{GatewayDNS: gds, From: "cluster-c",
+			Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53", "dns://[fd00::53]:53"},
+				Service: "xcc-dns/xcc-dns", ServiceAddresses: []string{"10.96.0.53:53", "[fd00::53]:53"}}},
+			answer: AnswerRecords, reason: "Published: cluster-a is published in every target"},
+		// Another port of the Service's address is not the Service.
+		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{GatewayDNS: gds, From: "cluster-c",
+			Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53:5353"},
+				Service: "xcc-dns/xcc-dns", ServiceAddresses: []string{"10.96.0.53:53"}}},
+			answer: AnswerUnknown, reason: "ForwardsElsewhere: the block xcc.test:53 of the cluster DNS of cluster-c (ConfigMap kube-system/coredns) forwards xcc.test to 10.96.0.53:5353, not to the xcc-dns Service"},
 		// The guard's refusal stands wherever the name is asked.
 		{name: "kuard.gateway.any.dev-team.clusters.xcc.test", facts: Facts{From: "cluster-c", Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test"}},
 			answer: AnswerNXDomain, reason: `Refused: name refused: a label "any"`},
@@ -282,6 +309,12 @@ func TestWriteTextForward(t *testing.T) {
 			"cluster DNS of cluster-c (kube-system/coredns): forwards xcc.test to 192.0.2.53 (block test:53, not patch-corefile's)\n"},
 		{Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test"},
 			"cluster DNS of cluster-c (kube-system/coredns): no server block for xcc.test\n"},
+		{Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53:53"},
+			Service: "xcc-dns/xcc-dns", ServiceAddresses: []string{"10.96.0.53:53"}},
+			"cluster DNS of cluster-c (kube-system/coredns): forwards xcc.test to 10.96.0.53:53 (block xcc.test:53, patch-corefile's): the xcc-dns Service xcc-dns/xcc-dns\n"},
+		{Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.99:53"},
+			Service: "xcc-dns/xcc-dns", ServiceAddresses: []string{"10.96.0.53:53"}},
+			"cluster DNS of cluster-c (kube-system/coredns): forwards xcc.test to 10.96.0.99:53 (block xcc.test:53, patch-corefile's): not the xcc-dns Service xcc-dns/xcc-dns (10.96.0.53:53)\n"},
 	} {
 		fw := tt.fw
 		var out strings.Builder

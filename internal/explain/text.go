@@ -14,6 +14,10 @@ import (
 // its etcd run: the port-forward of the etcdctl command.
 const WorkloadNamespace = "xcc-dns"
 
+// DefaultService is the workload chart's Service (release xcc-dns in
+// WorkloadNamespace): what cluster DNS forwards the zones to.
+const DefaultService = WorkloadNamespace + "/xcc-dns"
+
 // etcdClientURL is where the port-forward puts serve's etcd.
 const etcdClientURL = "http://127.0.0.1:2379"
 
@@ -113,7 +117,14 @@ func (fw Forward) words() string {
 	if len(fw.ForwardTo) == 0 {
 		return fmt.Sprintf("answers %s itself, forwarding it nowhere (block %s, %s)", fw.Zone, fw.Key, whose)
 	}
-	return fmt.Sprintf("forwards %s to %s (block %s, %s)", fw.Zone, strings.Join(fw.ForwardTo, " "), fw.Key, whose)
+	out := fmt.Sprintf("forwards %s to %s (block %s, %s)", fw.Zone, strings.Join(fw.ForwardTo, " "), fw.Key, whose)
+	switch {
+	case len(fw.ServiceAddresses) == 0:
+		return out
+	case len(fw.Elsewhere()) == 0:
+		return out + ": the xcc-dns Service " + fw.Service
+	}
+	return fmt.Sprintf("%s: not the xcc-dns Service %s (%s)", out, fw.Service, strings.Join(fw.ServiceAddresses, ", "))
 }
 
 func typeSuffix(t string) string {

@@ -3,8 +3,9 @@
 // management cluster, what each publishes, and everything behind (a
 // cluster not Published, a target not holding the latest records, a
 // member refused or unreachable), each with since when and why, as the
-// controller wrote it in their status. Build is pure; the command reads
-// the objects and prints the Report.
+// controller wrote it in their status; and what each serve pod of each
+// workload cluster holds, as its metrics say (ServeClusters, SetServe).
+// Build is pure; the command reads the objects and prints the Report.
 package overview
 
 import (
@@ -29,14 +30,12 @@ import (
 type Report struct {
 	GatewayDNS  []GatewayDNS `json:"gatewayDNS"`
 	ClusterSets []ClusterSet `json:"clusterSets"`
+	// Serve is what the serve pods of each workload cluster hold; nil
+	// when not read (status --serve-records=false).
+	Serve []ServeCluster `json:"serve,omitempty"`
 	// Unread are the facts that could not be read, each with why.
 	Unread []string `json:"unread,omitempty"`
 }
-
-// ServeRecordsUnread is the fact the management cluster does not hold:
-// serve counts its records only in its own metrics, in each workload
-// cluster.
-const ServeRecordsUnread = "the records each serve holds: only serve's metric xcc_serve_records (:8080/metrics of each DNS pod, in each workload cluster) and its etcd have them"
 
 // GatewayDNS is one GatewayDNS: its counts, and what is behind.
 type GatewayDNS struct {
@@ -225,8 +224,11 @@ func ready(conds []metav1.Condition, typ string) (bool, string) {
 	return c.Status == metav1.ConditionTrue, c.Reason
 }
 
-// NotReady is the objects that are not Ready, by "kind namespace/name":
-// what makes `xcc-syncer status` exit non-zero.
+// NotReady is the objects that are not Ready, by "kind namespace/name",
+// and the serve pods that hold no record where a Ready object expects
+// some: what makes `xcc-syncer status` exit non-zero. A serve pod that
+// could not be read does not: reading it needs rights on the workload
+// cluster a rollout gate may not have.
 func (r Report) NotReady() []string {
 	var out []string
 	for _, g := range r.GatewayDNS {
@@ -237,6 +239,13 @@ func (r Report) NotReady() []string {
 	for _, s := range r.ClusterSets {
 		if !s.Ready {
 			out = append(out, "ClusterSet "+s.Name)
+		}
+	}
+	for _, c := range r.Serve {
+		for _, p := range c.Pods {
+			if p.Behind {
+				out = append(out, "serve "+p.Name+" in "+c.Cluster)
+			}
 		}
 	}
 	return out
@@ -270,6 +279,9 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 	}
 	for _, s := range r.ClusterSets {
 		writeBehind(w, s.Name, s.Message, s.Behind, now, s.ExportProblems)
+	}
+	if err := r.writeServe(w, now); err != nil {
+		return err
 	}
 	if len(r.Unread) > 0 {
 		fmt.Fprintln(w)

@@ -141,6 +141,11 @@ func limitBodies(rt http.RoundTripper, most int64) http.RoundTripper {
 	return &bodyLimiter{rt: rt, most: most}
 }
 
+// LimitBodies is limitBodies for the operator commands that read a
+// workload cluster with its kubeconfig (xcc-syncer explain and status):
+// that API server is the tenant's too.
+func LimitBodies(rt http.RoundTripper, most int64) http.RoundTripper { return limitBodies(rt, most) }
+
 type bodyLimiter struct {
 	rt   http.RoundTripper
 	most int64
