@@ -32,6 +32,6 @@ func ExampleReport_WriteText() {
 	// GatewayDNS dev-team/dev-team-gateway-dns: Ready, Published
 	//   cluster cluster-a: Published, healthy; addresses 172.18.255.200
 	// records: etcd key /skydns/test/xcc/clusters/dev-team/cluster-a/gateway/ in the serve etcd of each workload cluster:
-	//   kubectl -n xcc-dns port-forward deploy/xcc-dns 2379:2379 &
+	//   kubectl -n xcc-dns port-forward statefulset/xcc-dns 2379:2379 &
 	//   etcdctl --endpoints http://127.0.0.1:2379 get --prefix /skydns/test/xcc/clusters/dev-team/cluster-a/gateway/
 }

@@ -37,7 +37,7 @@ func Etcdctl(key string) string {
 
 // EtcdPortForward reaches serve's etcd, which listens on 127.0.0.1 in
 // its pod.
-const EtcdPortForward = "kubectl -n " + WorkloadNamespace + " port-forward deploy/xcc-dns 2379:2379 &"
+const EtcdPortForward = "kubectl -n " + WorkloadNamespace + " port-forward statefulset/xcc-dns 2379:2379 &"
 
 // WriteText prints r for an operator: the name, the reason line, the
 // publishers behind with the entries the name depends on, and where its
