@@ -137,14 +137,14 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 	if !ok {
 		return errors.New("its client has no Multi-Cluster Services API")
 	}
-	client = apply.Observed(client, c.workloads.Seen(m.cluster))
+	client = memo.exports.client(apply.Observed(client, c.workloads.Seen(m.cluster)))
 	// Everything is read from the member's informers; the controller's
 	// own objects are listed only while those have not listed yet.
 	existing, contractSlices, cached, err := c.ownObjects(ctx, m, client)
 	if err != nil {
 		return err
 	}
-	existing.Exports = r.own
+	existing.Exports = memo.exports.over(r.own)
 	ips := derivedClusterIPs(existing)
 	var objs objects.Objects
 	var errs []error

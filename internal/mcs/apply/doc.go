@@ -37,6 +37,9 @@
 //     collected, wrapped with the object and member, and returned joined.
 //     A refusal costs only its object (and the objects of its import that
 //     depend on it); the caller goes on to write the member's DNS slices.
+//   - The requests of each step go writeConcurrency at a time
+//     (Concurrently): the member's client rate bounds a write, not the
+//     round trip of each request.
 //   - Every call has a deadline (Bounded), and once one call of a write has
 //     passed it the member counts as not answering: the rest of that write
 //     fails at once with ErrNotAnswering, so a frozen member costs one

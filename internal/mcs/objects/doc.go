@@ -4,6 +4,9 @@
 // derived Services and EndpointSlices it gets and the conditions of its
 // own ServiceExports. Compute is pure, so every rule is a table test; the
 // writer (internal/mcs/apply) diffs its result against the member.
+// ComputeWith gives the same result from a Memo of the last call, building
+// again only the imports whose inputs changed; a property test holds the
+// two equal.
 //
 // The choices it makes:
 //
