@@ -239,6 +239,13 @@ func (c *Controller) clusterSetFailed(ctx context.Context, key string, err error
 		logger.V(2).Info("Conflict writing ClusterSet; requeued", "err", err.Error())
 		return
 	}
+	if errors.Is(err, errRemoving) {
+		// A removal still running in a member's lane is waited for, not
+		// a failure: logged every half second at the error level, it
+		// drowned the ones that are.
+		logger.V(2).Info("Removal still running; requeued", "err", err.Error())
+		return
+	}
 	c.cfg.Metrics.SyncErrors.Inc()
 	logger.Error(err, "ClusterSet sync failed; requeued", "retries", retries)
 }

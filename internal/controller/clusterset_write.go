@@ -519,13 +519,25 @@ func (c *Controller) removeClusterSet(ctx context.Context, key string, uid types
 	user := clusterSetUser + key
 	clusters := slices.Sorted(maps.Keys(mem.written))
 	removed := c.removeFromAll(ctx, key, mem, clusters, user)
-	var errs []error
+	var errs, running []error
 	for i, cluster := range clusters {
-		if removed[i] != nil && !c.clusterGone(ctx, mem.written[cluster], cluster, removed[i]) {
+		switch {
+		case errors.Is(removed[i], errRemoving):
+			running = append(running, fmt.Errorf("member %s (Cluster %s): %w", mem.written[cluster], cluster, removed[i]))
+		case removed[i] != nil && !c.clusterGone(ctx, mem.written[cluster], cluster, removed[i]):
 			errs = append(errs, fmt.Errorf("member %s (Cluster %s): %w", mem.written[cluster], cluster, removed[i]))
-			continue
+		default:
+			delete(mem.written, cluster)
 		}
-		delete(mem.written, cluster)
+	}
+	if len(errs) == 0 {
+		// Only removals still running: waited for (errRemoving), not a
+		// failure to report.
+		errs = running
+	} else {
+		for _, r := range running {
+			errs = append(errs, errors.New(r.Error()))
+		}
 	}
 	if len(errs) > 0 {
 		c.workloads.Release(user, c.removalConnections(mem))
