@@ -210,13 +210,12 @@ func mcsScaleNamespaceName(n int) string { return fmt.Sprintf("bench-mcs-%02d", 
 // waitMCSReady waits until n exports of the benchmark, over the members,
 // say Ready=True.
 func waitMCSReady(ctx context.Context, t *testing.T, members []mcsMember, n int, deadline time.Time) error {
-	lastLog := time.Now()
-	for {
+	return pollMCS(ctx, t, deadline, func() (bool, string, error) {
 		ready := 0
 		for _, m := range members {
 			list, err := m.clients.dyn.Resource(lab.ServiceExportGVR).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 			if err != nil {
-				return fmt.Errorf("list ServiceExports in %s: %w", m.cluster.Name, err)
+				return false, "", fmt.Errorf("list ServiceExports in %s: %w", m.cluster.Name, err)
 			}
 			for _, u := range list.Items {
 				conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -227,23 +226,8 @@ func waitMCSReady(ctx context.Context, t *testing.T, members []mcsMember, n int,
 				}
 			}
 		}
-		if ready >= n {
-			return nil
-		}
-		progress := fmt.Sprintf("want %d exports Ready: %d are", n, ready)
-		if time.Now().After(deadline) {
-			return errors.New(progress)
-		}
-		if time.Since(lastLog) >= scaleProgressEvery {
-			t.Log(progress)
-			lastLog = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(mcsPollEvery):
-		}
-	}
+		return ready >= n, fmt.Sprintf("want %d exports Ready: %d are", n, ready), nil
+	})
 }
 
 // waitMCSFilled waits until every member holds n ServiceImports (those
@@ -251,28 +235,37 @@ func waitMCSReady(ctx context.Context, t *testing.T, members []mcsMember, n int,
 // cluster-b's serve etcd holds records of n imports. The benchmark's
 // imports have one source and one family: one contract slice each.
 func waitMCSFilled(ctx context.Context, t *testing.T, members []mcsMember, cli *clientv3.Client, n int, deadline time.Time) error {
-	lastLog := time.Now()
-	for {
+	return pollMCS(ctx, t, deadline, func() (bool, string, error) {
 		imports := make([]int, len(members))
 		contract := make([]int, len(members))
 		for i, m := range members {
 			var err error
 			if imports[i], contract[i], err = mcsMemberCounts(ctx, m); err != nil {
-				return err
+				return false, "", err
 			}
 		}
 		names, err := mcsNamesInEtcd(ctx, cli)
 		if err != nil {
-			return err
+			return false, "", err
 		}
 		done := names == n
 		for i := range members {
 			done = done && imports[i] == n && contract[i] == n
 		}
-		if done {
-			return nil
+		return done, fmt.Sprintf("want %d imports: members hold %v, their contract slices %v, cluster-b's etcd names %d", n, imports, contract, names), nil
+	})
+}
+
+// pollMCS calls check every mcsPollEvery until it is done, logging its
+// progress every scaleProgressEvery; past deadline the progress is the
+// error.
+func pollMCS(ctx context.Context, t *testing.T, deadline time.Time, check func() (done bool, progress string, err error)) error {
+	lastLog := time.Now()
+	for {
+		done, progress, err := check()
+		if err != nil || done {
+			return err
 		}
-		progress := fmt.Sprintf("want %d imports: members hold %v, their contract slices %v, cluster-b's etcd names %d", n, imports, contract, names)
 		if time.Now().After(deadline) {
 			return errors.New(progress)
 		}

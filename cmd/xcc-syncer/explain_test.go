@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"flag"
 	"fmt"
 	"net/http"
@@ -61,17 +59,7 @@ func TestWorkloadSlices(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(l)
 	}))
 	defer srv.Close()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-current-context: c
-contexts: [{name: c, context: {cluster: c, user: u}}]
-clusters: [{name: c, cluster: {server: %q, certificate-authority-data: %q}}]
-users: [{name: u, user: {token: t}}]
-`, srv.URL, base64.StdEncoding.EncodeToString(ca))
-	mgmt := fake.NewSimpleClientset(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "cluster-a-kubeconfig"},
-		Data:       map[string][]byte{"value": []byte(kc)}})
+	mgmt := fake.NewSimpleClientset(kubeconfigSecret(srv, "cluster-a", "t"))
 	w := &workloadReader{management: mgmt, sliceNamespace: "xcc-dns"}
 
 	got, err := w.Slices(context.Background(), "dev-team", "cluster-a")
@@ -112,17 +100,7 @@ xcc.test:53 {
 		}
 	}))
 	defer srv.Close()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-current-context: c
-contexts: [{name: c, context: {cluster: c, user: u}}]
-clusters: [{name: c, cluster: {server: %q, certificate-authority-data: %q}}]
-users: [{name: u, user: {token: t}}]
-`, srv.URL, base64.StdEncoding.EncodeToString(ca))
-	mgmt := fake.NewSimpleClientset(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "cluster-b-kubeconfig"},
-		Data:       map[string][]byte{"value": []byte(kc)}})
+	mgmt := fake.NewSimpleClientset(kubeconfigSecret(srv, "cluster-b", "t"))
 	n := explain.Classify("kuard.gateway.cluster-a.dev-team.clusters.xcc.test", "", explain.Config{Zone: "xcc.test"})
 
 	for _, tc := range []struct {

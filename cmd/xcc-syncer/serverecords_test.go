@@ -71,14 +71,20 @@ func (f *fakeWorkloads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // secret is the <cluster>-kubeconfig Secret of cluster on f's server.
 func (f *fakeWorkloads) secret(cluster string) *corev1.Secret {
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srv.Certificate().Raw})
+	return kubeconfigSecret(f.srv, cluster, cluster)
+}
+
+// kubeconfigSecret is the <cluster>-kubeconfig Secret in dev-team of a
+// kubeconfig for the TLS test server srv, with the bearer token token.
+func kubeconfigSecret(srv *httptest.Server, cluster, token string) *corev1.Secret {
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	kc := fmt.Sprintf(`apiVersion: v1
 kind: Config
 current-context: c
 contexts: [{name: c, context: {cluster: c, user: u}}]
 clusters: [{name: c, cluster: {server: %q, certificate-authority-data: %q}}]
 users: [{name: u, user: {token: %s}}]
-`, f.srv.URL, base64.StdEncoding.EncodeToString(ca), cluster)
+`, srv.URL, base64.StdEncoding.EncodeToString(ca), token)
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: cluster + "-kubeconfig"}, Data: map[string][]byte{"value": []byte(kc)}}
 }
 

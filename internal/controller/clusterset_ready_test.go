@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -54,12 +53,7 @@ func (w *readyWrites) of(name string) []metav1.ConditionStatus {
 // written again for it.
 func TestControllerClusterSetReadyPerImport(t *testing.T) {
 	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
-	sel := map[string]string{"set": "prod"}
-	e := newTestEnvClients(t,
-		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
-		nil, map[string]workload.Client{"ka": a, "kb": b},
-		func(c *Config) { c.ClusterSets = true })
+	e := twoMembers(t, a, b)
 	ctx := e.ctx
 	readyIn := func(m memberFake, name string) bool {
 		ex, err := m.mcs.MulticlusterV1beta1().ServiceExports("shop").Get(ctx, name, metav1.GetOptions{})

@@ -106,12 +106,7 @@ func clusterSetObject(name string) *unstructured.Unstructured {
 // removes the import from both; a deleted ClusterSet leaves nothing.
 func TestControllerClusterSet(t *testing.T) {
 	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
-	sel := map[string]string{"set": "prod"}
-	e := newTestEnvClients(t,
-		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
-		nil, map[string]workload.Client{"ka": a, "kb": b},
-		func(c *Config) { c.ClusterSets = true })
+	e := twoMembers(t, a, b)
 	ctx := e.ctx
 	imported := func(m memberFake) bool {
 		si, err := m.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(ctx, "web", metav1.GetOptions{})
@@ -278,12 +273,7 @@ func TestControllerClusterSetIDs(t *testing.T) {
 func TestControllerClusterSetUnreachableMemberKept(t *testing.T) {
 	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
 	d := downableMember(a)
-	sel := map[string]string{"set": "prod"}
-	e := newTestEnvClients(t,
-		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
-		nil, map[string]workload.Client{"ka": a, "kb": b},
-		func(c *Config) { c.ClusterSets = true; c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
+	e := twoMembers(t, a, b, func(c *Config) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
 	imported := func() bool {
 		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
 		return err == nil && len(si.Status.Clusters) == 1
@@ -326,12 +316,7 @@ func TestControllerClusterSetExportLimit(t *testing.T) {
 	if err := a.Tracker().Add(api); err != nil {
 		t.Fatal(err)
 	}
-	sel := map[string]string{"set": "prod"}
-	e := newTestEnvClients(t,
-		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
-		nil, map[string]workload.Client{"ka": a, "kb": b},
-		func(c *Config) { c.ClusterSets = true; c.MaxExportsPerMember = 1 })
+	e := twoMembers(t, a, b, func(c *Config) { c.MaxExportsPerMember = 1 })
 	eventually(t, "the newer export refused with TooManyExports", func() bool {
 		ex, err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Get(e.ctx, "api", metav1.GetOptions{})
 		c := meta.FindStatusCondition(ex.Status.Conditions, "Valid")
@@ -358,12 +343,7 @@ func TestControllerClusterSetExportsWithoutServiceCostNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sel := map[string]string{"set": "prod"}
-	e := newTestEnvClients(t,
-		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
-		nil, map[string]workload.Client{"ka": a, "kb": b},
-		func(c *Config) { c.ClusterSets = true; c.MaxExportsPerMember = 2 })
+	e := twoMembers(t, a, b, func(c *Config) { c.MaxExportsPerMember = 2 })
 	valid := func(ns, name, reason string) func() bool {
 		return func() bool {
 			ex, err := a.mcs.MulticlusterV1beta1().ServiceExports(ns).Get(e.ctx, name, metav1.GetOptions{})

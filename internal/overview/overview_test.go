@@ -86,25 +86,16 @@ func TestReport(t *testing.T) {
 		t.Errorf("NotReady %v, want %v", r.NotReady(), want)
 	}
 
-	var out strings.Builder
-	if err := r.WriteText(&out, now); err != nil {
-		t.Fatal(err)
-	}
-	text := out.String()
-	for _, want := range []string{
+	textHas(t, r, now,
 		"dev-team/web", "target cluster-b: TargetUnreachable for 1m30s (since 2026-11-26T12:00:00Z)",
 		"member cluster-c: ClusterIDConflict", `held by member "cluster-a"`, "writes still running in: cluster-f",
 		"3 not Ready: GatewayDNS dev-team/new, GatewayDNS dev-team/web, ClusterSet dev-team/prod",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("text lacks %q:\n%s", want, text)
-		}
-	}
+	)
 
 	all := Build(gds[1:2], nil)
-	out.Reset()
-	if err := all.WriteText(&out, now); err != nil || len(all.NotReady()) != 0 || !strings.Contains(out.String(), "all 1 GatewayDNS and 0 ClusterSets Ready") {
-		t.Errorf("all Ready: %v\n%s", err, out.String())
+	textHas(t, all, now, "all 1 GatewayDNS and 0 ClusterSets Ready")
+	if len(all.NotReady()) != 0 {
+		t.Errorf("all Ready: NotReady %v", all.NotReady())
 	}
 }
 
@@ -146,27 +137,35 @@ func TestExportProblems(t *testing.T) {
 	r := Build(nil, []xccv1alpha1.ClusterSet{cs})
 	r.SetExports("dev-team/prod", got)
 	r.Unread = append(r.Unread, "exports of ClusterSet dev-team/other: forbidden")
-	var out strings.Builder
-	if err := r.WriteText(&out, now); err != nil {
-		t.Fatal(err)
-	}
-	text := out.String()
-	for _, want := range []string{
+	text := textHas(t, r, now,
 		"exports of member cluster-a: 1 in Conflict, 0 not Valid",
 		"shop/web: Conflict (PortConflict)",
 		"exports of member cluster-b: 1 in Conflict, 4 not Valid",
 		"shop/a: not Valid (NoService)",
 		"not read: exports of ClusterSet dev-team/other: forbidden",
 		"all 0 GatewayDNS and 1 ClusterSets Ready",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("text lacks %q:\n%s", want, text)
-		}
-	}
+	)
 	if strings.Contains(text, "shop/d") {
 		t.Errorf("text lists more than %d problems of a member:\n%s", maxShownExports, text)
 	}
 	if len(r.NotReady()) != 0 {
 		t.Errorf("exports in conflict made %v not Ready: they are the tenants', not behind", r.NotReady())
 	}
+}
+
+// textHas writes r as text at now and fails t for each of wants it
+// lacks; it returns the text.
+func textHas(t *testing.T, r Report, now time.Time, wants ...string) string {
+	t.Helper()
+	var out strings.Builder
+	if err := r.WriteText(&out, now); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	return text
 }
