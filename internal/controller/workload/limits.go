@@ -289,6 +289,10 @@ type reads struct {
 	failSince time.Time
 	failErr   error
 	failTimer *time.Timer
+	// failByProbe: only the probe (probed) has failed since failSince, so
+	// the probe answering again clears it; once a read fails too, only a
+	// read that goes through does.
+	failByProbe bool
 	// onReachability is called when the cluster turns unreachable or
 	// answers again: nothing else would sync the GatewayDNS that use it.
 	onReachability func()
@@ -329,13 +333,39 @@ func (r *reads) failed(err error) {
 		r.answered()
 		return
 	}
+	r.fail(err, false)
+}
+
+// probed records what the probe of the cluster's API server got: a
+// failure counts as a failed read; an answer clears only a failure the
+// probe itself started, so an API server that answers the probe while
+// every read fails still turns unreachable.
+func (r *reads) probed(err error) {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code > 0 && status.Status().Code < http.StatusInternalServerError {
+		err = nil // refused (forbidden, ...): an answer
+	}
+	if err != nil {
+		r.fail(err, true)
+		return
+	}
+	r.mu.Lock()
+	byProbe := !r.failSince.IsZero() && r.failByProbe
+	r.mu.Unlock()
+	if byProbe {
+		r.answered()
+	}
+}
+
+func (r *reads) fail(err error, byProbe bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.failSince.IsZero() {
+		r.failByProbe = r.failByProbe && byProbe
 		return
 	}
 	since := r.now()
-	r.failSince, r.failErr = since, err
+	r.failSince, r.failErr, r.failByProbe = since, err, byProbe
 	r.failTimer = time.AfterFunc(r.limits.UnreachableAfter, func() {
 		r.mu.Lock()
 		still := r.failSince.Equal(since)
@@ -354,7 +384,7 @@ func (r *reads) answered() {
 	if r.failTimer != nil {
 		r.failTimer.Stop()
 	}
-	r.failSince, r.failErr, r.failTimer = time.Time{}, nil, nil
+	r.failSince, r.failErr, r.failTimer, r.failByProbe = time.Time{}, nil, nil, false
 	r.mu.Unlock()
 	if was {
 		r.logger.Info("Workload cluster answers again")

@@ -75,6 +75,45 @@ type typedClient struct {
 }
 
 func (c *typedClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
+
+// Probe asks the API server whether it is ready (/readyz, which every
+// user may read); an answer refusing the question is an answer too.
+func (c *typedClient) Probe(ctx context.Context) error {
+	return c.core.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+}
+
+// prober is a Client whose API server can be probed: the real one.
+type prober interface {
+	Probe(ctx context.Context) error
+}
+
+// probeEvery is how often a workload cluster's API server is probed
+// besides its informers' reads. A reflector whose reads failed lately
+// waits up to 30 s before it reads again (client-go's backoff, reset
+// after two minutes), so an API server that stops again soon after an
+// outage would be noticed that much later than UnreachableAfter.
+const probeEvery = 5 * time.Second
+
+// probe runs until w's connection ends, telling w's reads what each probe
+// got.
+func (w *Cluster) probe(p prober) {
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(w.ctx, RequestTimeout)
+		err := p.Probe(ctx)
+		cancel()
+		if w.ctx.Err() != nil {
+			return
+		}
+		w.reads.probed(err)
+	}
+}
 func (c *typedClient) DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface {
 	return c.discovery
 }
@@ -283,6 +322,9 @@ func (m *Set) Get(clusterNamespace, cluster string, secret *corev1.Secret, user 
 	w.notifyNamespace = func() { m.onNamespace(clusterNamespace) }
 	w.reads.onReachability = w.notifyNamespace
 	m.watchNamespace(w)
+	if p, ok := client.(prober); ok {
+		go w.probe(p)
+	}
 	m.clusters[key] = w
 	klog.FromContext(m.ctx).Info("Watching workload cluster", "cluster", key)
 	m.gauge(len(m.clusters))
