@@ -132,7 +132,7 @@ func (m *dnsMemo) slicesOf(next map[aggregate.Key]*dnsBuilt, imp aggregate.Impor
 	if m == nil {
 		return build()
 	}
-	if b := m.imports[imp.Key]; b != nil && slices.Equal(b.ips, ips) && b.imp.Equal(imp) && sameSources(b.endpoints, endpoints, imp.Clusters) {
+	if b := m.imports[imp.Key]; b != nil && slices.Equal(b.ips, ips) && b.imp.Equal(imp) && objects.SameEndpoints(b.endpoints, endpoints, imp.Clusters) {
 		next[imp.Key] = b
 		return b.slices
 	}
@@ -142,17 +142,6 @@ func (m *dnsMemo) slicesOf(next map[aggregate.Key]*dnsBuilt, imp aggregate.Impor
 	}
 	next[imp.Key] = b
 	return b.slices
-}
-
-// sameSources reports whether the sources' slices are the very same
-// objects in a and b, for each of clusters.
-func sameSources(a, b map[string][]*discoveryv1.EndpointSlice, clusters []string) bool {
-	for _, c := range clusters {
-		if !slices.Equal(a[c], b[c]) {
-			return false
-		}
-	}
-	return true
 }
 
 // knownSame reports whether want and have were found the same last time.

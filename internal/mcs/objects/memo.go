@@ -85,7 +85,7 @@ func (m *Memo) built(imp aggregate.Import, endpoints map[string][]*discoveryv1.E
 		return nil
 	}
 	b := m.imports[imp.Key]
-	if b == nil || !sameEndpoints(b.endpoints, endpoints, imp.Clusters) || !b.imp.Equal(imp) {
+	if b == nil || !SameEndpoints(b.endpoints, endpoints, imp.Clusters) || !b.imp.Equal(imp) {
 		return nil
 	}
 	m.next[imp.Key] = b
@@ -99,9 +99,10 @@ func (m *Memo) keep(b *built) {
 	}
 }
 
-// sameEndpoints reports whether the sources' slices are the very same
-// objects in a and b, for each of clusters.
-func sameEndpoints(a, b map[string][]*discoveryv1.EndpointSlice, clusters []string) bool {
+// SameEndpoints reports whether the sources' slices are the very same
+// objects in a and b, for each of clusters: what a memo of an import
+// compares its sources by.
+func SameEndpoints(a, b map[string][]*discoveryv1.EndpointSlice, clusters []string) bool {
 	for _, c := range clusters {
 		if !slices.Equal(a[c], b[c]) {
 			return false
