@@ -159,7 +159,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 		// From the caches, only the imports not settled since the last
 		// write are planned; the others keep the addresses they have.
 		// Listed (the caches not synced yet), every import is planned.
-		todo, todoExisting, same, round := memo.settled.Split(objs, existing)
+		todo, todoExisting, same, settling := memo.settled.Split(objs, existing)
 		if !cached {
 			todo, todoExisting, same = objs, existing, nil
 		}
@@ -190,7 +190,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 		if applyErr == nil {
 			// Listed and unchanged, existing is from before the write:
 			// its imports are only planned again at the next.
-			round.Done(existing)
+			settling.Done(existing)
 		} else {
 			memo.settled.Forget()
 		}
