@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	k8stesting "k8s.io/client-go/testing"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -275,6 +277,38 @@ func TestControllerClusterSetDeletionWaitsForMember(t *testing.T) {
 		t.Fatal("finalizer removed while cluster-b still holds the objects")
 	}
 	d.up()
+	eventually(t, "nothing left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
+	eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+}
+
+// A member that refuses the deletes of a removal (an admission policy)
+// keeps the finalizer: a refusal is not a removal done. Once it allows
+// them, the removal ends.
+func TestControllerClusterSetDeletionWaitsForRefusedDelete(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	var refuse atomic.Bool
+	b.mcs.PrependReactor("delete", "serviceimports", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "multicluster.x-k8s.io", Resource: "serviceimports"}, "web",
+				errorString("deletes are paused"))
+		}
+		return false, nil, nil
+	})
+	e := twoMembers(t, a, b)
+	eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
+	eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+
+	refuse.Store(true)
+	e.markSetDeleting("prod")
+	eventually(t, "nothing left in cluster-a", func() bool { return holdsNothing(e.ctx, t, a) })
+	eventually(t, "status says cluster-b refused", func() bool {
+		c := meta.FindStatusCondition(e.clusterSet("prod").Status.Conditions, xccv1alpha1.ConditionReady)
+		return c != nil && c.Reason == setReasonRemoving && strings.Contains(c.Message, "deletes are paused")
+	})
+	if !hasSetFinalizer(e.clusterSet("prod")) {
+		t.Fatal("finalizer removed while cluster-b refuses to delete the ServiceImport")
+	}
+	refuse.Store(false)
 	eventually(t, "nothing left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
 	eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -75,6 +77,16 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 			w.writing[ids[i]] = true
 		case res.Err != nil:
 			w.errs[ids[i]] = res.Err
+		default:
+			// Refused imports cost only themselves: the member's lane
+			// does not back off, each waits out its own backoff
+			// (apply.Settled), and the set is synced again when the
+			// first is due.
+			refused, retry := mem.members[clusters[i]].settled.Refused()
+			if len(refused) > 0 {
+				w.errs[ids[i]] = refusedError(refused)
+				c.sets.queue.AddAfter(key, time.Until(retry))
+			}
 		}
 	}
 	if now := importsWritten(mem, members, reads, agg); !maps.Equal(now, written) {
@@ -112,6 +124,22 @@ func importsWritten(mem *setMemory, members []setMember, reads map[string]member
 		out[imp.Key] = all
 	}
 	return out
+}
+
+// maxRefusalsNamed is how many refused imports a member's status names.
+const maxRefusalsNamed = 3
+
+// refusedError says which imports a member refused, and why: the first
+// few, in order.
+func refusedError(refused map[aggregate.Key]error) error {
+	keys := slices.SortedFunc(maps.Keys(refused), func(a, b aggregate.Key) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	errs := []error{fmt.Errorf("%d imports refused", len(keys))}
+	for _, k := range keys[:min(len(keys), maxRefusalsNamed)] {
+		errs = append(errs, refused[k])
+	}
+	return errors.Join(errs...)
 }
 
 // writable reports whether the member m, read r, is written: read in
@@ -190,7 +218,7 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 		if applyErr == nil {
 			// Listed and unchanged, existing is from before the write:
 			// its imports are only planned again at the next.
-			settling.Done(existing)
+			settling.Done(existing, res.Refused)
 		} else {
 			memo.settled.Forget()
 		}
@@ -393,9 +421,14 @@ func (c *Controller) removeMember(ctx context.Context, m setMember) error {
 	if err != nil {
 		return err
 	}
-	_, err = apply.Apply(ctx, client, objects.Objects{}, existing, metav1.Now())
+	res, err := apply.Apply(ctx, client, objects.Objects{}, existing, metav1.Now())
 	if errors.Is(err, apply.ErrNotAnswering) {
 		return err
+	}
+	if len(res.Refused) > 0 {
+		// A removal is done only when nothing is left: a refused delete
+		// is tried again like any other failure.
+		err = errors.Join(err, refusedError(res.Refused))
 	}
 	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), nil, contractSlices, nil))
 }

@@ -87,6 +87,52 @@ func TestControllerClusterSetRefusedImportKeepsTheZone(t *testing.T) {
 	eventually(t, "shop/api gone from cluster-b's DNS", func() bool { return !answersImport(e.ctx, t, b, "shop", "api") })
 }
 
+// A refused import costs that import, not its member: the member's
+// writes do not back off, so each new export reaches it at once however
+// long the refusal lasts (its backoff would have doubled at each sync);
+// the refused import is tried again on a backoff of its own, not at
+// every sync; and only its exports are Pending, the others Ready.
+func TestControllerClusterSetRefusedImportDoesNotSlowTheMember(t *testing.T) {
+	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	derived := objects.DerivedServiceName("shop", "web")
+	if err := b.Tracker().Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: derived},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.9.9", ClusterIPs: []string{"10.96.9.9"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var tries atomic.Int32
+	b.PrependReactor("create", "services", func(act k8stesting.Action) (bool, runtime.Object, error) {
+		if s, ok := act.(k8stesting.CreateAction).GetObject().(*corev1.Service); ok && s.Name == derived {
+			tries.Add(1)
+		}
+		return false, nil, nil
+	})
+	e := twoMembers(t, a, b)
+	eventually(t, "shop/web's ServiceImport in cluster-b says its Service is not the controller's", func() bool {
+		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		c := meta.FindStatusCondition(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+		return err == nil && c != nil && strings.Contains(c.Message, "not the controller's")
+	})
+	for i := range 5 {
+		name := fmt.Sprint("api", i)
+		addExport(t, a, "shop", name, fmt.Sprint("10.244.1.", 10+i))
+		eventually(t, name+" answered in cluster-b", func() bool { return answersImport(e.ctx, t, b, "shop", name) })
+	}
+	readyIn := func(name string) *metav1.Condition {
+		ex, err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		return meta.FindStatusCondition(ex.Status.Conditions, "Ready")
+	}
+	eventually(t, "api0 Ready and web Pending in cluster-a", func() bool {
+		api, web := readyIn("api0"), readyIn("web")
+		return api != nil && api.Status == metav1.ConditionTrue && web != nil && web.Reason == objects.ReasonPending
+	})
+	if n := tries.Load(); n > 4 {
+		t.Errorf("the refused derived Service was tried %d times while 5 exports arrived, want its own backoff", n)
+	}
+}
+
 // A member that accepts requests and answers none costs each write of
 // it one deadline, not one per object: Bounded fails every call after
 // the first that passed its deadline at once.

@@ -67,6 +67,9 @@ func New(cfg Config) *Queue {
 // Add queues a key as it is.
 func (q *Queue) Add(key string) { q.q.Add(key) }
 
+// AddAfter queues a key once d has passed: a sync due later.
+func (q *Queue) AddAfter(key string, d time.Duration) { q.q.AddAfter(key, d) }
+
 // Enqueue queues the namespace/name key of an informer object; for a
 // deleted object whose final state the informer missed it takes the key
 // from the tombstone, so the sync still sees the deletion.

@@ -26,6 +26,11 @@ type Result struct {
 	// as the member's API server allocated them: the caller computes the
 	// objects again with them (objects.ImportState.ClusterIPs).
 	ClusterIPs map[aggregate.Key][]string
+	// Refused holds, per import, the first refusal of one of its objects
+	// (Refusal): the member answered and said no to that object. It costs
+	// that import only; Apply's error is the member's (it did not answer,
+	// throttled, failed), which costs the whole write.
+	Refused map[aggregate.Key]error
 }
 
 // writeConcurrency is how many writes of one Apply are in flight at
@@ -38,10 +43,11 @@ const writeConcurrency = 8
 type writer struct {
 	m   Member
 	now metav1.Time
-	// mu guards errs, notAnswering and what the writes of one step
-	// collect (each).
-	mu   sync.Mutex
-	errs []error
+	// mu guards errs, refused, notAnswering and what the writes of one
+	// step collect (each).
+	mu      sync.Mutex
+	errs    []error
+	refused map[aggregate.Key]error
 	// notAnswering: ErrNotAnswering is among errs, and is not added again
 	// for each object the member was not asked to write.
 	notAnswering bool
@@ -50,9 +56,9 @@ type writer struct {
 // Apply makes the member hold desired, given what it holds (List); see
 // the package doc for the order. It returns every error, joined.
 func Apply(ctx context.Context, m Member, desired objects.Objects, existing Existing, now metav1.Time) (Result, error) {
-	w := &writer{m: m, now: now}
+	w := &writer{m: m, now: now, refused: map[aggregate.Key]error{}}
 	p := ComputePlan(desired, existing, now)
-	w.errs = append(w.errs, p.Conflicts...)
+	maps.Copy(w.refused, p.Conflicts)
 	imports := w.imports(ctx, p, existing.Imports)
 	owned, held := withOwners(desired, uidsOf(imports))
 	p = ComputePlan(owned, existing, now)
@@ -71,7 +77,7 @@ func Apply(ctx context.Context, m Member, desired objects.Objects, existing Exis
 	deleteAll(ctx, w, "ServiceImport", p.Imports.Delete, func(ns string) ObjectClient[*mcsv1beta1.ServiceImport, *mcsv1beta1.ServiceImportList] {
 		return w.m.Imports(ns)
 	})
-	return Result{ClusterIPs: ips}, errors.Join(w.errs...)
+	return Result{ClusterIPs: ips, Refused: w.refused}, errors.Join(w.errs...)
 }
 
 // onlyDesired keeps the ClusterIPs of the derived Services still desired:
@@ -263,6 +269,8 @@ func (w *writer) locked(f func()) {
 	f()
 }
 
+// fail records the error of one request: a refusal against the object's
+// import (its first only), any other as the member's.
 func (w *writer) fail(verb, kind string, o metav1.Object, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -272,7 +280,40 @@ func (w *writer) fail(verb, kind string, o metav1.Object, err error) {
 		}
 		w.notAnswering = true
 	}
-	w.errs = append(w.errs, fmt.Errorf("%s %s %s/%s in %s: %w", verb, kind, o.GetNamespace(), o.GetName(), w.m.Cluster, err))
+	err = fmt.Errorf("%s %s %s/%s in %s: %w", verb, kind, o.GetNamespace(), o.GetName(), w.m.Cluster, err)
+	if !Refusal(err) {
+		w.errs = append(w.errs, err)
+		return
+	}
+	k := importKey(o)
+	if kind == "ServiceExport" {
+		k = aggregate.Key{Namespace: o.GetNamespace(), Name: o.GetName()}
+	}
+	if _, ok := w.refused[k]; !ok {
+		w.refused[k] = err
+	}
+}
+
+// Refusal reports whether err is a member's answer about one object:
+// denied (RBAC, a webhook, a quota), invalid, its name another's, changed
+// or gone meanwhile. Anything else (no answer, throttling, a server
+// error, a webhook that could not be called) says nothing of the object
+// and is the member's.
+func Refusal(err error) bool {
+	if errors.Is(err, ErrNotOurs) {
+		return true
+	}
+	if errors.Is(err, ErrNotAnswering) {
+		return false
+	}
+	switch apierrors.ReasonForError(err) {
+	case metav1.StatusReasonForbidden, metav1.StatusReasonInvalid, metav1.StatusReasonAlreadyExists,
+		metav1.StatusReasonConflict, metav1.StatusReasonNotFound, metav1.StatusReasonGone,
+		metav1.StatusReasonBadRequest, metav1.StatusReasonRequestEntityTooLarge,
+		metav1.StatusReasonMethodNotAllowed, metav1.StatusReasonNotAcceptable, metav1.StatusReasonUnsupportedMediaType:
+		return true
+	}
+	return false
 }
 
 // creator is the part of a kind's client create needs.

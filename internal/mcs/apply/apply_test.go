@@ -12,9 +12,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -210,9 +212,11 @@ func TestApplyNeverOverwritesAUsersObject(t *testing.T) {
 	users := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart"},
 		Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.Headless}}
 	f := newFakeMember(nil, []runtime.Object{users})
-	_, err := f.apply(t, desiredOf(t, true, "cart", "shoes"))
-	if !errors.Is(err, ErrNotOurs) || !strings.Contains(err.Error(), "create ServiceImport shop/cart in a") {
-		t.Errorf("error %v: want the conflict on shop/cart named", err)
+	res, err := f.apply(t, desiredOf(t, true, "cart", "shoes"))
+	cart := aggregate.Key{Namespace: "shop", Name: "cart"}
+	if refused := res.Refused[cart]; err != nil || len(res.Refused) != 1 || !errors.Is(refused, ErrNotOurs) ||
+		!strings.Contains(refused.Error(), "create ServiceImport shop/cart in a") {
+		t.Errorf("error %v, refused %v: want the conflict on shop/cart named, for cart only", err, res.Refused)
 	}
 	for _, si := range f.imports(t) {
 		if si.Name == "cart" && (si.Spec.Type != mcsv1beta1.Headless || si.Labels != nil) {
@@ -239,9 +243,10 @@ func TestApplyNeverOverwritesAUsersObject(t *testing.T) {
 func TestApplyServiceNameTaken(t *testing.T) {
 	taken := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: objects.DerivedServiceName("shop", "cart")}}
 	f := newFakeMember([]runtime.Object{taken}, nil)
-	_, err := f.apply(t, desiredOf(t, true, "cart"))
-	if !errors.Is(err, ErrNotOurs) {
-		t.Errorf("error %v: want ErrNotOurs", err)
+	cart := aggregate.Key{Namespace: "shop", Name: "cart"}
+	res, err := f.apply(t, desiredOf(t, true, "cart"))
+	if err != nil || !errors.Is(res.Refused[cart], ErrNotOurs) {
+		t.Errorf("error %v, refused %v: want ErrNotOurs for cart", err, res.Refused)
 	}
 	if n := len(f.slices(t)); n != 0 {
 		t.Errorf("%d slices written: they would be endpoints of another's Service", n)
@@ -253,8 +258,8 @@ func TestApplyServiceNameTaken(t *testing.T) {
 		t.Errorf("ServiceImport status %+v: want Absent and Ready=False/Pending naming the held name", si.Status)
 	}
 	f.mcs.ClearActions()
-	if _, err := f.apply(t, desiredOf(t, true, "cart")); !errors.Is(err, ErrNotOurs) {
-		t.Errorf("error %v: want ErrNotOurs again", err)
+	if res, err := f.apply(t, desiredOf(t, true, "cart")); err != nil || !errors.Is(res.Refused[cart], ErrNotOurs) {
+		t.Errorf("error %v, refused %v: want ErrNotOurs again", err, res.Refused)
 	}
 	if w := writes(f.mcs.Actions()); len(w) != 0 {
 		t.Errorf("a second sync with the name still held wrote %q", w)
@@ -413,5 +418,58 @@ func TestApplyWritesConcurrentlyBounded(t *testing.T) {
 	}
 	if m := most.Load(); m < 2 || m > writeConcurrency {
 		t.Errorf("%d slice creates in flight at most: want more than one, at most %d", m, writeConcurrency)
+	}
+}
+
+// A refusal (a webhook's denial, a full quota) is its import's: Apply
+// returns no error for it, names it in Refused, and writes the other
+// imports; a server error says nothing of the object and is returned.
+func TestApplyRefusalCostsItsImport(t *testing.T) {
+	f := newFakeMember(nil, nil)
+	denied := apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "x", errors.New("exceeded quota"))
+	f.kube.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if s := a.(k8stesting.CreateAction).GetObject().(*corev1.Service); s.Labels[objects.LabelServiceName] == "cart" {
+			return true, nil, denied
+		}
+		return false, nil, nil
+	})
+	res, err := f.apply(t, desiredOf(t, true, "cart", "shoes"))
+	cart := aggregate.Key{Namespace: "shop", Name: "cart"}
+	if err != nil || len(res.Refused) != 1 || !apierrors.IsForbidden(res.Refused[cart]) {
+		t.Errorf("error %v, refused %v: want cart's Service refused, no error", err, res.Refused)
+	}
+	if n := len(f.services(t)); n != 1 {
+		t.Errorf("%d Services: want shoes' derived", n)
+	}
+	f.kube.PrependReactor("create", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("etcd is down"))
+	})
+	if res, err := f.apply(t, desiredOf(t, true, "cart", "shoes")); !apierrors.IsInternalError(err) || len(res.Refused) != 0 {
+		t.Errorf("error %v, refused %v: want the server error returned", err, res.Refused)
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	gr := schema.GroupResource{Resource: "services"}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("create: %w", ErrNotOurs), true},
+		{apierrors.NewForbidden(gr, "x", errors.New("denied by webhook")), true},
+		{apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "x", nil), true},
+		{apierrors.NewConflict(gr, "x", errors.New("changed")), true},
+		{apierrors.NewNotFound(gr, "shop"), true},
+		{apierrors.NewInternalError(errors.New("webhook timed out")), false},
+		{apierrors.NewTooManyRequests("slow down", 1), false},
+		{apierrors.NewServiceUnavailable("down"), false},
+		{apierrors.NewUnauthorized("expired"), false},
+		{fmt.Errorf("update: %w", ErrNotAnswering), false},
+		{context.DeadlineExceeded, false},
+		{errors.New("connection refused"), false},
+	} {
+		if got := Refusal(tc.err); got != tc.want {
+			t.Errorf("Refusal(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

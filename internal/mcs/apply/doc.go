@@ -34,9 +34,12 @@
 //     object whose status is unchanged, conditions' times aside, is not
 //     written.
 //   - One failure does not stop the other objects: every error is
-//     collected, wrapped with the object and member, and returned joined.
-//     A refusal costs only its object (and the objects of its import that
-//     depend on it); the caller goes on to write the member's DNS slices.
+//     collected, wrapped with the object and member. A refusal (Refusal:
+//     the member answered no about that object) is its import's, in
+//     Result.Refused, and costs only that import; the member's other
+//     errors are returned joined. The caller goes on to write the
+//     member's DNS slices, and Settled keeps a refused import out of the
+//     writes for a backoff of its own.
 //   - The requests of each step go writeConcurrency at a time
 //     (Concurrently): the member's client rate bounds a write, not the
 //     round trip of each request.

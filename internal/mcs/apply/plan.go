@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 )
 
@@ -46,21 +47,18 @@ type Plan struct {
 	Slices       Changes[*discoveryv1.EndpointSlice]
 	// Exports are ServiceExports whose conditions change.
 	Exports []*mcsv1beta1.ServiceExport
-	// Conflicts name each desired object whose name is held by another's.
-	Conflicts []error
+	// Conflicts name, per import, a desired object whose name is held by
+	// another's.
+	Conflicts map[aggregate.Key]error
 }
 
 // ComputePlan diffs desired against existing; it is pure. now is the
 // lastTransitionTime of a condition whose status changes.
 func ComputePlan(desired objects.Objects, existing Existing, now metav1.Time) Plan {
-	var p Plan
-	var c []error
-	p.Imports, c = diff(desired.Imports, existing.Imports, "ServiceImport", false, sameImport, mergeImport)
-	p.Conflicts = append(p.Conflicts, c...)
-	p.Services, c = diff(desired.Services, existing.Services, "Service", false, sameService, mergeService)
-	p.Conflicts = append(p.Conflicts, c...)
-	p.Slices, c = diff(desired.Slices, existing.Slices, "EndpointSlice", true, sameSlice, mergeSlice)
-	p.Conflicts = append(p.Conflicts, c...)
+	p := Plan{Conflicts: map[aggregate.Key]error{}}
+	p.Imports = diff(desired.Imports, existing.Imports, "ServiceImport", false, sameImport, mergeImport, p.Conflicts)
+	p.Services = diff(desired.Services, existing.Services, "Service", false, sameService, mergeService, p.Conflicts)
+	p.Slices = diff(desired.Slices, existing.Slices, "EndpointSlice", true, sameSlice, mergeSlice, p.Conflicts)
 	p.Slices = retyped(p.Slices, existing.Slices)
 	p.ImportStatus = importStatus(desired.Imports, existing.Imports, now)
 	p.Exports = exportStatus(desired.Exports, existing.Exports, now)
@@ -78,10 +76,11 @@ func compareObjects[T metav1.Object](a, b T) int {
 // diff is the plan of one kind: desired names missing are created, those
 // that differ updated (merge), the controller's objects no longer desired
 // deleted. A desired name held by an object not the controller's is a
-// conflict, never a write.
-func diff[T metav1.Object](desired, existing []T, kind string, slice bool, same func(e, d T) bool, merge func(e, d T) T) (Changes[T], []error) {
+// conflict, never a write: the first of each import is added to
+// conflicts.
+func diff[T metav1.Object](desired, existing []T, kind string, slice bool, same func(e, d T) bool, merge func(e, d T) T,
+	conflicts map[aggregate.Key]error) Changes[T] {
 	var ch Changes[T]
-	var conflicts []error
 	have := map[nsName]T{}
 	for _, e := range existing {
 		have[keyOf(e)] = e
@@ -95,7 +94,9 @@ func diff[T metav1.Object](desired, existing []T, kind string, slice bool, same 
 		case !ok:
 			ch.Create = append(ch.Create, d)
 		case !objects.Ours(e.GetLabels(), slice):
-			conflicts = append(conflicts, fmt.Errorf("%s %s/%s: %w", kind, k.namespace, k.name, ErrNotOurs))
+			if _, ok := conflicts[importKey(d)]; !ok {
+				conflicts[importKey(d)] = fmt.Errorf("%s %s/%s: %w", kind, k.namespace, k.name, ErrNotOurs)
+			}
 		case !same(e, d):
 			ch.Update = append(ch.Update, merge(e, d))
 		}
@@ -105,7 +106,7 @@ func diff[T metav1.Object](desired, existing []T, kind string, slice bool, same 
 			ch.Delete = append(ch.Delete, e)
 		}
 	}
-	return ch, conflicts
+	return ch
 }
 
 // retyped moves the update of a slice whose addressType someone changed

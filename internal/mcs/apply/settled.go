@@ -4,6 +4,7 @@ import (
 	"hash/fnv"
 	"io"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -22,9 +23,17 @@ import (
 // imports it touches, not every import of the member. Anything else
 // about the import (its desired objects, anyone's write of its objects,
 // a refused write) makes it planned again.
+//
+// An import the member refused (Result.Refused) waits out a backoff of
+// its own before it is planned again, unless what is desired of it
+// changes: a refusal costs its import, not a request at every write of
+// the member.
 type Settled struct {
 	mu      sync.Mutex
 	imports map[aggregate.Key]settledImport
+	refused map[aggregate.Key]refusedImport
+	// now is the clock of the refusals' backoff.
+	now func() time.Time
 	// held are the import and digest of each held object digested
 	// lately, by its UID and resourceVersion, which change with any
 	// write: most are not digested again. Keyed by those strings, not by
@@ -51,9 +60,35 @@ type settledImport struct {
 	desired, held uint64
 }
 
+// refusedImport is an import whose last write the member refused: what
+// was desired of it, the refusal, how many writes in a row were refused
+// and when it is planned again.
+type refusedImport struct {
+	desired uint64
+	err     error
+	tries   int
+	retry   time.Time
+}
+
+// The backoff of a refused import doubles from MinRefusedBackoff up to
+// MaxRefusedBackoff with each refusal in a row.
+const (
+	MinRefusedBackoff = time.Second
+	MaxRefusedBackoff = 2 * time.Minute
+)
+
+func refusedBackoff(tries int) time.Duration {
+	d := MinRefusedBackoff
+	for i := 1; i < tries && d < MaxRefusedBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxRefusedBackoff)
+}
+
 // NewSettled returns a Settled that knows of no import.
 func NewSettled() *Settled {
-	return &Settled{imports: map[aggregate.Key]settledImport{}, held: map[heldVersion]heldObject{}}
+	return &Settled{imports: map[aggregate.Key]settledImport{}, refused: map[aggregate.Key]refusedImport{},
+		held: map[heldVersion]heldObject{}, now: time.Now}
 }
 
 // desiredDigests are the digests of each import's desired objects:
@@ -138,20 +173,29 @@ func (s *Settled) heldDigests(e Existing) map[aggregate.Key]uint64 {
 type Round struct {
 	s       *Settled
 	desired map[aggregate.Key]uint64
+	// waiting are the refused imports left out while they wait out their
+	// backoff.
+	waiting map[aggregate.Key]bool
 }
 
 // Split returns the desired objects and the held ones of the imports
-// that are not settled, the keys of those that are, and the Round to
-// record once written. Exports are always kept: their status is written
-// apart from the imports.
+// that are not settled and not waiting out a refusal's backoff, the keys
+// of those left out, and the Round to record once written. Exports are
+// always kept: their status is written apart from the imports.
 func (s *Settled) Split(desired objects.Objects, existing Existing) (objects.Objects, Existing, []aggregate.Key, *Round) {
-	r := &Round{s: s, desired: desiredDigests(desired)}
+	r := &Round{s: s, desired: desiredDigests(desired), waiting: map[aggregate.Key]bool{}}
 	have := s.heldDigests(existing)
+	now := s.now()
 	s.mu.Lock()
 	settled := map[aggregate.Key]bool{}
 	for k, was := range s.imports {
 		if d, ok := r.desired[k]; ok && was.desired == d && was.held == have[k] {
 			settled[k] = true
+		}
+	}
+	for k, was := range s.refused {
+		if d, ok := r.desired[k]; ok && was.desired == d && now.Before(was.retry) {
+			settled[k], r.waiting[k] = true, true
 		}
 	}
 	s.mu.Unlock()
@@ -181,17 +225,45 @@ func filter[T metav1.Object](in []T, keep func(metav1.Object) bool) []T {
 }
 
 // Done notes that the round's desired objects (every import of the
-// member) were written without an error and that the member holds held
-// now.
-func (r *Round) Done(held Existing) {
+// member) were written with no error but the refusals of refused
+// (Result.Refused), and that the member holds held now. A refused import
+// is not settled: it waits out its backoff, then is planned again.
+func (r *Round) Done(held Existing, refused map[aggregate.Key]error) {
 	have := r.s.heldDigests(held)
+	now := r.s.now()
 	next := make(map[aggregate.Key]settledImport, len(r.desired))
-	for k, d := range r.desired {
-		next[k] = settledImport{desired: d, held: have[k]}
-	}
 	r.s.mu.Lock()
-	r.s.imports = next
-	r.s.mu.Unlock()
+	defer r.s.mu.Unlock()
+	nextRefused := map[aggregate.Key]refusedImport{}
+	for k, d := range r.desired {
+		switch err, ok := refused[k]; {
+		case r.waiting[k]:
+			nextRefused[k] = r.s.refused[k]
+		case ok:
+			tries := r.s.refused[k].tries + 1
+			nextRefused[k] = refusedImport{desired: d, err: err, tries: tries, retry: now.Add(refusedBackoff(tries))}
+		default:
+			next[k] = settledImport{desired: d, held: have[k]}
+		}
+	}
+	r.s.imports, r.s.refused = next, nextRefused
+}
+
+// Refused returns the refusal of each import refused at its last write
+// (Done), and the soonest time one of them is planned again; none when
+// the member refused nothing.
+func (s *Settled) Refused() (map[aggregate.Key]error, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[aggregate.Key]error, len(s.refused))
+	var retry time.Time
+	for k, r := range s.refused {
+		out[k] = r.err
+		if retry.IsZero() || r.retry.Before(retry) {
+			retry = r.retry
+		}
+	}
+	return out, retry
 }
 
 // Holds reports whether the last write recorded (Done) wrote the import
@@ -203,7 +275,8 @@ func (s *Settled) Holds(k aggregate.Key) bool {
 	return ok
 }
 
-// Forget makes every import planned again at the next write.
+// Forget makes every import planned again at the next write, but those
+// waiting out a refusal's backoff.
 func (s *Settled) Forget() {
 	s.mu.Lock()
 	clear(s.imports)

@@ -1,9 +1,11 @@
 package apply
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
@@ -71,7 +73,7 @@ func TestSettled(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewSettled()
 			_, _, _, r := s.Split(all, held)
-			r.Done(held)
+			r.Done(held, nil)
 			if tc.forget {
 				s.Forget()
 			}
@@ -88,5 +90,50 @@ func TestSettled(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A refused import is not settled, and is left out of the writes while
+// it waits out its backoff, which doubles with each refusal in a row;
+// what is desired of it changing plans it at once.
+func TestSettledRefusedImportBacksOff(t *testing.T) {
+	all := desiredOf(t, true, "api", "web")
+	held := existingOf(all, "api")
+	now := time.Unix(1000, 0)
+	s := NewSettled()
+	s.now = func() time.Time { return now }
+	web := aggregate.Key{Namespace: "shop", Name: "web"}
+	refusal := errors.New("denied")
+	write := func(d objects.Objects, refused map[aggregate.Key]error) []string {
+		pd, pe, _, r := s.Split(d, held)
+		r.Done(held, refused)
+		return planned(pd, pe)
+	}
+	if got := write(all, map[aggregate.Key]error{web: refusal}); !reflect.DeepEqual(got, []string{"api", "web"}) {
+		t.Fatalf("first write planned %q", got)
+	}
+	if s.Holds(web) || !s.Holds(aggregate.Key{Namespace: "shop", Name: "api"}) {
+		t.Error("want api settled and web not")
+	}
+	if got, retry := s.Refused(); !errors.Is(got[web], refusal) || !retry.Equal(now.Add(MinRefusedBackoff)) {
+		t.Errorf("Refused() = %v, %s; want web's refusal, retried after %s", got, retry, MinRefusedBackoff)
+	}
+	if got := write(all, nil); len(got) != 0 {
+		t.Errorf("planned %q while web waits out its backoff", got)
+	}
+	now = now.Add(MinRefusedBackoff)
+	if got := write(all, map[aggregate.Key]error{web: refusal}); !reflect.DeepEqual(got, []string{"web"}) {
+		t.Errorf("planned %q after the backoff, want web", got)
+	}
+	if _, retry := s.Refused(); !retry.Equal(now.Add(2 * MinRefusedBackoff)) {
+		t.Errorf("second refusal retried at %s, want the backoff doubled", retry)
+	}
+	other := desiredWith(t, true, []string{"10.96.0.99"}, "api", "web")
+	other.Digests = nil
+	if got := write(other, nil); !slices.Contains(got, "web") {
+		t.Errorf("planned %q: web's desired objects changed, want it planned", got)
+	}
+	if got, _ := s.Refused(); len(got) != 0 || !s.Holds(web) {
+		t.Errorf("refused %v after web was written, want none and web settled", got)
 	}
 }
