@@ -1,63 +1,31 @@
 package contract
 
 import (
-	"maps"
-	"slices"
-
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/xcc-dns/xcc-dns/internal/owned"
 )
 
+// Owned are the label and annotation keys of a contract slice that the
+// controller owns: each is what the desired slice says, or absent. Others
+// may add any other.
+var Owned = owned.Keys{
+	Labels: []string{LabelManagedBy, LabelServiceName, LabelSourceCluster, LabelRecord},
+	Annotations: []string{AnnotationHostname, AnnotationGatewayRef, AnnotationTTL, AnnotationLocality, AnnotationFailoverOrder,
+		AnnotationSelfNamespace, AnnotationSelfClusters, AnnotationServiceImport, AnnotationImportType},
+}
+
 // SameSlice reports whether existing, a contract slice in a target,
-// already says what desired says, in what serve reads: the address type,
-// ports, each endpoint's addresses, hostname and readiness, and the
-// labels and annotations the controller sets. Labels and annotations
-// others add are not fought over. Every writer of contract slices, the
-// GatewayDNS one and the ClusterSet one, compares with it.
+// already says what desired says (owned.SameSlice under Owned). Labels
+// and annotations others add are not fought over. Every writer of
+// contract slices, the GatewayDNS one and the ClusterSet one, compares
+// with it, and the Multi-Cluster Services writer with the same rule.
 func SameSlice(existing, desired *discoveryv1.EndpointSlice) bool {
-	if existing.AddressType != desired.AddressType || !equality.Semantic.DeepEqual(existing.Ports, desired.Ports) {
-		return false
-	}
-	for k, v := range desired.Labels {
-		if got, ok := existing.Labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	for k, v := range desired.Annotations {
-		if got, ok := existing.Annotations[k]; !ok || got != v {
-			return false
-		}
-	}
-	// An annotation set before (ttl) and no longer wanted must go.
-	if _, had := existing.Annotations[AnnotationTTL]; had {
-		if _, want := desired.Annotations[AnnotationTTL]; !want {
-			return false
-		}
-	}
-	return slices.EqualFunc(existing.Endpoints, desired.Endpoints, func(e, d discoveryv1.Endpoint) bool {
-		return slices.Equal(e.Addresses, d.Addresses) && equality.Semantic.DeepEqual(e.Hostname, d.Hostname) &&
-			equality.Semantic.DeepEqual(e.Conditions.Ready, d.Conditions.Ready)
-	})
+	return owned.SameSlice(existing, desired, Owned)
 }
 
 // MergeSlice is desired as an update of existing: its resource version
 // and UID, and the labels and annotations others put on it kept.
 func MergeSlice(existing, desired *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
-	u := desired.DeepCopy()
-	labels := maps.Clone(existing.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, desired.Labels)
-	ann := maps.Clone(existing.Annotations)
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	if _, want := desired.Annotations[AnnotationTTL]; !want {
-		delete(ann, AnnotationTTL)
-	}
-	maps.Copy(ann, desired.Annotations)
-	u.Labels, u.Annotations = labels, ann
-	u.ResourceVersion, u.UID = existing.ResourceVersion, existing.UID
-	return u
+	return owned.MergeSlice(existing, desired, Owned)
 }

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"slices"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -38,6 +39,10 @@ func TestSameSliceAndMerge(t *testing.T) {
 		{"one endpoint more", func(e *discoveryv1.EndpointSlice) { e.Endpoints = append(e.Endpoints, e.Endpoints[0]) }, false},
 		{"our label changed", func(e *discoveryv1.EndpointSlice) { e.Labels[LabelManagedBy] = "someone" }, false},
 		{"another address type", func(e *discoveryv1.EndpointSlice) { e.AddressType = discoveryv1.AddressTypeIPv6 }, false},
+		// A failover order left from an older desire would make serve
+		// read the slice under a policy it no longer has.
+		{"an owned annotation no longer desired", func(e *discoveryv1.EndpointSlice) { e.Annotations[AnnotationFailoverOrder] = "a,b" }, false},
+		{"an owned label no longer desired", func(e *discoveryv1.EndpointSlice) { e.Labels[LabelSourceCluster] = "cluster-a" }, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			existing, desired := base(), base()
@@ -50,7 +55,7 @@ func TestSameSliceAndMerge(t *testing.T) {
 				t.Errorf("the merge is not what is desired: %+v", u)
 			}
 			for k, v := range existing.Labels {
-				if _, ours := desired.Labels[k]; !ours && u.Labels[k] != v {
+				if !slices.Contains(Owned.Labels, k) && u.Labels[k] != v {
 					t.Errorf("label %s=%s of someone else dropped", k, v)
 				}
 			}

@@ -22,21 +22,21 @@ func withOwners(desired objects.Objects, uids map[aggregate.Key]types.UID) (obje
 	held := map[aggregate.Key]bool{}
 	out.Services, out.Slices = nil, nil
 	for _, s := range desired.Services {
-		if o, ok := owned(s, uids, held); ok {
+		if o, ok := ownedCopy(s, uids, held); ok {
 			out.Services = append(out.Services, o)
 		}
 	}
 	for _, s := range desired.Slices {
-		if o, ok := owned(s, uids, held); ok {
+		if o, ok := ownedCopy(s, uids, held); ok {
 			out.Slices = append(out.Slices, o)
 		}
 	}
 	return out, held
 }
 
-// owned is a copy of o owned by its import's ServiceImport; ok is false
+// ownedCopy is a copy of o owned by its import's ServiceImport; ok is false
 // (and the import held) when the import has no UID.
-func owned[T interface {
+func ownedCopy[T interface {
 	metav1.Object
 	DeepCopyObject() runtime.Object
 }](o T, uids map[aggregate.Key]types.UID, held map[aggregate.Key]bool) (T, bool) {
