@@ -127,7 +127,7 @@ func ParseReloadMetrics(body io.Reader, limit int64) (ReloadMetrics, error) {
 
 // sampleLine splits `name{labels} value [timestamp]`.
 func sampleLine(line string) (name, labels, value string, ok bool) {
-	rest := line
+	var rest string
 	if i := strings.IndexAny(line, "{ "); i > 0 && line[i] == '{' {
 		j := strings.LastIndexByte(line, '}')
 		if j < i {

@@ -136,7 +136,7 @@ func (h *answerHandler) clusterDNSAddress(ctx context.Context) (string, error) {
 	}
 	ip := net.ParseIP(svc.Spec.ClusterIP)
 	if ip == nil {
-		return "", fmt.Errorf("Service %s has no ClusterIP (%q)", h.clusterDNS, svc.Spec.ClusterIP)
+		return "", fmt.Errorf("the Service %s has no ClusterIP (%q)", h.clusterDNS, svc.Spec.ClusterIP)
 	}
 	return net.JoinHostPort(ip.String(), strconv.Itoa(int(dnsServicePort(svc)))), nil
 }
