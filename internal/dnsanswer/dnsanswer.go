@@ -142,8 +142,8 @@ func CheckName(name string, zones []string) (string, error) {
 // Ask asks addr (host:port) for name and qtype: over UDP, and again over
 // TCP when the answer comes truncated, each exchange within timeout (and
 // ctx). It never returns an error: a failure is the answer's Error.
-func Ask(ctx context.Context, server, addr, name string, qtype uint16, timeout time.Duration) Answer {
-	a := Answer{Server: server, Address: addr}
+func Ask(ctx context.Context, server, addr, name string, qtype uint16, timeout time.Duration) (a Answer) {
+	a = Answer{Server: server, Address: addr}
 	start := time.Now()
 	defer func() { a.TookMillis = float64(time.Since(start).Microseconds()) / 1000 }()
 	m := new(dns.Msg)

@@ -137,6 +137,9 @@ func TestAnswer(t *testing.T) {
 	if local.Server != "xcc-dns" || local.Rcode != "NOERROR" || len(local.Answer) != 1 || local.Answer[0] != answerGateway+" 42 IN A 192.0.2.10" || local.TTL == nil || *local.TTL != 42 {
 		t.Errorf("xcc-dns answer: %+v", local)
 	}
+	if local.TookMillis <= 0 {
+		t.Errorf("xcc-dns answer took %v ms", local.TookMillis)
+	}
 	if cluster.Server != "cluster DNS" || cluster.Rcode != "NXDOMAIN" || cluster.NegativeTTL == nil || *cluster.NegativeTTL != 15 || cluster.Address == "" {
 		t.Errorf("cluster DNS answer: %+v", cluster)
 	}
