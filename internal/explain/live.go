@@ -121,8 +121,9 @@ func short(h string) string { return h[:min(len(h), 12)] }
 // the TTLs xcc-dns gives, and what the cluster DNS block's cache makes
 // of them.
 type Keep struct {
-	// TTL and NegativeTTL are of xcc-dns's live answer (the record TTL;
-	// the negative TTL of an NXDOMAIN or NODATA); nil when not read.
+	// TTL and NegativeTTL are of xcc-dns's live answer (the record TTL,
+	// as its own cache counts it down; the negative TTL of an NXDOMAIN
+	// or NODATA); nil when not read.
 	TTL         *uint32 `json:"ttl,omitempty"`
 	NegativeTTL *uint32 `json:"negativeTTL,omitempty"`
 	// Positive and Negative are the longest time, in seconds, a pod may
