@@ -24,6 +24,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/controller"
 	"github.com/xcc-dns/xcc-dns/internal/corefile"
 	"github.com/xcc-dns/xcc-dns/internal/explain"
+	"github.com/xcc-dns/xcc-dns/internal/serve"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
@@ -62,6 +63,12 @@ func runExplain(ctx context.Context, args []string) error {
 	sliceNamespace := fs.String("slice-namespace", controller.DefaultSliceNamespace, "namespace of the slices in each workload cluster: the controller's --slice-namespace")
 	clusterDNS := fs.String("cluster-dns-configmap", corefile.DefaultNamespace+"/"+corefile.DefaultConfigMap, "with --from: namespace/name of the cluster DNS ConfigMap whose Corefile is read, to say whether it forwards the name's zone")
 	xccService := fs.String("xcc-dns-service", "", "with --from: namespace/name of the xcc-dns Service in the workload cluster, whose ClusterIP the cluster DNS should forward the zone to (default: the Service patch-corefile's block names, else "+explain.DefaultService+")")
+	clusterDNSService := fs.String("cluster-dns-service", serve.DefaultAnswerClusterDNSService, "with --from: namespace/name of the cluster DNS Service, whose pods' reload metrics (port metrics, else 9153, through the pod proxy) say whether they run the ConfigMap's Corefile")
+	var dnsServers []string
+	fs.Func("dns", "ADDR[:PORT] of a DNS server to ask the name from here (port 53 by default), e.g. a workload cluster's xcc-dns reached from inside it; repeatable", func(v string) error {
+		dnsServers = append(dnsServers, v)
+		return nil
+	})
 	output := fs.String("o", "text", "output: text or json")
 	positional := parseInterleaved(fs, args)
 	if len(positional) < 1 || len(positional) > 2 {
@@ -115,6 +122,15 @@ func runExplain(ctx context.Context, args []string) error {
 			w := &workloadReader{management: core, sliceNamespace: *sliceNamespace}
 			explain.ReadSlices(ctx, n, w, ns, *from, &facts)
 			readFrom(ctx, n, w, ns, *from, *clusterDNS, *xccService, &facts)
+			readLive(ctx, n, w, ns, *from, *clusterDNS, *clusterDNSService, &facts)
+		}
+	}
+	if len(dnsServers) > 0 {
+		if qtype, err := queryType(n); err != nil {
+			facts.Unread = append(facts.Unread, "--dns: not asked: "+err.Error())
+		} else {
+			answers, unread := askDNS(ctx, dnsServers, n.Name, qtype)
+			facts.Answers, facts.Unread = append(facts.Answers, answers...), append(facts.Unread, unread...)
 		}
 	}
 	report := explain.Build(n, facts, time.Now())
@@ -208,11 +224,43 @@ func readFrom(ctx context.Context, n explain.Name, w *workloadReader, namespace,
 	f.Import = imp
 }
 
+// readLive adds to f what the cluster --from does now: what its xcc-dns
+// and cluster DNS answer (asked by a serve pod there), and whether its
+// cluster DNS pods run the ConfigMap's Corefile (its Service
+// clusterDNSService). What cannot be read is unread.
+func readLive(ctx context.Context, n explain.Name, w *workloadReader, namespace, cluster, clusterDNS, clusterDNSService string, f *explain.Facts) {
+	if _, err := w.config(ctx, namespace, cluster); err != nil || n.Zone == "" {
+		return
+	}
+	if qtype, err := queryType(n); err != nil {
+		f.Unread = append(f.Unread, "live answers: not asked: "+err.Error())
+	} else {
+		answers, pod, err := w.Answers(ctx, namespace, cluster, n.Name, qtype)
+		if err != nil {
+			f.Unread = append(f.Unread, fmt.Sprintf("live answers of %s: %v", cluster, err))
+		}
+		f.Answers, f.AnswersFrom = answers, pod
+	}
+	if w.corefileText == "" {
+		// The ConfigMap's read has said why.
+		return
+	}
+	r, err := w.Reload(ctx, namespace, cluster, clusterDNSService, clusterDNS, w.corefileText, w.corefileChanged, time.Now())
+	if err != nil {
+		f.Unread = append(f.Unread, fmt.Sprintf("reload state of the cluster DNS pods of %s: %v", cluster, err))
+	}
+	f.Reload = r
+}
+
 // workloadReader reads a workload cluster (--from) through its Cluster
 // API kubeconfig Secret (workloadConfig). The client is made once.
 type workloadReader struct {
 	management     kubernetes.Interface
 	sliceNamespace string
+	// corefileText and corefileChanged are the cluster DNS ConfigMap's
+	// Corefile and when it was last written, once Forward read it.
+	corefileText    string
+	corefileChanged time.Time
 
 	// The client configuration of the Cluster key (namespace/cluster),
 	// or why there is none.
@@ -282,13 +330,14 @@ func (w *workloadReader) Forward(ctx context.Context, namespace, cluster, cmName
 	if !ok {
 		return nil, fmt.Errorf("ConfigMap %s/%s has no %q key", cmNamespace, cmName, corefile.CorefileKey)
 	}
+	w.corefileText, w.corefileChanged = text, lastChange(cm.ObjectMeta)
 	blk, err := corefile.FindZone(text, zone)
 	if err != nil {
 		return nil, fmt.Errorf("ConfigMap %s/%s: %w", cmNamespace, cmName, err)
 	}
 	fw := &explain.Forward{ConfigMap: cmNamespace + "/" + cmName, Zone: zone}
 	if blk != nil {
-		fw.Found, fw.Key, fw.Managed, fw.ForwardTo = true, blk.Key, blk.Managed, blk.ForwardTo
+		fw.Found, fw.Key, fw.Managed, fw.ForwardTo, fw.Cache = true, blk.Key, blk.Managed, blk.ForwardTo, blk.Cache
 	}
 	// The Service patch-corefile's block names, if any: the xcc-dns one.
 	if svc, _, err := corefile.BlockService(text); err == nil {

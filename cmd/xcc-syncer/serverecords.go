@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,15 +95,12 @@ func (s serveReader) cluster(ctx context.Context, c overview.ServeCluster) overv
 		c.Unread = fmt.Sprintf("client: %v", err)
 		return c
 	}
-	pods, err := client.CoreV1().Pods(s.namespace).List(ctx, metav1.ListOptions{LabelSelector: servePodSelector, Limit: serveMaxPods})
+	items, more, err := listPods(ctx, client, "serve pods", s.namespace, servePodSelector)
 	if err != nil {
-		c.Unread = fmt.Sprintf("list serve pods in %s: %v", s.namespace, err)
+		c.Unread = err.Error()
 		return c
 	}
-	items := pods.Items
-	if len(items) > serveMaxPods || pods.Continue != "" {
-		items, c.MorePods = items[:min(len(items), serveMaxPods)], true
-	}
+	c.MorePods = more
 	if len(items) == 0 {
 		c.Unread = fmt.Sprintf("no serve pod in namespace %s (--serve-namespace) with the workload chart's labels", s.namespace)
 		return c
@@ -120,10 +118,9 @@ func readServePod(ctx context.Context, client kubernetes.Interface, pod *corev1.
 		p.Unread = fmt.Sprintf("pod is %s, not running with an address", pod.Status.Phase)
 		return p
 	}
-	port := strconv.Itoa(int(servePort(pod)))
-	body, err := client.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, port, "/metrics", nil).Stream(ctx)
+	body, err := proxyGet(ctx, client, pod, servePort(pod), "/metrics", nil)
 	if err != nil {
-		p.Unread = fmt.Sprintf("get /metrics on port %s through the pod proxy: %v", port, err)
+		p.Unread = err.Error()
 		return p
 	}
 	defer func() { _ = body.Close() }()
@@ -147,4 +144,30 @@ func servePort(pod *corev1.Pod) int32 {
 		}
 	}
 	return defaultServePort
+}
+
+// listPods lists the pods of namespace that selector selects (what they
+// are, for the error), at most serveMaxPods of them; more says there were
+// more.
+func listPods(ctx context.Context, client kubernetes.Interface, what, namespace, selector string) (pods []corev1.Pod, more bool, err error) {
+	l, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: serveMaxPods})
+	if err != nil {
+		return nil, false, fmt.Errorf("list %s in %s: %w", what, namespace, err)
+	}
+	items := l.Items
+	if len(items) > serveMaxPods || l.Continue != "" {
+		items, more = items[:min(len(items), serveMaxPods)], true
+	}
+	return items, more, nil
+}
+
+// proxyGet GETs path (with params) from pod's port through the workload
+// API server's pod proxy; the caller closes the body and bounds its read.
+func proxyGet(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, port int32, path string, params map[string]string) (io.ReadCloser, error) {
+	p := strconv.Itoa(int(port))
+	body, err := client.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, p, path, params).Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get %s on port %s of %s/%s through the pod proxy: %w", path, p, pod.Namespace, pod.Name, err)
+	}
+	return body, nil
 }

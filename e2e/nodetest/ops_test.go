@@ -37,6 +37,13 @@ const (
 	reconcileStale = 900 * time.Second
 )
 
+// What explain says of a cluster DNS pod (internal/explain's
+// ReloadRunning and ReloadOlder; this module cannot import it).
+const (
+	explainReloadRunning = "running the ConfigMap's Corefile"
+	explainReloadOlder   = "still running an older one"
+)
+
 // xccSyncerBin is the xcc-syncer the operator runs, built by make
 // xcc-syncer into the repository's bin/.
 func xccSyncerBin() string { return filepath.Join(nl.RepoRoot, "bin", "xcc-syncer") }
@@ -116,10 +123,32 @@ func testStatusAndExplain(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := lab.GatewayHost("kuard", lab.ClusterA)
-	out, code = xccSyncer(t, "explain", name, "--from", lab.ClusterB)
-	if code != 0 {
-		t.Fatalf("xcc-syncer explain %s --from %s: exit code %d:\n%s", name, lab.ClusterB, code, out)
-	}
+	// What xcc-dns and the cluster DNS answer now (a serve pod's /answer,
+	// through the pod proxy): the same record, the gateway's address with
+	// a TTL; and each cluster DNS pod running the patched Corefile (its
+	// reload plugin's hash, or started after the patch). Until both
+	// CoreDNS replicas have reloaded (the kubelet's ConfigMap sync and
+	// the reload plugin's period) the verdict may still be NotReloaded.
+	fqdn := regexp.QuoteMeta(strings.TrimSuffix(name, ".") + ".")
+	xccLine := regexp.MustCompile(`\nxcc-dns answers now: NOERROR, ` + fqdn + ` ([0-9]+) IN A ` + regexp.QuoteMeta(a.GatewayAddress()) + `\n`)
+	clusterLine := regexp.MustCompile(`\ncluster DNS answers now: NOERROR, ` + fqdn + ` ([0-9]+) IN A ` + regexp.QuoteMeta(a.GatewayAddress()) + `\n`)
+	reloaded := regexp.MustCompile(`\ncluster DNS pod kube-system/coredns-[a-z0-9-]+: ` + regexp.QuoteMeta(explainReloadRunning) + `: `)
+	ttlLine := regexp.MustCompile(`\nttl: +record TTL [0-9]+ s; the cluster DNS block caches answers 5\.\.30 s, denials 5\.\.30 s; a pod may keep an answer up to [0-9]+ s`)
+	poll(t, "explain "+name+" --from "+lab.ClusterB+": xcc-dns and the cluster DNS answering the gateway, both CoreDNS pods running the ConfigMap's Corefile", 4*time.Minute, func() error {
+		var code int
+		out, code = xccSyncer(t, "explain", name, "--from", lab.ClusterB)
+		switch {
+		case code != 0:
+			return fmt.Errorf("exit code %d:\n%s", code, out)
+		case !xccLine.MatchString(out) || !clusterLine.MatchString(out):
+			return fmt.Errorf("want xcc-dns and the cluster DNS answering %s A %s with a TTL:\n%s", name, a.GatewayAddress(), out)
+		case len(reloaded.FindAllString(out, -1)) != 2 || strings.Contains(out, explainReloadOlder):
+			return fmt.Errorf("want both cluster DNS pods %q:\n%s", explainReloadRunning, out)
+		case !ttlLine.MatchString(out):
+			return fmt.Errorf("want the TTLs and the block's cache 30:\n%s", out)
+		}
+		return nil
+	})
 	t.Logf("xcc-syncer explain %s --from %s:\n%s", name, lab.ClusterB, out)
 	reason := "\nreason:  Published: " + lab.ClusterA + " is published in every target: " + a.GatewayAddress() + "\n"
 	if !strings.Contains(out, "\nanswer:  records\n") || !strings.Contains(out, reason) {

@@ -18,6 +18,8 @@ type ZoneBlock struct {
 	Managed bool `json:"managed,omitempty"`
 	// ForwardTo are the targets of the block's forward plugin.
 	ForwardTo []string `json:"forwardTo,omitempty"`
+	// Cache is what its cache plugin keeps; nil without one.
+	Cache *Cache `json:"cache,omitempty"`
 }
 
 // FindZone returns the DNS server block on port 53 of corefile whose
@@ -51,7 +53,7 @@ func FindZone(corefile, zone string) (*ZoneBlock, error) {
 					continue
 				}
 				best = n
-				found = &ZoneBlock{Key: key, Managed: managed != nil && inSpan(corefile, *managed, b), ForwardTo: forwardTargets(b)}
+				found = &ZoneBlock{Key: key, Managed: managed != nil && inSpan(corefile, *managed, b), ForwardTo: forwardTargets(b), Cache: blockCache(b)}
 			}
 		}
 	}

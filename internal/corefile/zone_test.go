@@ -14,12 +14,13 @@ func TestFindZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	byHand := kubeadmCorefile + "\ntest:53 {\n    forward . 192.0.2.53 192.0.2.54\n}\n"
+	patchedCache := &Cache{Success: CacheSeconds, MinSuccess: 5, Denial: CacheSeconds, MinDenial: 5}
 	for _, tt := range []struct {
 		name, corefile, zone string
 		want                 *ZoneBlock
 	}{
-		{"managed", patched, "xcc.test", &ZoneBlock{Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53"}}},
-		{"managed clusterset zone", patched, "ClusterSet.Local.", &ZoneBlock{Key: "clusterset.local:53", Managed: true, ForwardTo: []string{"10.96.0.53"}}},
+		{"managed", patched, "xcc.test", &ZoneBlock{Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53"}, Cache: patchedCache}},
+		{"managed clusterset zone", patched, "ClusterSet.Local.", &ZoneBlock{Key: "clusterset.local:53", Managed: true, ForwardTo: []string{"10.96.0.53"}, Cache: patchedCache}},
 		{"not patched", kubeadmCorefile, "xcc.test", nil},
 		{"a parent zone by hand", byHand, "xcc.test", &ZoneBlock{Key: "test:53", ForwardTo: []string{"192.0.2.53", "192.0.2.54"}}},
 		{"another zone", patched, "example.com", nil},
@@ -35,5 +36,39 @@ func TestFindZone(t *testing.T) {
 	}
 	if _, err := FindZone("xcc.test {", "xcc.test"); err == nil {
 		t.Error("a Corefile that does not parse: no error")
+	}
+}
+
+// The cache directive of the block that answers the zone: what its
+// TTL, success and denial lines set, CoreDNS's defaults otherwise.
+func TestFindZoneCache(t *testing.T) {
+	for _, tt := range []struct {
+		name, block string
+		want        *Cache
+	}{
+		{"none", "forward . 192.0.2.53", nil},
+		{"defaults", "cache\n forward . 192.0.2.53", &Cache{Success: 3600, MinSuccess: 5, Denial: 1800, MinDenial: 5}},
+		{"one TTL with zones", "cache 30 xcc.test\n forward . 192.0.2.53", &Cache{Success: 30, MinSuccess: 5, Denial: 30, MinDenial: 5}},
+		{"sub-block", "cache 300 {\n  success 9984 60 2\n  denial 9984 10\n  serve_stale 2h\n }\n forward . 192.0.2.53",
+			&Cache{Success: 60, MinSuccess: 2, Denial: 10, MinDenial: 5, ServeStale: "2h"}},
+		{"serve_stale default", "cache {\n  serve_stale\n }", &Cache{Success: 3600, MinSuccess: 5, Denial: 1800, MinDenial: 5, ServeStale: "1h"}},
+	} {
+		got, err := FindZone(".:53 {\n forward . /etc/resolv.conf\n}\nxcc.test:53 {\n "+tt.block+"\n}\n", "xcc.test")
+		if err != nil || got == nil {
+			t.Fatalf("%s: %v %v", tt.name, got, err)
+		}
+		if !reflect.DeepEqual(got.Cache, tt.want) {
+			t.Errorf("%s: cache %+v, want %+v", tt.name, got.Cache, tt.want)
+		}
+	}
+	c := Cache{Success: 30, MinSuccess: 5, Denial: 30, MinDenial: 5}
+	for _, tt := range []struct {
+		ttl      uint32
+		negative bool
+		want     uint32
+	}{{300, false, 30}, {10, false, 10}, {1, false, 5}, {15, true, 15}, {3600, true, 30}, {0, true, 5}} {
+		if got := c.Keep(tt.ttl, tt.negative); got != tt.want {
+			t.Errorf("Keep(%d, %v) = %d, want %d", tt.ttl, tt.negative, got, tt.want)
+		}
 	}
 }

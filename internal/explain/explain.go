@@ -11,6 +11,8 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/corefile"
+	"github.com/xcc-dns/xcc-dns/internal/dnsanswer"
 	"github.com/xcc-dns/xcc-dns/internal/overview"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
@@ -30,6 +32,13 @@ type Facts struct {
 	// Import is the ServiceImport of a clusterset name in From; nil when
 	// there is none or it was not read.
 	Import *Import
+	// Answers are what DNS servers answer now: xcc-dns and the cluster
+	// DNS of From, asked by the serve pod AnswersFrom, and each --dns.
+	Answers     []dnsanswer.Answer
+	AnswersFrom string
+	// Reload is whether the cluster DNS pods of From run the ConfigMap's
+	// Corefile; nil when not read.
+	Reload *Reload
 	// Unread says, per fact, why it could not be read; ListFailed and
 	// SlicesFailed say which: the management list, the --from slices.
 	Unread       []string
@@ -62,6 +71,8 @@ type Forward struct {
 	// what the block should forward to; none when it was not read.
 	Service          string   `json:"service,omitempty"`
 	ServiceAddresses []string `json:"serviceAddresses,omitempty"`
+	// Cache is what the block's cache plugin keeps; nil without one.
+	Cache *corefile.Cache `json:"cache,omitempty"`
 }
 
 // Import is a member's ServiceImport: its type, ClusterSetIPs, ports
@@ -129,6 +140,13 @@ type Report struct {
 	Slices     []Slice     `json:"slices,omitempty"`
 	Forward    *Forward    `json:"forward,omitempty"`
 	Import     *Import     `json:"import,omitempty"`
+	// Answers are what DNS servers answer now (Facts.Answers), asked by
+	// the serve pod AnswersFrom; Keep how long a pod may keep them;
+	// Reload whether the cluster DNS pods run the ConfigMap's Corefile.
+	Answers     []dnsanswer.Answer `json:"answers,omitempty"`
+	AnswersFrom string             `json:"answersFrom,omitempty"`
+	Keep        *Keep              `json:"keep,omitempty"`
+	Reload      *Reload            `json:"reload,omitempty"`
 	// Key is the etcd key prefix serve stores the records under, in each
 	// workload cluster's etcd; empty when the etcd plugin reads nothing.
 	Key    string   `json:"key,omitempty"`
@@ -187,7 +205,8 @@ func effect(reason string) string {
 
 // Build explains n from the facts read for it.
 func Build(n Name, f Facts, now time.Time) Report {
-	r := Report{Name: n, Unread: f.Unread, From: f.From, Slices: f.Slices, Forward: f.Forward, Import: f.Import}
+	r := Report{Name: n, Unread: f.Unread, From: f.From, Slices: f.Slices, Forward: f.Forward, Import: f.Import,
+		Answers: f.Answers, AnswersFrom: f.AnswersFrom, Keep: keep(f.Answers, f.Forward), Reload: f.Reload}
 	if n.Stored != "" {
 		r.Key = skydnsrecord.Key(n.Stored) + "/"
 	}
@@ -229,6 +248,9 @@ func Build(n Name, f Facts, now time.Time) Report {
 			f.From, fw.ConfigMap, fw.Zone))
 	} else if fw != nil && fw.Found && n.Zone != "" && n.Refused == "" && len(fw.ServiceAddresses) > 0 {
 		r.forwardsElsewhere(*fw, f.From)
+	}
+	if r.Reason != ReasonNotForwarded && r.Reason != ReasonForwardsElsewhere && n.Zone != "" && n.Refused == "" {
+		r.live(f, now)
 	}
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xcc-dns/xcc-dns/internal/dnsanswer"
 	"github.com/xcc-dns/xcc-dns/internal/overview"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
@@ -90,6 +91,23 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 	}
 	if fw := r.Forward; fw != nil {
 		p.line("cluster DNS of %s (%s): %s", r.From, fw.ConfigMap, fw.words())
+	}
+	for _, a := range r.Answers {
+		p.line("%s answers now: %s", answerLabel(a), a.Words())
+	}
+	if r.Keep != nil {
+		p.line("ttl:     %s", r.Keep.words(r.Forward))
+	}
+	if rl := r.Reload; rl != nil {
+		if rl.HashUnknown != "" {
+			p.line("reload:  the hash of ConfigMap %s's Corefile is unknown: %s", rl.ConfigMap, rl.HashUnknown)
+		}
+		for _, pod := range rl.Pods {
+			p.line("cluster DNS pod %s: %s: %s", pod.Pod, pod.State, pod.Why)
+		}
+		if rl.MorePods {
+			p.line("cluster DNS pods: more than were read")
+		}
 	}
 	if r.Key != "" {
 		p.line("records: etcd key %s in the serve etcd of each workload cluster:", r.Key)
@@ -188,4 +206,13 @@ func (p *printer) line(format string, args ...any) {
 	if p.err == nil {
 		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
 	}
+}
+
+// answerLabel names the server of a live answer: "xcc-dns", "cluster
+// DNS", or "DNS <address>" of --dns.
+func answerLabel(a dnsanswer.Answer) string {
+	if a.Server == ServerXccDNS || a.Server == ServerClusterDNS {
+		return a.Server
+	}
+	return "DNS " + a.Address
 }

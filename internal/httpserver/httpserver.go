@@ -38,6 +38,8 @@ type Config struct {
 	Profiling bool
 	// Bound, if set, is told the address the listener bound (for port 0).
 	Bound func(net.Addr)
+	// Handlers are the role's own endpoints, by path.
+	Handlers map[string]http.Handler
 }
 
 // Server is a started HTTP endpoint.
@@ -65,6 +67,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	if cfg.Gatherer != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	for path, h := range cfg.Handlers {
+		mux.Handle(path, h)
 	}
 	if cfg.Profiling {
 		// Index also serves the named profiles (heap, goroutine, ...).

@@ -25,5 +25,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ClusterDNSConfigMap, "cluster-dns-configmap", "", "namespace/name of the cluster DNS ConfigMap (kube-system/coredns) whose forward block for the zone to keep, forwarding to the ClusterIP of --cluster-dns-service; both set, or neither (see internal/corefile/README.md)")
 	fs.StringVar(&o.ClusterDNSService, "cluster-dns-service", "", "namespace/name of this Service: the block forwards to its ClusterIP while it exists and goes when it is deleted (with --cluster-dns-configmap)")
 	fs.DurationVar(&o.ClusterDNSPeriod, "cluster-dns-period", DefaultClusterDNSPeriod, "how often the forward block is checked")
+	fs.StringVar(&o.AnswerDNSAddress, "answer-dns-address", DefaultAnswerDNSAddress, "host:port of the CoreDNS of this pod, which "+AnswerPath+" asks (the chart's ports.dns on loopback); empty: not asked")
+	fs.StringVar(&o.AnswerClusterDNSService, "answer-cluster-dns-service", DefaultAnswerClusterDNSService, "namespace/name of the cluster DNS Service, whose ClusterIP "+AnswerPath+" asks (read with get on that Service); empty: not asked")
 	o.Etcd.AddFlags(fs)
 }

@@ -65,6 +65,10 @@ type Options struct {
 	// is deleted (corefile.Keep), every ClusterDNSPeriod.
 	ClusterDNSConfigMap, ClusterDNSService string
 	ClusterDNSPeriod                       time.Duration
+	// AnswerDNSAddress (host:port) is the CoreDNS of serve's own pod and
+	// AnswerClusterDNSService (namespace/name) the cluster DNS Service:
+	// the two servers /answer asks; empty: that one is not asked.
+	AnswerDNSAddress, AnswerClusterDNSService string
 	// HTTPReady, if set, is told the address the HTTP server bound (for
 	// HTTPAddress with port 0).
 	HTTPReady func(net.Addr)
@@ -122,8 +126,13 @@ func Run(ctx context.Context, o Options) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	answer, err := newAnswerHandler(kube, o)
+	if err != nil {
+		return err
+	}
 	httpSrv, err := httpserver.Start(ctx, httpserver.Config{Address: o.HTTPAddress, Gatherer: reg,
-		Ready: readiness(db.cli, syncer, onDisk, stopping), Bound: o.HTTPReady})
+		Ready: readiness(db.cli, syncer, onDisk, stopping), Bound: o.HTTPReady,
+		Handlers: map[string]http.Handler{AnswerPath: answer}})
 	if err != nil {
 		return err
 	}
