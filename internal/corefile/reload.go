@@ -34,11 +34,8 @@ const (
 // Corefile that imports other files, or reads the environment ({$VAR}),
 // hashes to what only the pod can compute: error.
 func ReloadHash(path, text string) (string, error) {
-	if strings.Contains(text, "{$") {
-		return "", errors.New("the Corefile reads environment variables ({$...}): its parse in the pod cannot be computed here")
-	}
-	if importsFiles(text) {
-		return "", errors.New("the Corefile imports other files: its parse in the pod cannot be computed here")
+	if err := selfContained(text); err != nil {
+		return "", err
 	}
 	blocks, err := caddyfile.Parse(path, strings.NewReader(text), nil)
 	if err != nil {
@@ -50,6 +47,21 @@ func ReloadHash(path, text string) (string, error) {
 	}
 	sum := sha512.Sum512(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// selfContained refuses a Corefile whose parse here would read this
+// machine: its environment ({$VAR}) or its files (import). A workload
+// cluster's Corefile is its admins' to write; parsed by an operator's
+// command, either would put the operator's secrets or files into what
+// the command prints, and neither is what the pod parses anyway.
+func selfContained(text string) error {
+	if strings.Contains(text, "{$") {
+		return errors.New("the Corefile reads environment variables ({$...}): its parse in the pod cannot be computed here")
+	}
+	if importsFiles(text) {
+		return errors.New("the Corefile imports other files: its parse in the pod cannot be computed here")
+	}
+	return nil
 }
 
 // importsFiles reports whether a word of text outside comments is

@@ -25,9 +25,13 @@ type ZoneBlock struct {
 // FindZone returns the DNS server block on port 53 of corefile whose
 // zone is zone or the closest parent of it, as CoreDNS picks the block
 // of a query; nil when only the root block "." is, which sends the zone
-// wherever it sends every other name.
+// wherever it sends every other name. A Corefile that would read this
+// machine's environment or files is an error (selfContained).
 func FindZone(corefile, zone string) (*ZoneBlock, error) {
 	want := plugin.Name(strings.TrimSuffix(strings.ToLower(zone), ".") + ".").Normalize()
+	if err := selfContained(corefile); err != nil {
+		return nil, err
+	}
 	blocks, err := caddyfile.Parse(fileName, strings.NewReader(corefile), nil)
 	if err != nil {
 		return nil, fmt.Errorf("the Corefile does not parse: %w", err)

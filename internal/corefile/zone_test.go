@@ -2,6 +2,7 @@ package corefile
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -69,6 +70,25 @@ func TestFindZoneCache(t *testing.T) {
 	}{{300, false, 30}, {10, false, 10}, {1, false, 5}, {15, true, 15}, {3600, true, 30}, {0, true, 5}} {
 		if got := c.Keep(tt.ttl, tt.negative); got != tt.want {
 			t.Errorf("Keep(%d, %v) = %d, want %d", tt.ttl, tt.negative, got, tt.want)
+		}
+	}
+}
+
+// A workload cluster's Corefile is read on the operator's machine: one
+// that would expand the operator's environment or read its files is
+// refused, never parsed into what explain prints.
+func TestFindZoneReadsNothingOfThisMachine(t *testing.T) {
+	t.Setenv("XCC_TEST_SECRET", "s3cr3t")
+	for _, text := range []string{
+		"xcc.test:53 {\n    forward . {$XCC_TEST_SECRET}\n}\n",
+		"xcc.test:53 {\n    import /etc/*\n}\n",
+	} {
+		got, err := FindZone(text, "xcc.test")
+		if err == nil {
+			t.Errorf("%q: %+v, want an error", text, got)
+		}
+		if got != nil && strings.Contains(strings.Join(got.ForwardTo, " "), "s3cr3t") {
+			t.Errorf("the environment was read into %+v", got)
 		}
 	}
 }
