@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/member"
 )
@@ -117,14 +118,14 @@ func (c *Controller) updateClusterSetStatus(ctx context.Context, cs *xccv1alpha1
 	}
 	cp := cs.DeepCopy()
 	cp.Status = st
-	return c.writeStatus(ctx, xccv1alpha1.ClusterSetResource, xccv1alpha1.ClusterSetKind, cp)
+	return mgmt.WriteStatus(ctx, c.cfg.Dynamic, xccv1alpha1.ClusterSetResource, xccv1alpha1.ClusterSetKind, cp)
 }
 
 // reportSetRemoval says in cs's Ready condition why its removal is not
 // done yet (err names the members still holding its objects).
 func (c *Controller) reportSetRemoval(ctx context.Context, cs *xccv1alpha1.ClusterSet, err error) error {
 	st := *cs.Status.DeepCopy()
-	msg := truncate("ClusterSet being deleted; "+strings.ReplaceAll(err.Error(), "\n", "; "), maxConditionMessage)
+	msg := mgmt.Truncate("ClusterSet being deleted; "+strings.ReplaceAll(err.Error(), "\n", "; "), mgmt.MaxConditionMessage)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: xccv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 		ObservedGeneration: cs.Generation, Reason: setReasonRemoving, Message: msg})
 	return c.updateClusterSetStatus(ctx, cs, st)

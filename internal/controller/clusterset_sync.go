@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/member"
@@ -237,11 +237,10 @@ func selects(cs *xccv1alpha1.ClusterSet, l map[string]string) bool {
 // connect returns the connection to the Cluster namespace/name for user,
 // or why there is none.
 func (c *Controller) connect(namespace, name, user string) (setMember, error) {
-	secret, err := c.secrets.Secrets(namespace).Get(name + workload.KubeconfigSecretSuffix)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return setMember{}, fmt.Errorf("get kubeconfig Secret of cluster %s/%s: %w", namespace, name, err)
+	acc, err := mgmt.Connect(c.secrets, c.workloads, namespace, name, user)
+	if err != nil {
+		return setMember{}, err
 	}
-	acc := c.workloads.Get(namespace, name, secret, user)
 	if acc.Cluster == nil {
 		return setMember{access: fmt.Sprintf("%s: %s", acc.Reason, acc.Message)}, nil
 	}
