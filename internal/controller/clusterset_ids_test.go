@@ -55,7 +55,7 @@ func TestControllerClusterSetIDsAreSticky(t *testing.T) {
 			id := tc.owner
 			fakes[tc.thief].prop.Store(&id)
 			reasons := func() map[string]xccv1alpha1.MemberStatus {
-				e.ctrl.sets.queue.Add("dev-team/prod") // the property is read at a sync
+				e.ctrl.sets.Add("dev-team/prod") // the property is read at a sync
 				out := map[string]xccv1alpha1.MemberStatus{}
 				for _, m := range clusterSetStatusOf(e.ctx, t, e, "prod").Clusters {
 					out[m.Name] = m
@@ -157,7 +157,7 @@ func TestControllerClusterSetIDsSurviveARestart(t *testing.T) {
 		time.AfterFunc(time.Second, func() { close(wait) })
 	})
 	eventually(t, "cluster-a refused, cluster-b keeps its id", func() bool {
-		e.ctrl.sets.queue.Add("dev-team/prod")
+		e.ctrl.sets.Add("dev-team/prod")
 		r := map[string]xccv1alpha1.MemberReason{}
 		for _, m := range clusterSetStatusOf(e.ctx, t, e, "prod").Clusters {
 			r[m.Name+"="+m.ClusterID] = m.Reason

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
 )
 
 // A member that refuses every ServiceImport (an admission policy) is
@@ -40,13 +42,13 @@ func TestControllerClusterSetRefusingMemberSaysWhy(t *testing.T) {
 	}
 	eventually(t, "the ClusterSet says cluster-b refused", func() bool {
 		msg, reason := entry()
-		return strings.HasPrefix(msg, "write failed") && strings.Contains(msg, refusal) && reason == setReasonWriteFailed
+		return strings.HasPrefix(msg, "write failed") && strings.Contains(msg, refusal) && reason == clusterset.ReasonWriteFailed
 	})
 	// The lane's backoff grows from 1 s: the status is read across a few
 	// writes and the waits between them.
 	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if msg, reason := entry(); !strings.Contains(msg, refusal) || reason != setReasonWriteFailed {
-			t.Fatalf("the ClusterSet says of cluster-b %q, Ready reason %s; want the refusal and %s", msg, reason, setReasonWriteFailed)
+		if msg, reason := entry(); !strings.Contains(msg, refusal) || reason != clusterset.ReasonWriteFailed {
+			t.Fatalf("the ClusterSet says of cluster-b %q, Ready reason %s; want the refusal and %s", msg, reason, clusterset.ReasonWriteFailed)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
@@ -71,7 +72,7 @@ func (e *testEnv) clusterSet(name string) *xccv1alpha1.ClusterSet {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	cs, err := toClusterSet(u)
+	cs, err := clusterset.Decode(u)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestControllerClusterSetRemovedAfterRestart(t *testing.T) {
 			a, b := newMember(true, "10.244.1.5"), newMember(false, "")
 			e := twoMembers(t, a, b)
 			eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
-			eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+			eventually(t, "the ClusterSet holds the finalizer", func() bool { return clusterset.HasFinalizer(e.clusterSet("prod")) })
 			e.keptBoth()
 
 			e.restart(func() { tc.delete(e) })
@@ -154,7 +155,7 @@ func TestControllerClusterSetRemovedAfterRestart(t *testing.T) {
 				return holdsNothing(e.ctx, t, a) && holdsNothing(e.ctx, t, b)
 			})
 			if tc.name == "being deleted" {
-				eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+				eventually(t, "the finalizer removed", func() bool { return !clusterset.HasFinalizer(e.clusterSet("prod")) })
 			}
 			eventually(t, "the state forgotten", func() bool { return e.keptSet() == nil })
 		})
@@ -174,10 +175,10 @@ func TestControllerClusterSetUnreachableAcrossRestart(t *testing.T) {
 	e.restart(d.down)
 	eventually(t, "the ClusterSet says cluster-a is away", func() bool {
 		c := meta.FindStatusCondition(clusterSetStatusOf(e.ctx, t, e, "prod").Conditions, xccv1alpha1.ConditionReady)
-		return c != nil && c.Reason == setReasonUnreachable
+		return c != nil && c.Reason == clusterset.ReasonUnreachable
 	})
 	for range 5 {
-		e.ctrl.sets.queue.Add("dev-team/prod")
+		e.ctrl.sets.Add("dev-team/prod")
 		time.Sleep(50 * time.Millisecond)
 		if !hasImport(e.ctx, b) {
 			t.Fatal("cluster-a's export left cluster-b after a restart while cluster-a was unreachable")
@@ -186,7 +187,7 @@ func TestControllerClusterSetUnreachableAcrossRestart(t *testing.T) {
 	d.up()
 	eventually(t, "the ClusterSet Ready again", func() bool {
 		c := meta.FindStatusCondition(clusterSetStatusOf(e.ctx, t, e, "prod").Conditions, xccv1alpha1.ConditionReady)
-		return c != nil && c.Reason == setReasonWritten
+		return c != nil && c.Reason == clusterset.ReasonWritten
 	})
 	if !hasImport(e.ctx, b) {
 		t.Error("cluster-a's export gone from cluster-b once it is back")
@@ -264,21 +265,21 @@ func TestControllerClusterSetDeletionWaitsForMember(t *testing.T) {
 	})
 	e := twoMembers(t, a, b, func(c *Config) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
 	eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
-	eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+	eventually(t, "the ClusterSet holds the finalizer", func() bool { return clusterset.HasFinalizer(e.clusterSet("prod")) })
 
 	d.down()
 	e.markSetDeleting("prod")
 	eventually(t, "nothing left in cluster-a", func() bool { return holdsNothing(e.ctx, t, a) })
 	eventually(t, "status names cluster-b as still holding the objects", func() bool {
 		c := meta.FindStatusCondition(e.clusterSet("prod").Status.Conditions, xccv1alpha1.ConditionReady)
-		return c != nil && c.Reason == setReasonRemoving && strings.Contains(c.Message, "cluster-b")
+		return c != nil && c.Reason == clusterset.ReasonRemoving && strings.Contains(c.Message, "cluster-b")
 	})
-	if !hasSetFinalizer(e.clusterSet("prod")) {
+	if !clusterset.HasFinalizer(e.clusterSet("prod")) {
 		t.Fatal("finalizer removed while cluster-b still holds the objects")
 	}
 	d.up()
 	eventually(t, "nothing left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
-	eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+	eventually(t, "the finalizer removed", func() bool { return !clusterset.HasFinalizer(e.clusterSet("prod")) })
 }
 
 // A member that refuses the deletes of a removal (an admission policy)
@@ -296,21 +297,21 @@ func TestControllerClusterSetDeletionWaitsForRefusedDelete(t *testing.T) {
 	})
 	e := twoMembers(t, a, b)
 	eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
-	eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+	eventually(t, "the ClusterSet holds the finalizer", func() bool { return clusterset.HasFinalizer(e.clusterSet("prod")) })
 
 	refuse.Store(true)
 	e.markSetDeleting("prod")
 	eventually(t, "nothing left in cluster-a", func() bool { return holdsNothing(e.ctx, t, a) })
 	eventually(t, "status says cluster-b refused", func() bool {
 		c := meta.FindStatusCondition(e.clusterSet("prod").Status.Conditions, xccv1alpha1.ConditionReady)
-		return c != nil && c.Reason == setReasonRemoving && strings.Contains(c.Message, "deletes are paused")
+		return c != nil && c.Reason == clusterset.ReasonRemoving && strings.Contains(c.Message, "deletes are paused")
 	})
-	if !hasSetFinalizer(e.clusterSet("prod")) {
+	if !clusterset.HasFinalizer(e.clusterSet("prod")) {
 		t.Fatal("finalizer removed while cluster-b refuses to delete the ServiceImport")
 	}
 	refuse.Store(false)
 	eventually(t, "nothing left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
-	eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+	eventually(t, "the finalizer removed", func() bool { return !clusterset.HasFinalizer(e.clusterSet("prod")) })
 }
 
 // configMapWrites counts the ConfigMap creates and updates on the
@@ -334,11 +335,11 @@ func TestControllerClusterSetStateSavedOnChange(t *testing.T) {
 	e.keptBoth()
 	eventually(t, "the ClusterSet Ready", func() bool {
 		c := meta.FindStatusCondition(clusterSetStatusOf(e.ctx, t, e, "prod").Conditions, xccv1alpha1.ConditionReady)
-		return c != nil && c.Reason == setReasonWritten
+		return c != nil && c.Reason == clusterset.ReasonWritten
 	})
 	before := e.configMapWrites()
 	for range 5 {
-		e.ctrl.sets.queue.Add("dev-team/prod")
+		e.ctrl.sets.Add("dev-team/prod")
 		time.Sleep(50 * time.Millisecond)
 	}
 	if n := e.configMapWrites() - before; n != 0 {
@@ -403,7 +404,7 @@ func TestControllerClusterSetHandOver(t *testing.T) {
 	}
 	eventually(t, "cluster-a's import in cluster-b (prod has it)", func() bool { return hasImport(e.ctx, b) })
 	eventually(t, "next refuses cluster-b: prod is older", func() bool { return refusedByNext() })
-	eventually(t, "prod holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+	eventually(t, "prod holds the finalizer", func() bool { return clusterset.HasFinalizer(e.clusterSet("prod")) })
 
 	// prod is deleted while cluster-a cannot be reached: its removal is
 	// done in cluster-b, and next still does not take cluster-b.
@@ -417,7 +418,7 @@ func TestControllerClusterSetHandOver(t *testing.T) {
 
 	// The removal ends, the API server deletes prod: next takes cluster-b.
 	d.up()
-	eventually(t, "prod's finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+	eventually(t, "prod's finalizer removed", func() bool { return !clusterset.HasFinalizer(e.clusterSet("prod")) })
 	if err := e.dyn.Resource(xccv1alpha1.ClusterSetResource).Namespace("dev-team").Delete(e.ctx, "prod", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -461,8 +462,8 @@ func TestControllerClusterSetMemberMoves(t *testing.T) {
 	}
 	eventually(t, "next's import of cluster-c's export in cluster-b", importOfC)
 	for range 3 {
-		e.ctrl.sets.queue.Add("dev-team/prod")
-		e.ctrl.sets.queue.Add("dev-team/next")
+		e.ctrl.sets.Add("dev-team/prod")
+		e.ctrl.sets.Add("dev-team/next")
 		time.Sleep(100 * time.Millisecond)
 	}
 	eventually(t, "still next's import in cluster-b after both synced again", importOfC)
@@ -478,7 +479,7 @@ func TestControllerClusterSetRemovedWithDamagedState(t *testing.T) {
 	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
 	e := twoMembers(t, a, b)
 	eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
-	eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+	eventually(t, "the ClusterSet holds the finalizer", func() bool { return clusterset.HasFinalizer(e.clusterSet("prod")) })
 	e.keptBoth()
 
 	e.restart(func() {
@@ -499,5 +500,5 @@ func TestControllerClusterSetRemovedWithDamagedState(t *testing.T) {
 	eventually(t, "nothing of the ClusterSet left in either member", func() bool {
 		return holdsNothing(e.ctx, t, a) && holdsNothing(e.ctx, t, b)
 	})
-	eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+	eventually(t, "the finalizer removed", func() bool { return !clusterset.HasFinalizer(e.clusterSet("prod")) })
 }

@@ -26,6 +26,7 @@ import (
 
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
@@ -224,7 +225,7 @@ func clusterSetStatusOf(ctx context.Context, t *testing.T, e *testEnv, name stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := toClusterSet(u)
+	cs, err := clusterset.Decode(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,19 +286,19 @@ func TestControllerClusterSetUnreachableMemberKept(t *testing.T) {
 		}
 	}
 	eventually(t, "imported into cluster-b", imported)
-	eventually(t, "the ClusterSet Ready", ready(setReasonWritten))
+	eventually(t, "the ClusterSet Ready", ready(clusterset.ReasonWritten))
 
 	d.down()
-	eventually(t, "the ClusterSet says cluster-a is away", ready(setReasonUnreachable))
+	eventually(t, "the ClusterSet says cluster-a is away", ready(clusterset.ReasonUnreachable))
 	for range 5 {
-		e.ctrl.sets.queue.Add("dev-team/prod")
+		e.ctrl.sets.Add("dev-team/prod")
 		time.Sleep(50 * time.Millisecond)
 		if !imported() {
 			t.Fatal("cluster-a's export left cluster-b while cluster-a was unreachable")
 		}
 	}
 	d.up()
-	eventually(t, "the ClusterSet Ready again", ready(setReasonWritten))
+	eventually(t, "the ClusterSet Ready again", ready(clusterset.ReasonWritten))
 }
 
 // A member's valid exports past --max-exports-per-member, the newest,

@@ -20,6 +20,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
@@ -196,7 +197,7 @@ func TestControllerClusterSetSlowMemberDelaysOnlyItself(t *testing.T) {
 	eventually(t, "the ClusterSet says cluster-b is being written", func() bool {
 		st := clusterSetStatusOf(e.ctx, t, e, "prod")
 		cond := meta.FindStatusCondition(st.Conditions, "Ready")
-		return cond != nil && cond.Reason == setReasonWriting && strings.Contains(cond.Message, "cluster-b")
+		return cond != nil && cond.Reason == clusterset.ReasonWriting && strings.Contains(cond.Message, "cluster-b")
 	})
 
 	addExport(t, a, "shop", "api", "10.244.1.6")
