@@ -51,7 +51,7 @@ func (c *Reconciler) membership(cs *xccv1alpha1.ClusterSet, mem *setMemory, user
 	}
 	var sets []member.ClusterSet
 	for _, o := range setObjs {
-		other, err := Decode(o)
+		other, err := decode(o)
 		if err != nil {
 			continue
 		}

@@ -33,11 +33,11 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
-// User is how the ClusterSet key names itself to the shared workload
+// userOf is how the ClusterSet key names itself to the shared workload
 // connections (workload.Set): prefixed, so a GatewayDNS and a ClusterSet
 // of the same name never release each other's informers or take each
 // other's events.
-func User(key string) string { return clusterSetUser + key }
+func userOf(key string) string { return clusterSetUser + key }
 
 // clusterSetUser prefixes a ClusterSet's key where the workload
 // connections name their users.
@@ -56,8 +56,8 @@ const DefaultMaxExportsPerMember = 1000
 // that holds them.
 const Finalizer = "xcc-dns.io/clusterset-cleanup"
 
-// HasFinalizer reports whether cs holds Finalizer.
-func HasFinalizer(cs *xccv1alpha1.ClusterSet) bool {
+// hasFinalizer reports whether cs holds Finalizer.
+func hasFinalizer(cs *xccv1alpha1.ClusterSet) bool {
 	return slices.Contains(cs.Finalizers, Finalizer)
 }
 
@@ -78,7 +78,7 @@ type Config struct {
 	// Secrets is the controller's cache of kubeconfig Secrets.
 	Secrets corelisters.SecretLister
 	// Workloads are the connections to the workload clusters, shared with
-	// the GatewayDNS reconciler; this one's users are User(key).
+	// the GatewayDNS reconciler; this one's users are userOf(key).
 	Workloads *workload.Set
 	// SliceNamespace is where the contract slices are written in each
 	// member (and whose presence opts a member in).
@@ -190,8 +190,8 @@ func (c *Reconciler) EnqueueIn(namespace string) {
 	}
 }
 
-// Decode converts an informer's (or the API's) object into a ClusterSet.
-func Decode(obj any) (*xccv1alpha1.ClusterSet, error) {
+// decode converts an informer's (or the API's) object into a ClusterSet.
+func decode(obj any) (*xccv1alpha1.ClusterSet, error) {
 	u, ok := watch.Unwrap(obj).(*unstructured.Unstructured)
 	if !ok {
 		return nil, fmt.Errorf("ClusterSet informer delivered %T", obj)
@@ -215,7 +215,7 @@ func (c *Reconciler) syncClusterSetKey(ctx context.Context, key string) error {
 		klog.FromContext(ctx).V(2).Info("ClusterSet gone; removing its imports")
 		return c.removeClusterSet(ctx, key, "")
 	}
-	cs, err := Decode(obj)
+	cs, err := decode(obj)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return nil
@@ -223,7 +223,7 @@ func (c *Reconciler) syncClusterSetKey(ctx context.Context, key string) error {
 	if cs.DeletionTimestamp != nil {
 		return c.syncClusterSetDeleting(ctx, key, cs)
 	}
-	if !HasFinalizer(cs) {
+	if !hasFinalizer(cs) {
 		// Before anything is written: every object in a member is then
 		// one the finalizer waits for.
 		if err := mgmt.AddFinalizer(ctx, c.cfg.Dynamic, xccv1alpha1.ClusterSetResource, cs, Finalizer); err != nil {
@@ -238,7 +238,7 @@ func (c *Reconciler) syncClusterSetKey(ctx context.Context, key string) error {
 // are gone; until then status says which members still hold them, and
 // the queue retries with backoff.
 func (c *Reconciler) syncClusterSetDeleting(ctx context.Context, key string, cs *xccv1alpha1.ClusterSet) error {
-	if !HasFinalizer(cs) {
+	if !hasFinalizer(cs) {
 		return nil
 	}
 	klog.FromContext(ctx).V(2).Info("ClusterSet being deleted; removing its imports")
@@ -262,7 +262,7 @@ func (c *Reconciler) noteMembersIfDamaged(ctx context.Context, key string, cs *x
 	if err := c.recoverClusterSet(ctx, mem, key, cs.UID); err != nil || !mem.damaged {
 		return err
 	}
-	user := User(key)
+	user := userOf(key)
 	_, members, _, err := c.membership(cs, mem, user)
 	if err != nil {
 		return err

@@ -161,7 +161,7 @@ func (c *Reconciler) removeClusterSet(ctx context.Context, key string, uid types
 	if err := c.recoverClusterSet(ctx, mem, key, uid); err != nil {
 		return err
 	}
-	user := User(key)
+	user := userOf(key)
 	clusters := slices.Sorted(maps.Keys(mem.written))
 	removed := c.removeFromAll(ctx, key, mem, clusters, user)
 	var errs, running []error

@@ -21,7 +21,7 @@ func (c *Reconciler) syncClusterSet(ctx context.Context, key string, cs *xccv1al
 	if err := c.recoverClusterSet(ctx, mem, key, cs.UID); err != nil {
 		return err
 	}
-	user := User(key)
+	user := userOf(key)
 	res, members, others, err := c.membership(cs, mem, user)
 	if err != nil {
 		return err
