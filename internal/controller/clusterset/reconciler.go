@@ -65,7 +65,10 @@ func hasFinalizer(cs *xccv1alpha1.ClusterSet) bool {
 // The informers, the kubeconfig Secret cache and the workload
 // connections are the controller's, shared with the GatewayDNS
 // reconciler: one watch of each kind, one connection per workload
-// cluster. Everything else is this package's own.
+// cluster. They are the shared objects themselves, not interfaces over
+// them, since sharing them is the point (and client-go's interfaces
+// already are the seam: a test hands fakes of the clients underneath,
+// env_test.go). Everything else is this package's own.
 type Config struct {
 	// Dynamic is the management cluster: ClusterSet status and finalizers.
 	Dynamic dynamic.Interface
