@@ -27,7 +27,7 @@ func TestControllerAddressConflictAcrossGatewayDNS(t *testing.T) {
 	workloadB := fakeWorkload(true, "10.0.0.1")
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", map[string]string{"team": "a"}, ""), capiCluster("cluster-b", map[string]string{"team": "b"}, ""),
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", map[string]string{"team": "a"}, ""), testfixture.CAPICluster("cluster-b", map[string]string{"team": "b"}, ""),
 			gatewayDNSObject(t, gdA), gatewayDNSObject(t, gdB)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": workloadB})
 
@@ -61,13 +61,13 @@ func TestControllerAddressClaimsStayInsideANamespace(t *testing.T) {
 	gdA := testfixture.GatewayDNS("gw")
 	gdB := testfixture.GatewayDNS("gw")
 	gdB.Namespace = other
-	clusterB := capiCluster("cluster-x", map[string]string{"hasContour": "true"}, "10.0.0.1")
+	clusterB := testfixture.CAPICluster("cluster-x", map[string]string{"hasContour": "true"}, "10.0.0.1")
 	clusterB.SetNamespace(other)
 	secretB := testfixture.KubeconfigSecret("cluster-x", "cluster-x")
 	secretB.Namespace = other
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), secretB},
-		[]runtime.Object{capiCluster("cluster-a", map[string]string{"hasContour": "true"}, ""), clusterB,
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", map[string]string{"hasContour": "true"}, ""), clusterB,
 			gatewayDNSObject(t, gdA), gatewayDNSObject(t, gdB)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-x": fakeWorkload(true, "10.0.0.9")})
 

@@ -9,6 +9,11 @@
 // know), desired (package desired, a pure function), publish (package
 // publish: plan the difference per target cluster and apply it) and
 // status. Package workload owns the connections to workload clusters.
+//
+// The root package is also the wiring of the ClusterSet reconciler
+// (package clusterset): it builds it with the informers, the kubeconfig
+// Secret cache and the workload connections the two share, and runs its
+// queue beside the GatewayDNS one.
 package controller
 
 import (
@@ -37,6 +42,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/publish"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
@@ -53,18 +59,10 @@ const (
 	// DefaultResync re-runs every sync this often, which repairs slices
 	// someone deleted or edited in a workload cluster.
 	DefaultResync = 5 * time.Minute
-	// DefaultMaxExportsPerMember bounds the valid exports of one member
-	// of a clusterset: each import costs every member a ClusterIP and
-	// objects (docs/threat-model.md has the product of the limits).
-	DefaultMaxExportsPerMember = 1000
 	// DefaultWorkers syncs this many GatewayDNS at once.
 	DefaultWorkers = 2
 	// Finalizer keeps a GatewayDNS until its slices are gone everywhere.
 	Finalizer = "connectivity.tanzu.vmware.com/xcc-dns-endpointslices"
-	// ClusterSetFinalizer keeps a ClusterSet until its objects (imports,
-	// derived Services, EndpointSlices, contract slices) are gone from
-	// every member that holds them.
-	ClusterSetFinalizer = "xcc-dns.io/clusterset-cleanup"
 	// controllerName is the event source and the work queue name.
 	controllerName = "xcc-dns-controller"
 )
@@ -77,8 +75,8 @@ type Config struct {
 	Dynamic dynamic.Interface
 	// ClusterResource is the served version of cluster.x-k8s.io clusters.
 	ClusterResource schema.GroupVersionResource
-	// ClusterSets runs the Multi-Cluster Services half (clusterset.go):
-	// the ClusterSet CRD is served.
+	// ClusterSets runs the Multi-Cluster Services half (package
+	// clusterset): the ClusterSet CRD is served.
 	ClusterSets bool
 	// NewClient builds workload cluster clients (workload.NewClientFromKubeconfig in production).
 	NewClient      workload.ClientFactory
@@ -87,7 +85,7 @@ type Config struct {
 	// ClusterSetZone is the zone of the MCS DNS names (clusterset.local).
 	ClusterSetZone string
 	// MaxExportsPerMember bounds the ServiceExports of one member that a
-	// clusterset imports; zero is DefaultMaxExportsPerMember.
+	// clusterset imports; zero is clusterset.DefaultMaxExportsPerMember.
 	MaxExportsPerMember int
 	// MemberLimits bound what one member puts into another over all its
 	// imports (and one source of one import); zero fields take the
@@ -145,9 +143,9 @@ type Controller struct {
 	// GatewayDNS of a namespace to find the older one (names.go).
 	names *nameClaims
 
-	// sets is the ClusterSet half (clusterset.go); nil when the CRD is
-	// not served.
-	sets *clusterSets
+	// sets is the ClusterSet reconciler (package clusterset); nil when
+	// the CRD is not served.
+	sets *clusterset.Reconciler
 }
 
 // New builds the controller and registers its informers; Run starts them.
@@ -157,9 +155,6 @@ func New(cfg Config) *Controller {
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = DefaultWorkers
-	}
-	if cfg.MaxExportsPerMember == 0 {
-		cfg.MaxExportsPerMember = DefaultMaxExportsPerMember
 	}
 	if cfg.ClusterSetZone == "" {
 		cfg.ClusterSetZone = contract.DefaultClusterSetZone
@@ -198,9 +193,6 @@ func New(cfg Config) *Controller {
 		},
 		DeleteFunc: func(obj any) { c.enqueueNamespaceOf(obj) },
 	})
-	if cfg.ClusterSets {
-		c.sets = c.newClusterSets()
-	}
 	onClusterish := watch.OnEvent(func(obj any) {
 		c.enqueueNamespaceOf(obj)
 		if m := watch.Meta(obj); m != nil {
@@ -227,6 +219,27 @@ func New(cfg Config) *Controller {
 		Limits:    cfg.ReadLimits,
 		Written:   cfg.Metrics.targetWritten,
 	})
+	if cfg.ClusterSets {
+		c.sets = clusterset.New(clusterset.Config{
+			Dynamic:             cfg.Dynamic,
+			Informers:           c.dynInf,
+			Clusters:            c.clusters,
+			Secrets:             c.secrets,
+			Workloads:           c.workloads,
+			SliceNamespace:      cfg.SliceNamespace,
+			ClusterSetZone:      cfg.ClusterSetZone,
+			AllowedCIDRs:        cfg.AllowedCIDRs,
+			MaxExportsPerMember: cfg.MaxExportsPerMember,
+			MemberLimits:        cfg.MemberLimits,
+			Workers:             cfg.Workers,
+			State:               cfg.State,
+			Recorder:            cfg.Recorder,
+			Metrics:             cfg.Metrics.Metrics,
+			Syncs:               cfg.Metrics.Syncs,
+			SyncErrors:          cfg.Metrics.SyncErrors,
+		})
+		c.synced = append(c.synced, c.sets.HasSynced)
+	}
 	c.publisher = publish.NewWriter(publish.Config{
 		SliceNamespace: cfg.SliceNamespace,
 		Resync:         cfg.Resync,
@@ -299,12 +312,21 @@ func (c *Controller) enqueueAllIn(namespace string) {
 	}
 }
 
+// enqueueClusterSetsIn enqueues every ClusterSet of namespace: a Cluster,
+// a kubeconfig Secret or a workload cluster's slice namespace there
+// changes their members.
+func (c *Controller) enqueueClusterSetsIn(namespace string) {
+	if c.sets != nil {
+		c.sets.EnqueueIn(namespace)
+	}
+}
+
 // serviceChanged notes when a gateway Service changed, for the propagation
 // metric, and enqueues the GatewayDNS that watch it.
 func (c *Controller) serviceChanged(all []string) {
-	users, sets := clusterSetUsers(all)
+	users, sets := clusterset.Users(all)
 	for _, key := range sets {
-		c.sets.queue.Add(key)
+		c.sets.Add(key)
 	}
 	now := time.Now()
 	for _, u := range users {
@@ -338,10 +360,7 @@ func (c *Controller) Run(ctx context.Context, ready chan<- struct{}) error {
 	}
 	var sets sync.WaitGroup
 	if c.sets != nil {
-		c.sets.lanes.Start(ctx)
-		defer c.sets.lanes.Stop()
-		sets.Go(func() { c.sets.queue.Run(ctx, c.cfg.Workers) })
-		sets.Go(func() { c.enqueueKeptClusterSets(ctx) })
+		sets.Go(func() { c.sets.Run(ctx) })
 	}
 	c.queue.Run(ctx, c.cfg.Workers)
 	sets.Wait()

@@ -32,7 +32,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
-	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
@@ -55,47 +54,14 @@ type testEnv struct {
 	// cancel stops the controller; done is closed when its Run returned.
 	cancel context.CancelFunc
 	done   chan struct{}
-	// cfg is what the controller was made with, for restart.
+	// cfg is what the controller was made with.
 	cfg Config
-	// base is the test's context, which outlives each controller's.
-	base context.Context
 }
 
-// sawEvent reports whether an event containing every part was recorded,
-// waiting for it up to eventWait: the event of a sync may come after the
-// status or object the test waited for, written earlier in that sync.
+// sawEvent reports whether an event containing every part was recorded
+// (testfixture.SawEvent).
 func (e *testEnv) sawEvent(parts ...string) bool {
-	timeout := time.After(eventWait)
-	for {
-		select {
-		case ev := <-e.events.Events:
-			all := true
-			for _, p := range parts {
-				all = all && strings.Contains(ev, p)
-			}
-			if all {
-				return true
-			}
-		case <-timeout:
-			return false
-		}
-	}
-}
-
-// eventWait is how long sawEvent waits for an event.
-const eventWait = 5 * time.Second
-
-func capiCluster(name string, labels map[string]string, apiHost string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
-		"metadata": map[string]any{"name": name, "namespace": "dev-team"},
-		"spec":     map[string]any{},
-	}}
-	u.SetLabels(labels)
-	if apiHost != "" {
-		_ = unstructured.SetNestedField(u.Object, apiHost, "spec", "controlPlaneEndpoint", "host")
-	}
-	return u
+	return testfixture.SawEvent(e.events, parts...)
 }
 
 func gatewayDNSObject(t *testing.T, gd *v1alpha1.GatewayDNS) *unstructured.Unstructured {
@@ -134,56 +100,8 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 	_, base := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(base)
 	t.Cleanup(cancel)
-	// An empty scheme: the dynamic fake then keeps everything unstructured.
-	scheme := runtime.NewScheme()
-	// The fake tracker guesses a resource from a kind ("gatewaydnses"), so
-	// GatewayDNS objects are created through their real resource instead.
-	var initial []runtime.Object
-	var gdnses []*unstructured.Unstructured
-	for _, o := range dynObjs {
-		if u, ok := o.(*unstructured.Unstructured); ok && (u.GetKind() == v1alpha1.GatewayDNSKind.Kind || u.GetKind() == xccv1alpha1.ClusterSetKind.Kind) {
-			gdnses = append(gdnses, u)
-			continue
-		}
-		initial = append(initial, o)
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
-		v1alpha1.GatewayDNSResource:    "GatewayDNSList",
-		xccv1alpha1.ClusterSetResource: "ClusterSetList",
-		clusterGVR:                     "ClusterList",
-	}, initial...)
-	// A status update changes status alone, as on an API server; the fake
-	// would store the whole object sent, so a sync's status update would
-	// undo a deletionTimestamp set since it read the GatewayDNS.
-	for _, gvr := range []schema.GroupVersionResource{v1alpha1.GatewayDNSResource, xccv1alpha1.ClusterSetResource} {
-		dyn.PrependReactor("update", gvr.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
-			up, ok := a.(k8stesting.UpdateAction)
-			if !ok || up.GetSubresource() != "status" {
-				return false, nil, nil
-			}
-			sent, ok := up.GetObject().(*unstructured.Unstructured)
-			if !ok {
-				return false, nil, nil
-			}
-			cur, err := dyn.Tracker().Get(gvr, sent.GetNamespace(), sent.GetName())
-			if err != nil {
-				return true, nil, err
-			}
-			next := cur.(*unstructured.Unstructured).DeepCopy()
-			next.Object["status"] = sent.Object["status"]
-			return true, next, dyn.Tracker().Update(gvr, next, sent.GetNamespace())
-		})
-	}
-	for _, u := range gdnses {
-		gvr := v1alpha1.GatewayDNSResource
-		if u.GetKind() == xccv1alpha1.ClusterSetKind.Kind {
-			gvr = xccv1alpha1.ClusterSetResource
-		}
-		if _, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e := &testEnv{t: t, ctx: ctx, base: base, mgmt: fake.NewClientset(mgmtObjs...), dyn: dyn, workloads: workloads,
+	dyn := testfixture.FakeManagement(ctx, t, clusterGVR, dynObjs)
+	e := &testEnv{t: t, ctx: ctx, mgmt: fake.NewClientset(mgmtObjs...), dyn: dyn, workloads: workloads,
 		events: record.NewFakeRecorder(1000), cancel: cancel}
 	cfg := Config{
 		Kube: e.mgmt, Dynamic: dyn, ClusterResource: clusterGVR,
@@ -240,21 +158,6 @@ func (e *testEnv) stop() {
 		n := goruntime.Stack(buf, true)
 		e.t.Errorf("the controller did not stop within 10s; goroutines:\n%s", buf[:n])
 	}
-}
-
-// restart is a new controller on the same clusters (a restart, or a
-// failover to another replica): nothing of the old one's memory, only
-// what the management cluster and the workload clusters hold. between
-// runs while no controller does.
-func (e *testEnv) restart(between func()) {
-	e.t.Helper()
-	e.stop()
-	if between != nil {
-		between()
-	}
-	e.ctx, e.cancel = context.WithCancel(e.base)
-	e.t.Cleanup(e.cancel)
-	e.start()
 }
 
 // slices returns "hostname type addresses" of every slice of a
@@ -379,12 +282,12 @@ func TestControllerEndToEnd(t *testing.T) {
 			testfixture.KubeconfigSecret("cluster-d", "cluster-d"),
 		},
 		[]runtime.Object{
-			capiCluster("cluster-a", contour, "10.1.0.1"),
-			capiCluster("cluster-b", contour, ""),
-			capiCluster("cluster-c", contour, ""), // garbage kubeconfig
-			capiCluster("a.b", contour, ""),       // not a DNS label
-			capiCluster("cluster-d", nil, ""),     // not selected, not opted in
-			capiCluster("cluster-e", contour, ""), // no kubeconfig Secret
+			testfixture.CAPICluster("cluster-a", contour, "10.1.0.1"),
+			testfixture.CAPICluster("cluster-b", contour, ""),
+			testfixture.CAPICluster("cluster-c", contour, ""), // garbage kubeconfig
+			testfixture.CAPICluster("a.b", contour, ""),       // not a DNS label
+			testfixture.CAPICluster("cluster-d", nil, ""),     // not selected, not opted in
+			testfixture.CAPICluster("cluster-e", contour, ""), // no kubeconfig Secret
 			gatewayDNSObject(t, gd),
 		},
 		map[string]*fake.Clientset{
@@ -422,7 +325,7 @@ func TestControllerEndToEnd(t *testing.T) {
 	})
 
 	t.Run("a cluster no longer selected loses its names everywhere", func(t *testing.T) {
-		if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Update(e.ctx, capiCluster("cluster-b", nil, ""), metav1.UpdateOptions{}); err != nil {
+		if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Update(e.ctx, testfixture.CAPICluster("cluster-b", nil, ""), metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		e.eventually([]string{apiA + " IPv4 10.1.0.1", gwA + " IPv4 10.0.0.9"}, "cluster-a", "cluster-b", "cluster-d")
@@ -464,7 +367,7 @@ func TestControllerConflictOlderWins(t *testing.T) {
 	newer.CreationTimestamp = metav1.NewTime(time.Now())
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), gatewayDNSObject(t, newer), gatewayDNSObject(t, older)},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), gatewayDNSObject(t, newer), gatewayDNSObject(t, older)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
 
 	e.eventually([]string{gwA + " IPv4 10.0.0.1"}, "cluster-a")
@@ -509,7 +412,7 @@ func TestControllerUnreachableClusterKeepsSlices(t *testing.T) {
 	a := fakeWorkload(true, "10.0.0.1")
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, gd)},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), gatewayDNSObject(t, gd)},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": fakeWorkload(true, "10.0.0.2")})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a", "cluster-b")
 
@@ -550,7 +453,7 @@ func TestControllerRefusesKubeconfigInstructions(t *testing.T) {
 	gd := testfixture.GatewayDNS("gw")
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", string(execKubeconfig))},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, gd)},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), gatewayDNSObject(t, gd)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
 
 	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
@@ -594,7 +497,7 @@ func TestControllerRemovesOrphansOfItsNamespaceOnly(t *testing.T) {
 	}
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", "h-other-team/gone IPv4 10.9.9.9"}, "cluster-a")
 }
@@ -607,7 +510,7 @@ func TestControllerSharesServiceInformers(t *testing.T) {
 	two.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"y": "1"}}
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a")},
-		[]runtime.Object{capiCluster("cluster-a", map[string]string{"x": "1", "y": "1"}, ""), gatewayDNSObject(t, one), gatewayDNSObject(t, two)},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", map[string]string{"x": "1", "y": "1"}, ""), gatewayDNSObject(t, one), gatewayDNSObject(t, two)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1"}, "cluster-a")
 	watch := e.ctrl.workloads.Watched
@@ -660,7 +563,7 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 	a, b := fakeWorkload(true, "10.0.0.1"), fakeWorkload(true, "10.0.0.2")
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a", "cluster-b")
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
@@ -713,7 +616,7 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, testfixture.KubeconfigSecret("cluster-c", "cluster-c"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, capiCluster("cluster-c", contour, ""), metav1.CreateOptions{}); err != nil {
+	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, testfixture.CAPICluster("cluster-c", contour, ""), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
@@ -732,7 +635,7 @@ func TestControllerReleasesKeptSlices(t *testing.T) {
 	b := fakeWorkload(true, "10.0.0.2")
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
@@ -746,7 +649,7 @@ func TestControllerReleasesKeptSlices(t *testing.T) {
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
 	lists := sliceLists(b)
 
-	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Update(e.ctx, capiCluster("cluster-a", nil, ""), metav1.UpdateOptions{}); err != nil {
+	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Update(e.ctx, testfixture.CAPICluster("cluster-a", nil, ""), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually([]string{gwB + " IPv4 10.0.0.2"}, "cluster-b")
@@ -819,7 +722,7 @@ func TestControllerWritesSameDestinationOnce(t *testing.T) {
 	b := withNamespaceUID("ns-b", "10.0.0.2")
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b"), testfixture.KubeconfigSecret("cluster-c", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), testfixture.CAPICluster("cluster-c", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
 	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
 	// Every kind of slice, not only the per-cluster names: the gateways
@@ -893,7 +796,7 @@ func TestControllerSameDestinationWritesWhenTheFirstFails(t *testing.T) {
 	shared := withNamespaceUID("ns-shared", "10.0.0.2")
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "reader")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "shared": shared},
 		map[string]workload.Client{"reader": refusedWrites{shared}})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-a")
@@ -910,7 +813,7 @@ func TestControllerSameDestinationWritesWhenTheFirstFails(t *testing.T) {
 	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, testfixture.KubeconfigSecret("cluster-c", "shared"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, capiCluster("cluster-c", contour, ""), metav1.CreateOptions{}); err != nil {
+	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, testfixture.CAPICluster("cluster-c", contour, ""), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"

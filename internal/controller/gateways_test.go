@@ -61,7 +61,7 @@ func TestControllerGatewaysHealthAndSelf(t *testing.T) {
 	}
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b"), testfixture.KubeconfigSecret("cluster-c", "cluster-c")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", nil, ""), gatewayDNSObject(t, gd)},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), testfixture.CAPICluster("cluster-c", nil, ""), gatewayDNSObject(t, gd)},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b, "cluster-c": c})
 	const name = "*.gw.dev-team.gateways.xcc.test"
 	kinds := []contract.Kind{contract.KindGateways, contract.KindSelf}
@@ -146,7 +146,7 @@ func TestControllerSelfMarkerRepaired(t *testing.T) {
 	a, b := fakeWorkload(true, "10.0.0.1"), fakeWorkload(true, "10.0.0.2")
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b}, nil,
 		func(cfg *Config) { cfg.Resync = time.Second })
 	self := []contract.Kind{contract.KindSelf}

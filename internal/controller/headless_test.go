@@ -78,7 +78,7 @@ func TestControllerHeadless(t *testing.T) {
 	}
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, "192.0.2.10"), capiCluster("cluster-b", contour, "192.0.2.11"),
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, "192.0.2.10"), testfixture.CAPICluster("cluster-b", contour, "192.0.2.11"),
 			gatewayDNSObject(t, gw), gatewayDNSObject(t, db), gatewayDNSObject(t, db2)},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b})
 	const x = "db.dev-team.services.xcc.test"
@@ -191,7 +191,7 @@ func TestControllerHeadlessKeptOverRestart(t *testing.T) {
 	// cluster-b has no kubeconfig Secret now: its state is unknown.
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), kept},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, db)},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), gatewayDNSObject(t, db)},
 		map[string]*fake.Clientset{"cluster-a": a})
 	e.eventuallyStatus("db", func(s v1alpha1.GatewayDNSStatus) bool {
 		return podsOf(s) == "cluster-a=Published/1/Healthy/true cluster-b=KubeconfigMissing/1/Healthy/true"

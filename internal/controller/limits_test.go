@@ -43,9 +43,9 @@ func TestControllerHostileClusterIsCutOff(t *testing.T) {
 					testfixture.KubeconfigSecret("cluster-h", string(srv.Kubeconfig)),
 				},
 				[]runtime.Object{
-					capiCluster("cluster-a", contour, ""),
-					capiCluster("cluster-b", contour, ""),
-					capiCluster("cluster-h", contour, ""),
+					testfixture.CAPICluster("cluster-a", contour, ""),
+					testfixture.CAPICluster("cluster-b", contour, ""),
+					testfixture.CAPICluster("cluster-h", contour, ""),
 					gatewayDNSObject(t, gd),
 				},
 				map[string]*fake.Clientset{

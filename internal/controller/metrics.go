@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 )
 
@@ -22,50 +23,29 @@ type Metrics struct {
 	// cluster to the EndpointSlices being written everywhere: the part of DNS
 	// propagation this controller owns.
 	ServiceToSlices prometheus.Histogram
-	// ExportToWritten is the time from a ServiceExport's creation (or the
-	// sync that saw its last change) to its import written into every
-	// member of its ClusterSet (exportLatency).
-	ExportToWritten prometheus.Histogram
 	// TargetWrites is the time of each write into a workload cluster, by
 	// writer (workload.Writer): one histogram for all clusters, as a
 	// histogram per cluster would be buckets times clusters series.
 	TargetWrites *prometheus.HistogramVec
-	// The state of each ClusterSet at its last sync, by clusterset
-	// ("<namespace>/<name>"); dropped when the ClusterSet is gone.
-	ClusterSetReady   *prometheus.GaugeVec
-	ClusterSetMembers *prometheus.GaugeVec
-	ClusterSetImports *prometheus.GaugeVec
-	ClusterSetExports *prometheus.GaugeVec
+	// The ClusterSet reconciler's, with the series of each ClusterSet
+	// (package clusterset).
+	*clusterset.Metrics
 	// StateBytes is the size of the last state ConfigMap written, by
 	// kind (package state): a ConfigMap holds at most 1 MiB.
 	StateBytes *prometheus.GaugeVec
-
-	// exports times the exports of each ClusterSet for ExportToWritten.
-	exports *exportLatency
 
 	// live reads the workload clusters and the targets behind at scrape
 	// time, from the controller attached to it.
 	live *liveCollector
 }
 
-// Label names. The workload cluster and ClusterSet labels are
-// "<namespace>/<name>"; neither is called namespace or cluster, which a
-// scrape's own target labels and a federation's external labels often
-// take.
+// Label names. The workload cluster label is "<namespace>/<name>"; not
+// called namespace or cluster, which a scrape's own target labels and a
+// federation's external labels often take (the ClusterSet label is
+// package clusterset's, named the same way).
 const (
 	labelWorkloadCluster = "workload_cluster"
-	labelClusterSet      = "clusterset"
 	labelWriter          = "writer"
-)
-
-// Member states of xcc_controller_clusterset_members, as the ClusterSet's
-// status tells them.
-const (
-	memberOK          = "ok"
-	memberUnreachable = "unreachable"
-	memberWriteFailed = "write_failed"
-	memberWriting     = "writing"
-	memberRefused     = "refused"
 )
 
 // NewMetrics creates the metrics and registers them on reg (nil: unregistered, for tests).
@@ -92,43 +72,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from a gateway Service change in a workload cluster to the EndpointSlices written.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}),
-		ExportToWritten: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "xcc", Subsystem: "controller", Name: "export_to_import_written_seconds",
-			Help:    "Time from a ServiceExport's creation (or the sync that saw its last change) to its import written into every member.",
-			Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
-		}),
 		TargetWrites: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "target_write_duration_seconds",
 			Help:    "Time of each write into a workload cluster (all its slices, or all of a ClusterSet member's objects), by writer.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{labelWriter}),
-		ClusterSetReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_ready",
-			Help: "1 when the ClusterSet's Ready condition is True at its last sync, else 0.",
-		}, []string{labelClusterSet}),
-		ClusterSetMembers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_members",
-			Help: "Clusters the ClusterSet selects at its last sync, by state: ok, unreachable, write_failed, writing, refused (selected, not a member).",
-		}, []string{labelClusterSet, "state"}),
-		ClusterSetImports: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_imports",
-			Help: "ServiceImports the ClusterSet writes into each member, at its last sync.",
-		}, []string{labelClusterSet}),
-		ClusterSetExports: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_exports",
-			Help: "ServiceExports of the ClusterSet's members at its last sync, by condition (Valid, Conflict) and its status.",
-		}, []string{labelClusterSet, "condition", "status"}),
 		StateBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "state_configmap_bytes",
 			Help: "Bytes stored by the last write of a state ConfigMap, by kind (headless, clusterset).",
 		}, []string{"kind"}),
-		exports: newExportLatency(),
+		Metrics: clusterset.NewMetrics(),
 		live:    newLiveCollector(),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ClustersWatched, m.SlicesWritten, m.SyncErrors, m.Syncs, m.ServiceToSlices,
-			m.ExportToWritten, m.TargetWrites, m.ClusterSetReady, m.ClusterSetMembers, m.ClusterSetImports, m.ClusterSetExports,
-			m.StateBytes, m.live)
+			m.TargetWrites, m.StateBytes, m.live)
+		reg.MustRegister(m.Collectors()...)
 	}
 	return m
 }
@@ -141,16 +100,6 @@ func (m *Metrics) stateWritten(kind string, bytes int) {
 // targetWritten is the workload Set's Config.Written.
 func (m *Metrics) targetWritten(writer workload.Writer, took time.Duration, _ error) {
 	m.TargetWrites.WithLabelValues(writer.String()).Observe(took.Seconds())
-}
-
-// forgetClusterSet drops the series of the ClusterSet key, which is gone.
-func (m *Metrics) forgetClusterSet(key string) {
-	l := prometheus.Labels{labelClusterSet: key}
-	m.ClusterSetReady.DeletePartialMatch(l)
-	m.ClusterSetMembers.DeletePartialMatch(l)
-	m.ClusterSetImports.DeletePartialMatch(l)
-	m.ClusterSetExports.DeletePartialMatch(l)
-	m.exports.forget(key)
 }
 
 // liveCollector reads, at each scrape, what the controller attached to

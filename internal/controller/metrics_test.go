@@ -60,7 +60,7 @@ func sample(t *testing.T, reg prometheus.Gatherer, name string, labels map[strin
 // holds ("absent" when there is none).
 func eventuallySample(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string, what string, ok func(v float64, present bool) bool) {
 	t.Helper()
-	eventually(t, name+" "+what, func() bool {
+	testfixture.Eventually(t, name+" "+what, func() bool {
 		v, present := sample(t, reg, name, labels)
 		return ok(v, present)
 	})
@@ -83,10 +83,10 @@ func withRegistry(reg *prometheus.Registry) func(*Config) {
 func TestMetricsUnreachableTarget(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	target := fakeWorkload(false, "")
-	d := newDownable(target)
+	d := testfixture.NewDownable(target)
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-t", "cluster-t")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-t", map[string]string{"other": "yes"}, ""),
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-t", map[string]string{"other": "yes"}, ""),
 			gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-t": target}, nil,
 		withRegistry(reg), func(c *Config) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
@@ -100,7 +100,7 @@ func TestMetricsUnreachableTarget(t *testing.T) {
 	eventuallySample(t, reg, "xcc_controller_target_last_write_duration_seconds", map[string]string{"writer": "gatewaydns"},
 		"present", func(_ float64, present bool) bool { return present })
 
-	d.down()
+	d.Down()
 	eventuallySample(t, reg, "xcc_controller_workload_cluster_reachable", clusterT, "0", equals(0))
 	eventuallySample(t, reg, "xcc_controller_targets_behind", nil, "1", equals(1))
 	time.Sleep(1100 * time.Millisecond)
@@ -110,7 +110,7 @@ func TestMetricsUnreachableTarget(t *testing.T) {
 		t.Errorf("cluster-a reachable = %v, want 1", v)
 	}
 
-	d.up()
+	d.Up()
 	eventuallySample(t, reg, "xcc_controller_workload_cluster_reachable", clusterT, "1 again", equals(1))
 	eventuallySample(t, reg, "xcc_controller_targets_behind", nil, "0 again", equals(0))
 	eventuallySample(t, reg, "xcc_controller_targets_behind_max_seconds", nil, "0 again", equals(0))
@@ -124,7 +124,7 @@ func TestMetricsCutOffCluster(t *testing.T) {
 	reads := workload.ReadLimits{ListPageSize: 100, MaxResponseBytes: 1 << 20, MaxObjectsPerCluster: 500, CutOffRetry: time.Hour}
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-h", string(srv.Kubeconfig))},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-h", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-h", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")}, nil,
 		withRegistry(reg),
 		func(cfg *Config) {
@@ -148,12 +148,12 @@ func TestMetricsCutOffCluster(t *testing.T) {
 // ClusterSet leaves no series.
 func TestMetricsClusterSet(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
-	d := downableMember(a)
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
+	d := testfixture.DownableMember(a)
 	sel := map[string]string{"set": "prod"}
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", sel, ""), testfixture.CAPICluster("cluster-b", sel, ""), testfixture.ClusterSetObject("prod")},
 		nil, map[string]workload.Client{"ka": a, "kb": b},
 		withRegistry(reg), func(c *Config) { c.ClusterSets = true; c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
 	set := map[string]string{"clusterset": "dev-team/prod"}
@@ -181,17 +181,17 @@ func TestMetricsClusterSet(t *testing.T) {
 			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.mcs.MulticlusterV1beta1().ServiceExports("shop").Create(e.ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{
+	if _, err := b.MCS.MulticlusterV1beta1().ServiceExports("shop").Create(e.ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "shop", Name: "web", CreationTimestamp: metav1.Now()}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventuallySample(t, reg, "xcc_controller_export_to_import_written_seconds", nil, "one new export timed", equals(1))
 
-	d.down()
+	d.Down()
 	eventuallySample(t, reg, "xcc_controller_clusterset_ready", set, "0 with a member away", equals(0))
 	eventuallySample(t, reg, "xcc_controller_clusterset_members", with("state", "unreachable"), "1", equals(1))
 	eventuallySample(t, reg, "xcc_controller_clusterset_members", with("state", "ok"), "1", equals(1))
-	d.up()
+	d.Up()
 	eventuallySample(t, reg, "xcc_controller_clusterset_ready", set, "1 again", equals(1))
 
 	if err := e.dyn.Resource(xccv1alpha1.ClusterSetResource).Namespace("dev-team").Delete(e.ctx, "prod", metav1.DeleteOptions{}); err != nil {

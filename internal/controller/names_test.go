@@ -72,7 +72,7 @@ func TestControllerNames(t *testing.T) {
 	}
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", map[string]string{"site": "a"}, ""), capiCluster("cluster-b", map[string]string{"site": "b"}, ""),
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", map[string]string{"site": "a"}, ""), testfixture.CAPICluster("cluster-b", map[string]string{"site": "b"}, ""),
 			gatewayDNSObject(t, older), gatewayDNSObject(t, newer)},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b}, nil,
 		func(c *Config) { c.NameGrants = grants })
@@ -158,7 +158,7 @@ func TestControllerNamesKeptUntilListed(t *testing.T) {
 	b := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}})
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", map[string]string{"site": "a"}, ""), capiCluster("cluster-b", nil, ""),
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", map[string]string{"site": "a"}, ""), testfixture.CAPICluster("cluster-b", nil, ""),
 			gatewayDNSObject(t, gd)},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-a-again": a, "cluster-b": b}, nil)
 

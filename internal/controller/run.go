@@ -32,6 +32,7 @@ import (
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
@@ -113,7 +114,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; empty: in-cluster config")
 	fs.StringVar(&o.SliceNamespace, "slice-namespace", DefaultSliceNamespace, "namespace in each workload cluster that receives EndpointSlices; its presence opts the cluster in")
 	fs.StringVar(&o.Domain, "domain", DefaultDomain, "DNS zone of the published names")
-	fs.IntVar(&o.MaxExportsPerMember, "max-exports-per-member", DefaultMaxExportsPerMember,
+	fs.IntVar(&o.MaxExportsPerMember, "max-exports-per-member", clusterset.DefaultMaxExportsPerMember,
 		"most valid ServiceExports of one member of a clusterset that are imported (one without a Service, or an invalid one, takes no place); over it each namespace of the member gets an equal share, the oldest first, and the others are Valid=False, reason TooManyExports, so one member cannot crowd the others out, nor one namespace the others")
 	fs.IntVar(&o.MaxEndpointsPerMember, "max-endpoints-per-member", objects.DefaultEndpointsPerMember,
 		"most endpoints one member of a clusterset puts into each member over all its imports; past it the imports of its newest exports get fewer or none, and their ServiceImport's Ready message says so")

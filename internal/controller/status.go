@@ -10,19 +10,15 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 )
-
-// maxConditionMessage keeps a condition message readable in kubectl describe.
-const maxConditionMessage = 1024
 
 // maxStatusClusters bounds status.clusters: the GatewayDNS, status and
 // all, is one etcd value of at most 1.5 MiB by default (sizes measured in
@@ -97,7 +93,7 @@ func buildStatus(gd *v1alpha1.GatewayDNS, d desired.Result, w writes) (v1alpha1.
 	default:
 		ready.Status, reason, ready.Message = metav1.ConditionTrue, ReasonPublished, fmt.Sprintf("%d cluster(s) published", st.ReadyClusters)
 	}
-	ready.Reason, ready.Message = string(reason), truncate(ready.Message, maxConditionMessage)
+	ready.Reason, ready.Message = string(reason), mgmt.Truncate(ready.Message, mgmt.MaxConditionMessage)
 	meta.SetStatusCondition(&st.Conditions, ready)
 	meta.SetStatusCondition(&st.Conditions, conflictCondition(gd, d))
 	return st, next
@@ -114,7 +110,7 @@ func conflictCondition(gd *v1alpha1.GatewayDNS, d desired.Result) metav1.Conditi
 		}
 		sort.Strings(msgs)
 		conflict.Status, conflict.Reason = metav1.ConditionTrue, string(ReasonNamesOwnedByOlder)
-		conflict.Message = truncate("names not published for clusters an older GatewayDNS selects: "+strings.Join(msgs, ", "), maxConditionMessage)
+		conflict.Message = mgmt.Truncate("names not published for clusters an older GatewayDNS selects: "+strings.Join(msgs, ", "), mgmt.MaxConditionMessage)
 	}
 	return conflict
 }
@@ -132,7 +128,7 @@ func targetsBehind(w writes, next *sinces) (behind []v1alpha1.TargetStatus, fail
 			since = w.now
 		}
 		next.targets[name] = since
-		ts := v1alpha1.TargetStatus{Name: name, Reason: string(reason), Message: truncate(msg, maxConditionMessage), Since: metav1.NewTime(since)}
+		ts := v1alpha1.TargetStatus{Name: name, Reason: string(reason), Message: mgmt.Truncate(msg, mgmt.MaxConditionMessage), Since: metav1.NewTime(since)}
 		behind = append(behind, ts)
 		return ts
 	}
@@ -294,13 +290,6 @@ func statusEqual(a, b v1alpha1.GatewayDNSStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
-
 // updateStatus writes status when it differs from what the object has.
 func (c *Controller) updateStatus(ctx context.Context, gd *v1alpha1.GatewayDNS, st v1alpha1.GatewayDNSStatus) error {
 	if statusEqual(gd.Status, st) {
@@ -308,27 +297,7 @@ func (c *Controller) updateStatus(ctx context.Context, gd *v1alpha1.GatewayDNS, 
 	}
 	cp := gd.DeepCopy()
 	cp.Status = st
-	return c.writeStatus(ctx, v1alpha1.GatewayDNSResource, v1alpha1.GatewayDNSKind, cp)
-}
-
-// writeStatus sends obj, a typed GatewayDNS or ClusterSet holding its new
-// status, to the status subresource of resource; one that is gone
-// meanwhile is no error.
-func (c *Controller) writeStatus(ctx context.Context, resource schema.GroupVersionResource, kind schema.GroupVersionKind, obj interface {
-	runtime.Object
-	metav1.Object
-}) error {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return fmt.Errorf("convert %s %s/%s: %w", kind.Kind, obj.GetNamespace(), obj.GetName(), err)
-	}
-	out := &unstructured.Unstructured{Object: u}
-	out.SetGroupVersionKind(kind)
-	_, err = c.cfg.Dynamic.Resource(resource).Namespace(obj.GetNamespace()).UpdateStatus(ctx, out, metav1.UpdateOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("update status of %s %s/%s: %w", kind.Kind, obj.GetNamespace(), obj.GetName(), err)
-	}
-	return nil
+	return mgmt.WriteStatus(ctx, c.cfg.Dynamic, v1alpha1.GatewayDNSResource, v1alpha1.GatewayDNSKind, cp)
 }
 
 // toGatewayDNS converts an informer object into the typed GatewayDNS.

@@ -1,18 +1,14 @@
 package controller
 
 import (
-	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -128,7 +124,7 @@ func unreachableKubeconfig(t *testing.T) string {
 func TestControllerUnreachableSourceServesLastRecords(t *testing.T) {
 	e := newTestEnv(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": fakeWorkload(true, "10.0.0.2")})
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
 
@@ -152,121 +148,21 @@ func TestControllerUnreachableSourceServesLastRecords(t *testing.T) {
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
 }
 
-// downable is the API server of a fake workload cluster that can go
-// down: then every call fails and the watches running end, as when the
-// server stops, until it is up again.
-type downable struct {
-	mu   sync.Mutex
-	gone chan struct{} // closed while down
-}
-
-var errServerDown = errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")
-
-func newDownable(c *fake.Clientset) *downable {
-	d := &downable{gone: make(chan struct{})}
-	c.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if d.isDown() {
-			return true, nil, errServerDown
-		}
-		return false, nil, nil
-	})
-	c.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
-		d.mu.Lock()
-		gone := d.gone
-		d.mu.Unlock()
-		if d.isDown() {
-			return true, nil, errServerDown
-		}
-		var opts metav1.ListOptions
-		if wa, ok := a.(k8stesting.WatchActionImpl); ok {
-			opts = wa.ListOptions
-		}
-		inner, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace(), opts)
-		if err != nil {
-			return true, nil, err
-		}
-		return true, endOn(inner, gone), nil
-	})
-	return d
-}
-
-func (d *downable) isDown() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	select {
-	case <-d.gone:
-		return true
-	default:
-		return false
-	}
-}
-
-func (d *downable) down() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	close(d.gone)
-}
-
-func (d *downable) up() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.gone = make(chan struct{})
-}
-
-// endOn passes inner's events on until gone is closed or it is stopped.
-func endOn(inner watch.Interface, gone <-chan struct{}) watch.Interface {
-	out := make(chan watch.Event)
-	stop := make(chan struct{})
-	go func() {
-		defer close(out)
-		defer inner.Stop()
-		for {
-			select {
-			case ev, ok := <-inner.ResultChan():
-				if !ok {
-					return
-				}
-				select {
-				case out <- ev:
-				case <-gone:
-					return
-				case <-stop:
-					return
-				}
-			case <-gone:
-				return
-			case <-stop:
-				return
-			}
-		}
-	}()
-	return &endingWatch{out: out, stop: stop}
-}
-
-type endingWatch struct {
-	out  chan watch.Event
-	stop chan struct{}
-	once sync.Once
-}
-
-func (w *endingWatch) Stop()                          { w.once.Do(func() { close(w.stop) }) }
-func (w *endingWatch) ResultChan() <-chan watch.Event { return w.out }
-
 // A source cluster whose API server goes down after its informers have
 // listed is ClusterUnreachable once its reads have failed for a while,
 // its last records still served, though its informers still hold what
 // they read; back up, it is Published again.
 func TestControllerSourceDownIsUnreachable(t *testing.T) {
 	a := fakeWorkload(true, "10.0.0.1")
-	d := newDownable(a)
+	d := testfixture.NewDownable(a)
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": fakeWorkload(true, "10.0.0.2")}, nil,
 		func(cfg *Config) { cfg.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
 
-	d.down()
+	d.Down()
 	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
 		return clusterEntry(s, "cluster-a").Reason == desired.ReasonClusterUnreachable
 	})
@@ -278,7 +174,7 @@ func TestControllerSourceDownIsUnreachable(t *testing.T) {
 	}
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2"}, "cluster-b")
 
-	d.up()
+	d.Up()
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 && len(s.Targets) == 0 })
 }
 
@@ -289,16 +185,16 @@ func TestControllerSourceDownIsUnreachable(t *testing.T) {
 // everything is Published again.
 func TestControllerUnreachableTargetIsNotPublished(t *testing.T) {
 	target := fakeWorkload(false, "")
-	d := newDownable(target)
+	d := testfixture.NewDownable(target)
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-t", "cluster-t")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-t", map[string]string{"other": "yes"}, ""),
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-t", map[string]string{"other": "yes"}, ""),
 			gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-t": target}, nil,
 		func(c *Config) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 1 && len(s.Targets) == 0 })
 
-	d.down()
+	d.Down()
 	st := e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool {
 		return len(s.Targets) == 1 && s.Targets[0].Name == "cluster-t" && s.Targets[0].Reason == string(ReasonTargetUnreachable)
 	})
@@ -312,6 +208,6 @@ func TestControllerUnreachableTargetIsNotPublished(t *testing.T) {
 		t.Errorf("Ready %+v", c)
 	}
 
-	d.up()
+	d.Up()
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 1 && len(s.Targets) == 0 })
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,6 +20,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/controller/publish"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/watch"
@@ -236,11 +236,10 @@ func (c *Controller) gather(ctx context.Context, gd *v1alpha1.GatewayDNS, last m
 			g.clusters = append(g.clusters, in)
 			continue
 		}
-		secret, err := c.secrets.Secrets(gd.Namespace).Get(in.Name + workload.KubeconfigSecretSuffix)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return g, fmt.Errorf("get kubeconfig Secret of cluster %s/%s: %w", gd.Namespace, in.Name, err)
+		acc, err := mgmt.Connect(c.secrets, c.workloads, gd.Namespace, in.Name, key)
+		if err != nil {
+			return g, err
 		}
-		acc := c.workloads.Get(gd.Namespace, in.Name, secret, key)
 		if acc.Cluster == nil {
 			in.AccessReason, in.AccessMessage = acc.Reason, acc.Message
 			if in.Selected {
@@ -404,12 +403,8 @@ func (c *Controller) cleanup(ctx context.Context, namespace, name string) remova
 		if m == nil || contract.ValidateLabel(m.GetName()) != nil {
 			continue
 		}
-		secret, err := c.secrets.Secrets(namespace).Get(m.GetName() + workload.KubeconfigSecretSuffix)
-		if err != nil {
-			continue
-		}
-		acc := c.workloads.Get(namespace, m.GetName(), secret, key)
-		if acc.Cluster == nil {
+		acc, err := mgmt.Connect(c.secrets, c.workloads, namespace, m.GetName(), key)
+		if err != nil || acc.Cluster == nil {
 			continue
 		}
 		targets = append(targets, publish.Target{Name: m.GetName(), Cluster: acc.Cluster})

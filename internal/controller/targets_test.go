@@ -163,7 +163,7 @@ func threeTargets(t *testing.T, g *gate) *testEnv {
 	a, b, c := fakeWorkload(true, "10.0.0.1"), fakeWorkload(true, "10.0.0.2"), fakeWorkload(true, "10.0.0.3")
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b"), testfixture.KubeconfigSecret("cluster-c", "gated-c")},
-		[]runtime.Object{capiCluster("cluster-a", contour, ""), capiCluster("cluster-b", contour, ""), capiCluster("cluster-c", contour, ""),
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), testfixture.CAPICluster("cluster-c", contour, ""),
 			gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b, "cluster-c": c},
 		map[string]workload.Client{"gated-c": gatedClient{c, g}})
@@ -293,7 +293,7 @@ func TestControllerHeldTargetSelfMarkerDoesNotDelayOthers(t *testing.T) {
 	if _, err := e.mgmt.CoreV1().Secrets("dev-team").Create(e.ctx, testfixture.KubeconfigSecret("cluster-d", "gated-c"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, capiCluster("cluster-d", contour, ""), metav1.CreateOptions{}); err != nil {
+	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, testfixture.CAPICluster("cluster-d", contour, ""), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const gwD = "*.gateway.cluster-d.dev-team.clusters.xcc.test"

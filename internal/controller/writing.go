@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 )
 
 // reportRemoval says in status which targets still hold the slices of a
@@ -29,7 +30,7 @@ func (c *Controller) reportRemoval(ctx context.Context, gd *v1alpha1.GatewayDNS,
 	if rm.listErr != nil {
 		parts = append(parts, rm.listErr.Error())
 	}
-	msg := truncate("GatewayDNS being deleted; EndpointSlices "+strings.Join(parts, "; "), maxConditionMessage)
+	msg := mgmt.Truncate("GatewayDNS being deleted; EndpointSlices "+strings.Join(parts, "; "), mgmt.MaxConditionMessage)
 	if old := meta.FindStatusCondition(gd.Status.Conditions, v1alpha1.ConditionReady); old != nil && old.Reason == string(ReasonRemoving) && old.Message == msg {
 		return nil
 	}

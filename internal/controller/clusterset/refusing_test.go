@@ -1,4 +1,4 @@
-package controller
+package clusterset
 
 import (
 	"strings"
@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
 // A member that refuses every ServiceImport (an admission policy) is
@@ -18,9 +20,9 @@ import (
 // write of it runs. It is never said to be "writing", which names a
 // member whose API server has not answered yet.
 func TestControllerClusterSetRefusingMemberSaysWhy(t *testing.T) {
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 	const refusal = "denied request: this member refuses the controller's objects"
-	b.mcs.PrependReactor("create", "serviceimports", func(k8stesting.Action) (bool, runtime.Object, error) {
+	b.MCS.PrependReactor("create", "serviceimports", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "multicluster.x-k8s.io", Resource: "serviceimports"}, "web", errorString(refusal))
 	})
 	e := twoMembers(t, a, b)
@@ -38,15 +40,15 @@ func TestControllerClusterSetRefusingMemberSaysWhy(t *testing.T) {
 		}
 		return msg, reason
 	}
-	eventually(t, "the ClusterSet says cluster-b refused", func() bool {
+	testfixture.Eventually(t, "the ClusterSet says cluster-b refused", func() bool {
 		msg, reason := entry()
-		return strings.HasPrefix(msg, "write failed") && strings.Contains(msg, refusal) && reason == setReasonWriteFailed
+		return strings.HasPrefix(msg, "write failed") && strings.Contains(msg, refusal) && reason == ReasonWriteFailed
 	})
 	// The lane's backoff grows from 1 s: the status is read across a few
 	// writes and the waits between them.
 	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if msg, reason := entry(); !strings.Contains(msg, refusal) || reason != setReasonWriteFailed {
-			t.Fatalf("the ClusterSet says of cluster-b %q, Ready reason %s; want the refusal and %s", msg, reason, setReasonWriteFailed)
+		if msg, reason := entry(); !strings.Contains(msg, refusal) || reason != ReasonWriteFailed {
+			t.Fatalf("the ClusterSet says of cluster-b %q, Ready reason %s; want the refusal and %s", msg, reason, ReasonWriteFailed)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package clusterset
 
 import (
 	"context"
@@ -27,20 +27,20 @@ import (
 )
 
 // twoMembers is a ClusterSet prod of cluster-a (a) and cluster-b (b).
-func twoMembers(t *testing.T, a, b memberFake, options ...func(*Config)) *testEnv {
+func twoMembers(t *testing.T, a, b testfixture.Member, options ...func(*testConfig)) *testEnv {
 	t.Helper()
 	sel := map[string]string{"set": "prod"}
 	return newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", sel, ""), testfixture.CAPICluster("cluster-b", sel, ""), testfixture.ClusterSetObject("prod")},
 		nil, map[string]workload.Client{"ka": a, "kb": b},
-		append([]func(*Config){func(c *Config) { c.ClusterSets = true }}, options...)...)
+		options...)
 }
 
 // hasImport reports whether m holds the ServiceImport shop/web of
 // cluster-a's export, and cluster-a's endpoint behind it.
-func hasImport(ctx context.Context, m memberFake) bool {
-	si, err := m.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(ctx, "web", metav1.GetOptions{})
+func hasImport(ctx context.Context, m testfixture.Member) bool {
+	si, err := m.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(ctx, "web", metav1.GetOptions{})
 	if err != nil || len(si.Status.Clusters) != 1 || si.Status.Clusters[0].Cluster != "cluster-a" {
 		return false
 	}
@@ -56,8 +56,8 @@ func hasImport(ctx context.Context, m memberFake) bool {
 
 // holdsNothing reports whether m holds no object of the ClusterSet: no
 // ServiceImport, derived Service, imported EndpointSlice or contract slice.
-func holdsNothing(ctx context.Context, t *testing.T, m memberFake) bool {
-	_, err := m.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(ctx, "web", metav1.GetOptions{})
+func holdsNothing(ctx context.Context, t *testing.T, m testfixture.Member) bool {
+	_, err := m.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(ctx, "web", metav1.GetOptions{})
 	_, svcErr := m.CoreV1().Services("shop").Get(ctx, objects.DerivedServiceName("shop", "web"), metav1.GetOptions{})
 	imported, listErr := m.DiscoveryV1().EndpointSlices("shop").List(ctx, metav1.ListOptions{LabelSelector: mcsv1beta1.LabelSourceCluster})
 	return apierrors.IsNotFound(err) && apierrors.IsNotFound(svcErr) && listErr == nil && len(imported.Items) == 0 &&
@@ -71,7 +71,7 @@ func (e *testEnv) clusterSet(name string) *xccv1alpha1.ClusterSet {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	cs, err := toClusterSet(u)
+	cs, err := decode(u)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func writtenIn(kept *state.ClusterSet, key string) string {
 // cluster-a's export.
 func (e *testEnv) keptBoth() {
 	e.t.Helper()
-	eventually(e.t, "the state keeps both members and cluster-a's export", func() bool {
+	testfixture.Eventually(e.t, "the state keeps both members and cluster-a's export", func() bool {
 		kept := e.keptSet()
 		return kept != nil && writtenIn(kept, "dev-team/cluster-a") == "cluster-a" && writtenIn(kept, "dev-team/cluster-b") == "cluster-b" &&
 			len(kept.Members["cluster-a"].Exports) == 1 && len(kept.Members["cluster-a"].Exports[0].Slices) == 1
@@ -143,20 +143,20 @@ func TestControllerClusterSetRemovedAfterRestart(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+			a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 			e := twoMembers(t, a, b)
-			eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
-			eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+			testfixture.Eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
+			testfixture.Eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasFinalizer(e.clusterSet("prod")) })
 			e.keptBoth()
 
 			e.restart(func() { tc.delete(e) })
-			eventually(t, "nothing of the ClusterSet left in either member", func() bool {
+			testfixture.Eventually(t, "nothing of the ClusterSet left in either member", func() bool {
 				return holdsNothing(e.ctx, t, a) && holdsNothing(e.ctx, t, b)
 			})
 			if tc.name == "being deleted" {
-				eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+				testfixture.Eventually(t, "the finalizer removed", func() bool { return !hasFinalizer(e.clusterSet("prod")) })
 			}
-			eventually(t, "the state forgotten", func() bool { return e.keptSet() == nil })
+			testfixture.Eventually(t, "the state forgotten", func() bool { return e.keptSet() == nil })
 		})
 	}
 }
@@ -165,28 +165,28 @@ func TestControllerClusterSetRemovedAfterRestart(t *testing.T) {
 // the other members, from the last exports the state keeps, by the rule
 // of an outage while the controller runs; back up, it is read again.
 func TestControllerClusterSetUnreachableAcrossRestart(t *testing.T) {
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
-	d := downableMember(a)
-	e := twoMembers(t, a, b, func(c *Config) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
-	eventually(t, "imported into cluster-b", func() bool { return hasImport(e.ctx, b) })
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
+	d := testfixture.DownableMember(a)
+	e := twoMembers(t, a, b, func(c *testConfig) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
+	testfixture.Eventually(t, "imported into cluster-b", func() bool { return hasImport(e.ctx, b) })
 	e.keptBoth()
 
-	e.restart(d.down)
-	eventually(t, "the ClusterSet says cluster-a is away", func() bool {
+	e.restart(d.Down)
+	testfixture.Eventually(t, "the ClusterSet says cluster-a is away", func() bool {
 		c := meta.FindStatusCondition(clusterSetStatusOf(e.ctx, t, e, "prod").Conditions, xccv1alpha1.ConditionReady)
-		return c != nil && c.Reason == setReasonUnreachable
+		return c != nil && c.Reason == ReasonUnreachable
 	})
 	for range 5 {
-		e.ctrl.sets.queue.Add("dev-team/prod")
+		e.rec.Add("dev-team/prod")
 		time.Sleep(50 * time.Millisecond)
 		if !hasImport(e.ctx, b) {
 			t.Fatal("cluster-a's export left cluster-b after a restart while cluster-a was unreachable")
 		}
 	}
-	d.up()
-	eventually(t, "the ClusterSet Ready again", func() bool {
+	d.Up()
+	testfixture.Eventually(t, "the ClusterSet Ready again", func() bool {
 		c := meta.FindStatusCondition(clusterSetStatusOf(e.ctx, t, e, "prod").Conditions, xccv1alpha1.ConditionReady)
-		return c != nil && c.Reason == setReasonWritten
+		return c != nil && c.Reason == ReasonWritten
 	})
 	if !hasImport(e.ctx, b) {
 		t.Error("cluster-a's export gone from cluster-b once it is back")
@@ -229,19 +229,19 @@ func TestControllerClusterSetMemberLeftWhileDown(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+			a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 			e := twoMembers(t, a, b)
-			eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
+			testfixture.Eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
 			e.keptBoth()
 
 			e.restart(func() { tc.leave(e) })
 			if !tc.unreached {
-				eventually(t, "nothing of the ClusterSet left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
+				testfixture.Eventually(t, "nothing of the ClusterSet left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
 			}
 			if !hasImport(e.ctx, a) {
 				t.Error("cluster-a lost its import")
 			}
-			eventually(t, "the state keeps cluster-a alone", func() bool {
+			testfixture.Eventually(t, "the state keeps cluster-a alone", func() bool {
 				kept := e.keptSet()
 				return kept != nil && writtenIn(kept, "dev-team/cluster-a") != "" && writtenIn(kept, "dev-team/cluster-b") == ""
 			})
@@ -254,40 +254,40 @@ func TestControllerClusterSetMemberLeftWhileDown(t *testing.T) {
 // other member is cleaned meanwhile. Back up, it is cleaned and the
 // finalizer goes.
 func TestControllerClusterSetDeletionWaitsForMember(t *testing.T) {
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
-	d := newDownable(b.Clientset)
-	b.mcs.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if d.isDown() {
-			return true, nil, errServerDown
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
+	d := testfixture.NewDownable(b.Clientset)
+	b.MCS.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if d.IsDown() {
+			return true, nil, testfixture.ErrServerDown
 		}
 		return false, nil, nil
 	})
-	e := twoMembers(t, a, b, func(c *Config) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
-	eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
-	eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+	e := twoMembers(t, a, b, func(c *testConfig) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
+	testfixture.Eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
+	testfixture.Eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasFinalizer(e.clusterSet("prod")) })
 
-	d.down()
+	d.Down()
 	e.markSetDeleting("prod")
-	eventually(t, "nothing left in cluster-a", func() bool { return holdsNothing(e.ctx, t, a) })
-	eventually(t, "status names cluster-b as still holding the objects", func() bool {
+	testfixture.Eventually(t, "nothing left in cluster-a", func() bool { return holdsNothing(e.ctx, t, a) })
+	testfixture.Eventually(t, "status names cluster-b as still holding the objects", func() bool {
 		c := meta.FindStatusCondition(e.clusterSet("prod").Status.Conditions, xccv1alpha1.ConditionReady)
-		return c != nil && c.Reason == setReasonRemoving && strings.Contains(c.Message, "cluster-b")
+		return c != nil && c.Reason == ReasonRemoving && strings.Contains(c.Message, "cluster-b")
 	})
-	if !hasSetFinalizer(e.clusterSet("prod")) {
+	if !hasFinalizer(e.clusterSet("prod")) {
 		t.Fatal("finalizer removed while cluster-b still holds the objects")
 	}
-	d.up()
-	eventually(t, "nothing left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
-	eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+	d.Up()
+	testfixture.Eventually(t, "nothing left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
+	testfixture.Eventually(t, "the finalizer removed", func() bool { return !hasFinalizer(e.clusterSet("prod")) })
 }
 
 // A member that refuses the deletes of a removal (an admission policy)
 // keeps the finalizer: a refusal is not a removal done. Once it allows
 // them, the removal ends.
 func TestControllerClusterSetDeletionWaitsForRefusedDelete(t *testing.T) {
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 	var refuse atomic.Bool
-	b.mcs.PrependReactor("delete", "serviceimports", func(k8stesting.Action) (bool, runtime.Object, error) {
+	b.MCS.PrependReactor("delete", "serviceimports", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if refuse.Load() {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "multicluster.x-k8s.io", Resource: "serviceimports"}, "web",
 				errorString("deletes are paused"))
@@ -295,22 +295,22 @@ func TestControllerClusterSetDeletionWaitsForRefusedDelete(t *testing.T) {
 		return false, nil, nil
 	})
 	e := twoMembers(t, a, b)
-	eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
-	eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+	testfixture.Eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
+	testfixture.Eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasFinalizer(e.clusterSet("prod")) })
 
 	refuse.Store(true)
 	e.markSetDeleting("prod")
-	eventually(t, "nothing left in cluster-a", func() bool { return holdsNothing(e.ctx, t, a) })
-	eventually(t, "status says cluster-b refused", func() bool {
+	testfixture.Eventually(t, "nothing left in cluster-a", func() bool { return holdsNothing(e.ctx, t, a) })
+	testfixture.Eventually(t, "status says cluster-b refused", func() bool {
 		c := meta.FindStatusCondition(e.clusterSet("prod").Status.Conditions, xccv1alpha1.ConditionReady)
-		return c != nil && c.Reason == setReasonRemoving && strings.Contains(c.Message, "deletes are paused")
+		return c != nil && c.Reason == ReasonRemoving && strings.Contains(c.Message, "deletes are paused")
 	})
-	if !hasSetFinalizer(e.clusterSet("prod")) {
+	if !hasFinalizer(e.clusterSet("prod")) {
 		t.Fatal("finalizer removed while cluster-b refuses to delete the ServiceImport")
 	}
 	refuse.Store(false)
-	eventually(t, "nothing left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
-	eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+	testfixture.Eventually(t, "nothing left in cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
+	testfixture.Eventually(t, "the finalizer removed", func() bool { return !hasFinalizer(e.clusterSet("prod")) })
 }
 
 // configMapWrites counts the ConfigMap creates and updates on the
@@ -329,16 +329,16 @@ func (e *testEnv) configMapWrites() int {
 // syncs that read the same exports and endpoints write nothing; a new
 // endpoint is written.
 func TestControllerClusterSetStateSavedOnChange(t *testing.T) {
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 	e := twoMembers(t, a, b)
 	e.keptBoth()
-	eventually(t, "the ClusterSet Ready", func() bool {
+	testfixture.Eventually(t, "the ClusterSet Ready", func() bool {
 		c := meta.FindStatusCondition(clusterSetStatusOf(e.ctx, t, e, "prod").Conditions, xccv1alpha1.ConditionReady)
-		return c != nil && c.Reason == setReasonWritten
+		return c != nil && c.Reason == ReasonWritten
 	})
 	before := e.configMapWrites()
 	for range 5 {
-		e.ctrl.sets.queue.Add("dev-team/prod")
+		e.rec.Add("dev-team/prod")
 		time.Sleep(50 * time.Millisecond)
 	}
 	if n := e.configMapWrites() - before; n != 0 {
@@ -353,7 +353,7 @@ func TestControllerClusterSetStateSavedOnChange(t *testing.T) {
 	if _, err := a.DiscoveryV1().EndpointSlices("shop").Update(e.ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the new endpoint kept", func() bool {
+	testfixture.Eventually(t, "the new endpoint kept", func() bool {
 		kept := e.keptSet()
 		return kept != nil && len(kept.Members["cluster-a"].Exports) == 1 &&
 			len(kept.Members["cluster-a"].Exports[0].Slices) == 1 && len(kept.Members["cluster-a"].Exports[0].Slices[0].Endpoints) == 2
@@ -363,7 +363,7 @@ func TestControllerClusterSetStateSavedOnChange(t *testing.T) {
 // clusterSetSelecting is the ClusterSet name of dev-team, created at
 // created, selecting the Clusters labelled key=value.
 func clusterSetSelecting(name, key, value string, created time.Time) *unstructured.Unstructured {
-	u := clusterSetObject(name)
+	u := testfixture.ClusterSetObject(name)
 	_ = unstructured.SetNestedStringMap(u.Object, map[string]string{key: value}, "spec", "clusterSelector", "matchLabels")
 	u.SetCreationTimestamp(metav1.NewTime(created))
 	return u
@@ -374,20 +374,20 @@ func clusterSetSelecting(name, key, value string, created time.Time) *unstructur
 // Once the older is gone, the newer takes the Cluster and writes its
 // imports there.
 func TestControllerClusterSetHandOver(t *testing.T) {
-	a, b, c := newMember(true, "10.244.1.5"), newMember(false, ""), newMember(true, "10.244.3.5")
-	d := downableMember(a)
+	a, b, c := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, ""), testfixture.NewMember(true, "10.244.3.5")
+	d := testfixture.DownableMember(a)
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb"),
 			testfixture.KubeconfigSecret("cluster-c", "kc")},
 		[]runtime.Object{
-			capiCluster("cluster-a", map[string]string{"set": "prod"}, ""),
-			capiCluster("cluster-b", map[string]string{"set": "prod", "tier": "web"}, ""),
-			capiCluster("cluster-c", map[string]string{"tier": "web"}, ""),
+			testfixture.CAPICluster("cluster-a", map[string]string{"set": "prod"}, ""),
+			testfixture.CAPICluster("cluster-b", map[string]string{"set": "prod", "tier": "web"}, ""),
+			testfixture.CAPICluster("cluster-c", map[string]string{"tier": "web"}, ""),
 			clusterSetSelecting("prod", "set", "prod", time.Unix(100, 0)),
 			clusterSetSelecting("next", "tier", "web", time.Unix(200, 0)),
 		},
 		nil, map[string]workload.Client{"ka": a, "kb": b, "kc": c},
-		func(c *Config) { c.ClusterSets = true; c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
+		func(c *testConfig) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
 	refusedByNext := func(says ...string) bool {
 		for _, m := range clusterSetStatusOf(e.ctx, t, e, "next").Clusters {
 			if m.Name == "cluster-b" && m.Reason == xccv1alpha1.ReasonConflict {
@@ -401,28 +401,28 @@ func TestControllerClusterSetHandOver(t *testing.T) {
 		}
 		return false
 	}
-	eventually(t, "cluster-a's import in cluster-b (prod has it)", func() bool { return hasImport(e.ctx, b) })
-	eventually(t, "next refuses cluster-b: prod is older", func() bool { return refusedByNext() })
-	eventually(t, "prod holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+	testfixture.Eventually(t, "cluster-a's import in cluster-b (prod has it)", func() bool { return hasImport(e.ctx, b) })
+	testfixture.Eventually(t, "next refuses cluster-b: prod is older", func() bool { return refusedByNext() })
+	testfixture.Eventually(t, "prod holds the finalizer", func() bool { return hasFinalizer(e.clusterSet("prod")) })
 
 	// prod is deleted while cluster-a cannot be reached: its removal is
 	// done in cluster-b, and next still does not take cluster-b.
-	d.down()
+	d.Down()
 	e.markSetDeleting("prod")
-	eventually(t, "prod's objects gone from cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
-	eventually(t, "next says cluster-b is prod's while prod is being deleted", func() bool { return refusedByNext("being deleted") })
+	testfixture.Eventually(t, "prod's objects gone from cluster-b", func() bool { return holdsNothing(e.ctx, t, b) })
+	testfixture.Eventually(t, "next says cluster-b is prod's while prod is being deleted", func() bool { return refusedByNext("being deleted") })
 	if !holdsNothing(e.ctx, t, b) {
 		t.Fatal("next took cluster-b while prod, being deleted, still removes its objects")
 	}
 
 	// The removal ends, the API server deletes prod: next takes cluster-b.
-	d.up()
-	eventually(t, "prod's finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+	d.Up()
+	testfixture.Eventually(t, "prod's finalizer removed", func() bool { return !hasFinalizer(e.clusterSet("prod")) })
 	if err := e.dyn.Resource(xccv1alpha1.ClusterSetResource).Namespace("dev-team").Delete(e.ctx, "prod", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "next's import of cluster-c's export in cluster-b", func() bool {
-		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+	testfixture.Eventually(t, "next's import of cluster-c's export in cluster-b", func() bool {
+		si, err := b.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
 		return err == nil && len(si.Status.Clusters) == 1 && si.Status.Clusters[0].Cluster == "cluster-c"
 	})
 }
@@ -431,20 +431,19 @@ func TestControllerClusterSetHandOver(t *testing.T) {
 // set it left leaves its objects to the set it joined, which replaces
 // them with its own.
 func TestControllerClusterSetMemberMoves(t *testing.T) {
-	a, b, c := newMember(true, "10.244.1.5"), newMember(false, ""), newMember(true, "10.244.3.5")
+	a, b, c := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, ""), testfixture.NewMember(true, "10.244.3.5")
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb"),
 			testfixture.KubeconfigSecret("cluster-c", "kc")},
 		[]runtime.Object{
-			capiCluster("cluster-a", map[string]string{"set": "prod"}, ""),
-			capiCluster("cluster-b", map[string]string{"set": "prod"}, ""),
-			capiCluster("cluster-c", map[string]string{"tier": "web"}, ""),
+			testfixture.CAPICluster("cluster-a", map[string]string{"set": "prod"}, ""),
+			testfixture.CAPICluster("cluster-b", map[string]string{"set": "prod"}, ""),
+			testfixture.CAPICluster("cluster-c", map[string]string{"tier": "web"}, ""),
 			clusterSetSelecting("prod", "set", "prod", time.Unix(100, 0)),
 			clusterSetSelecting("next", "tier", "web", time.Unix(200, 0)),
 		},
-		nil, map[string]workload.Client{"ka": a, "kb": b, "kc": c},
-		func(c *Config) { c.ClusterSets = true })
-	eventually(t, "cluster-a's import in cluster-b", func() bool { return hasImport(e.ctx, b) })
+		nil, map[string]workload.Client{"ka": a, "kb": b, "kc": c})
+	testfixture.Eventually(t, "cluster-a's import in cluster-b", func() bool { return hasImport(e.ctx, b) })
 
 	clusters := e.dyn.Resource(clusterGVR).Namespace("dev-team")
 	u, err := clusters.Get(e.ctx, "cluster-b", metav1.GetOptions{})
@@ -456,16 +455,16 @@ func TestControllerClusterSetMemberMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	importOfC := func() bool {
-		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		si, err := b.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
 		return err == nil && len(si.Status.Clusters) == 1 && si.Status.Clusters[0].Cluster == "cluster-c"
 	}
-	eventually(t, "next's import of cluster-c's export in cluster-b", importOfC)
+	testfixture.Eventually(t, "next's import of cluster-c's export in cluster-b", importOfC)
 	for range 3 {
-		e.ctrl.sets.queue.Add("dev-team/prod")
-		e.ctrl.sets.queue.Add("dev-team/next")
+		e.rec.Add("dev-team/prod")
+		e.rec.Add("dev-team/next")
 		time.Sleep(100 * time.Millisecond)
 	}
-	eventually(t, "still next's import in cluster-b after both synced again", importOfC)
+	testfixture.Eventually(t, "still next's import in cluster-b after both synced again", importOfC)
 	if kept := e.keptSet(); kept != nil && writtenIn(kept, "dev-team/cluster-b") != "" {
 		t.Errorf("prod still lists cluster-b as holding its objects: %v", kept.Clusters)
 	}
@@ -475,10 +474,10 @@ func TestControllerClusterSetMemberMoves(t *testing.T) {
 // the next controller cannot know from the state where its objects are,
 // so it removes them from the members the ClusterSet selects.
 func TestControllerClusterSetRemovedWithDamagedState(t *testing.T) {
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 	e := twoMembers(t, a, b)
-	eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
-	eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasSetFinalizer(e.clusterSet("prod")) })
+	testfixture.Eventually(t, "imported into both", func() bool { return hasImport(e.ctx, a) && hasImport(e.ctx, b) })
+	testfixture.Eventually(t, "the ClusterSet holds the finalizer", func() bool { return hasFinalizer(e.clusterSet("prod")) })
 	e.keptBoth()
 
 	e.restart(func() {
@@ -496,8 +495,8 @@ func TestControllerClusterSetRemovedWithDamagedState(t *testing.T) {
 			}
 		}
 	})
-	eventually(t, "nothing of the ClusterSet left in either member", func() bool {
+	testfixture.Eventually(t, "nothing of the ClusterSet left in either member", func() bool {
 		return holdsNothing(e.ctx, t, a) && holdsNothing(e.ctx, t, b)
 	})
-	eventually(t, "the finalizer removed", func() bool { return !hasSetFinalizer(e.clusterSet("prod")) })
+	testfixture.Eventually(t, "the finalizer removed", func() bool { return !hasFinalizer(e.clusterSet("prod")) })
 }

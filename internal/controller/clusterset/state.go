@@ -1,4 +1,4 @@
-package controller
+package clusterset
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // unreachable now keeps its imports in the others). What is in memory
 // already wins. A damaged state is logged and taken as none: the
 // controller then knows what it knew before it kept state.
-func (c *Controller) recoverClusterSet(ctx context.Context, mem *setMemory, key string, uid types.UID) error {
+func (c *Reconciler) recoverClusterSet(ctx context.Context, mem *setMemory, key string, uid types.UID) error {
 	if c.cfg.State == nil || mem.recovered {
 		return nil
 	}
@@ -69,7 +69,7 @@ func (c *Controller) recoverClusterSet(ctx context.Context, mem *setMemory, key 
 // read too large to keep is left out and logged (state.SaveClusterSet):
 // only a restart while that member is unreachable then loses its
 // imports elsewhere.
-func (c *Controller) saveClusterSet(ctx context.Context, mem *setMemory, key string) error {
+func (c *Reconciler) saveClusterSet(ctx context.Context, mem *setMemory, key string) error {
 	if c.cfg.State == nil {
 		return nil
 	}
@@ -103,7 +103,7 @@ func (c *Controller) saveClusterSet(ctx context.Context, mem *setMemory, key str
 
 // forgetClusterSetState removes what the state keeps of key: its removal
 // is done.
-func (c *Controller) forgetClusterSetState(ctx context.Context, key string) error {
+func (c *Reconciler) forgetClusterSetState(ctx context.Context, key string) error {
 	if c.cfg.State == nil {
 		return nil
 	}

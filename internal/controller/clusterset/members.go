@@ -1,24 +1,20 @@
-package controller
+package clusterset
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
-	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/member"
 	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
@@ -39,64 +35,6 @@ type setMember struct {
 	settled bool
 }
 
-// syncClusterSet brings the imports of one ClusterSet in line, in the
-// steps of a GatewayDNS sync: read every member (caches only), aggregate
-// (pure), compute each member's objects (pure), write them, status.
-func (c *Controller) syncClusterSet(ctx context.Context, key string, cs *xccv1alpha1.ClusterSet) error {
-	mem := c.sets.memoryOf(key, cs.UID)
-	// Without what the last controller knew, an unreachable member's
-	// imports would go from the others at this sync: wait for it.
-	if err := c.recoverClusterSet(ctx, mem, key, cs.UID); err != nil {
-		return err
-	}
-	user := clusterSetUser + key
-	res, members, others, err := c.membership(cs, mem, user)
-	if err != nil {
-		return err
-	}
-	c.holdIDs(cs, mem, res, members)
-	keep := map[string]map[string]bool{}
-	reads := c.readMembers(mem, members, user, keep)
-	agg, err := aggregate.Aggregate(exportsOf(reads))
-	if err != nil {
-		// Only input the readers never make (an empty cluster id) fails.
-		return fmt.Errorf("aggregate the exports of %s: %w", key, err)
-	}
-	if err := c.noteWritten(ctx, mem, key, members, reads); err != nil {
-		c.workloads.Release(user, keep)
-		return err
-	}
-	written := c.writeMembers(ctx, key, mem, members, reads, agg)
-	c.removeLeftMembers(ctx, key, mem, members, others, user)
-	c.workloads.Release(user, keep)
-	stateErr := c.saveClusterSet(ctx, mem, key)
-	st := clusterSetStatus(cs, res, members, reads, agg, written)
-	c.cfg.Metrics.observeClusterSet(key, st, len(res.Refused), members, reads, agg, written)
-	if err := c.updateClusterSetStatus(ctx, cs, st); err != nil {
-		return errors.Join(err, stateErr)
-	}
-	klog.FromContext(ctx).V(2).Info("Synced ClusterSet", "members", len(members), "imports", len(agg.Imports), "failed", len(written.errs))
-	return errors.Join(written.err(), stateErr)
-}
-
-// noteWritten adds the members this sync writes to those holding objects
-// of the ClusterSet, and keeps the list in the controller's state before
-// anything is written there: a controller that stops between the write
-// and the save would otherwise leave objects no removal knows of.
-func (c *Controller) noteWritten(ctx context.Context, mem *setMemory, key string, members []setMember, reads map[string]memberRead) error {
-	added := false
-	for _, m := range members {
-		if writable(m, reads[m.ClusterID]) && mem.written[m.cluster.Key()] != m.ClusterID {
-			mem.written[m.cluster.Key()] = m.ClusterID
-			added = true
-		}
-	}
-	if !added {
-		return nil
-	}
-	return c.saveClusterSet(ctx, mem, key)
-}
-
 // membership resolves which Clusters of cs's namespace are its members,
 // with their cluster ids (package member), and connects to each for
 // user. A member that cannot be reached is still a member: its last
@@ -106,21 +44,21 @@ func (c *Controller) noteWritten(ctx context.Context, mem *setMemory, key string
 // A ClusterSet being deleted keeps its members until its finalizer goes:
 // a newer one that selects them too takes them only once the older's
 // removal is done, so the removal never deletes what the newer wrote.
-func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, mem *setMemory, user string) (member.Result, []setMember, map[string]bool, error) {
-	setObjs, err := c.sets.informer.GetIndexer().ByIndex(cache.NamespaceIndex, cs.Namespace)
+func (c *Reconciler) membership(cs *xccv1alpha1.ClusterSet, mem *setMemory, user string) (member.Result, []setMember, map[string]bool, error) {
+	setObjs, err := c.informer.GetIndexer().ByIndex(cache.NamespaceIndex, cs.Namespace)
 	if err != nil {
 		return member.Result{}, nil, nil, fmt.Errorf("list ClusterSets in %q: %w", cs.Namespace, err)
 	}
 	var sets []member.ClusterSet
 	for _, o := range setObjs {
-		other, err := toClusterSet(o)
+		other, err := decode(o)
 		if err != nil {
 			continue
 		}
 		sets = append(sets, member.ClusterSet{Name: other.Name, Created: other.CreationTimestamp.Time, Selector: other.Spec.ClusterSelector,
 			Deleting: other.DeletionTimestamp != nil})
 	}
-	clusterObjs, err := c.clusters.GetIndexer().ByIndex(cache.NamespaceIndex, cs.Namespace)
+	clusterObjs, err := c.cfg.Clusters.GetIndexer().ByIndex(cache.NamespaceIndex, cs.Namespace)
 	if err != nil {
 		return member.Result{}, nil, nil, fmt.Errorf("list clusters in %q: %w", cs.Namespace, err)
 	}
@@ -147,7 +85,7 @@ func (c *Controller) membership(cs *xccv1alpha1.ClusterSet, mem *setMemory, user
 				}
 				// Until its id property is known a member is not read:
 				// taking its name meanwhile would rename its pods twice.
-				mc.ClusterIDProperty, sm.idKnown = c.workloads.ClusterProperty(sm.cluster)
+				mc.ClusterIDProperty, sm.idKnown = c.cfg.Workloads.ClusterProperty(sm.cluster)
 			}
 			access[mc.Name] = sm
 		}
@@ -202,7 +140,7 @@ func settle(clusters []member.Cluster, access map[string]setMember) {
 // joined with until it leaves or is refused. A member refused for asking for another member's
 // id gets a Warning Event: it held one, so it was written under it, and
 // its objects are now removed from every member.
-func (c *Controller) holdIDs(cs *xccv1alpha1.ClusterSet, mem *setMemory, res member.Result, members []setMember) {
+func (c *Reconciler) holdIDs(cs *xccv1alpha1.ClusterSet, mem *setMemory, res member.Result, members []setMember) {
 	keep := map[string]bool{}
 	for _, m := range members {
 		key := cs.Namespace + "/" + m.Cluster
@@ -236,43 +174,13 @@ func selects(cs *xccv1alpha1.ClusterSet, l map[string]string) bool {
 
 // connect returns the connection to the Cluster namespace/name for user,
 // or why there is none.
-func (c *Controller) connect(namespace, name, user string) (setMember, error) {
-	secret, err := c.secrets.Secrets(namespace).Get(name + workload.KubeconfigSecretSuffix)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return setMember{}, fmt.Errorf("get kubeconfig Secret of cluster %s/%s: %w", namespace, name, err)
+func (c *Reconciler) connect(namespace, name, user string) (setMember, error) {
+	acc, err := mgmt.Connect(c.cfg.Secrets, c.cfg.Workloads, namespace, name, user)
+	if err != nil {
+		return setMember{}, err
 	}
-	acc := c.workloads.Get(namespace, name, secret, user)
 	if acc.Cluster == nil {
 		return setMember{access: fmt.Sprintf("%s: %s", acc.Reason, acc.Message)}, nil
 	}
 	return setMember{cluster: acc.Cluster}, nil
-}
-
-// readMembers reads every member (readMember), keeping for one that
-// cannot be read what it last exported, and remembers each read.
-func (c *Controller) readMembers(mem *setMemory, members []setMember, user string, keep map[string]map[string]bool) map[string]memberRead {
-	reads := map[string]memberRead{}
-	for _, m := range members {
-		var r memberRead
-		if m.cluster != nil && keep[m.cluster.Key()] == nil {
-			// Kept connected while its id is read, or it is unreachable.
-			keep[m.cluster.Key()] = map[string]bool{}
-		}
-		if m.cluster != nil && m.idKnown {
-			r = c.readMember(m.cluster, m.ClusterID, user, keep)
-		}
-		if r.synced && m.cluster.CutOff() == "" {
-			mem.exports[m.ClusterID] = r
-		} else if last, ok := mem.exports[m.ClusterID]; ok {
-			r.id, r.exports, r.endpoints = m.ClusterID, last.exports, last.endpoints
-		}
-		reads[m.ClusterID] = r
-	}
-	// A member that left takes its exports with it.
-	for id := range mem.exports {
-		if _, ok := reads[id]; !ok {
-			delete(mem.exports, id)
-		}
-	}
-	return reads
 }

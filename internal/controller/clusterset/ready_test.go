@@ -1,4 +1,4 @@
-package controller
+package clusterset
 
 import (
 	"sync"
@@ -24,9 +24,9 @@ type readyWrites struct {
 	byName map[string][]metav1.ConditionStatus
 }
 
-func recordReady(m memberFake) *readyWrites {
+func recordReady(m testfixture.Member) *readyWrites {
 	w := &readyWrites{byName: map[string][]metav1.ConditionStatus{}}
-	m.mcs.PrependReactor("update", "serviceexports", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	m.MCS.PrependReactor("update", "serviceexports", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		u, ok := a.(k8stesting.UpdateAction)
 		if !ok || u.GetSubresource() != "status" {
 			return false, nil, nil
@@ -52,14 +52,14 @@ func (w *readyWrites) of(name string) []metav1.ConditionStatus {
 // written in every member, then Ready; the exports already Ready are not
 // written again for it.
 func TestControllerClusterSetReadyPerImport(t *testing.T) {
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 	e := twoMembers(t, a, b)
 	ctx := e.ctx
-	readyIn := func(m memberFake, name string) bool {
-		ex, err := m.mcs.MulticlusterV1beta1().ServiceExports("shop").Get(ctx, name, metav1.GetOptions{})
+	readyIn := func(m testfixture.Member, name string) bool {
+		ex, err := m.MCS.MulticlusterV1beta1().ServiceExports("shop").Get(ctx, name, metav1.GetOptions{})
 		return err == nil && meta.IsStatusConditionTrue(ex.Status.Conditions, "Ready")
 	}
-	eventually(t, "shop/web Ready", func() bool { return readyIn(a, "web") })
+	testfixture.Eventually(t, "shop/web Ready", func() bool { return readyIn(a, "web") })
 	inA, inB := recordReady(a), recordReady(b)
 
 	// cluster-b exports shop/api.
@@ -73,11 +73,11 @@ func TestControllerClusterSetReadyPerImport(t *testing.T) {
 	if _, err := b.DiscoveryV1().EndpointSlices("shop").Create(ctx, s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.mcs.MulticlusterV1beta1().ServiceExports("shop").Create(ctx, &mcsv1beta1.ServiceExport{
+	if _, err := b.MCS.MulticlusterV1beta1().ServiceExports("shop").Create(ctx, &mcsv1beta1.ServiceExport{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", CreationTimestamp: metav1.NewTime(time.Unix(200, 0))}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "shop/api Ready", func() bool { return readyIn(b, "api") })
+	testfixture.Eventually(t, "shop/api Ready", func() bool { return readyIn(b, "api") })
 	if got := inB.of("api"); len(got) < 2 || got[0] != metav1.ConditionFalse {
 		t.Errorf("Ready of shop/api as written: %v; want False (Pending) until written everywhere, then True", got)
 	}

@@ -1,4 +1,4 @@
-package controller
+package clusterset
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -24,20 +24,49 @@ type memberRead struct {
 	synced bool
 }
 
+// readMembers reads every member (readMember), keeping for one that
+// cannot be read what it last exported, and remembers each read.
+func (c *Reconciler) readMembers(mem *setMemory, members []setMember, user string, keep map[string]map[string]bool) map[string]memberRead {
+	reads := map[string]memberRead{}
+	for _, m := range members {
+		var r memberRead
+		if m.cluster != nil && keep[m.cluster.Key()] == nil {
+			// Kept connected while its id is read, or it is unreachable.
+			keep[m.cluster.Key()] = map[string]bool{}
+		}
+		if m.cluster != nil && m.idKnown {
+			r = c.readMember(m.cluster, m.ClusterID, user, keep)
+		}
+		if r.synced && m.cluster.CutOff() == "" {
+			mem.exports[m.ClusterID] = r
+		} else if last, ok := mem.exports[m.ClusterID]; ok {
+			r.id, r.exports, r.endpoints = m.ClusterID, last.exports, last.endpoints
+		}
+		reads[m.ClusterID] = r
+	}
+	// A member that left takes its exports with it.
+	for id := range mem.exports {
+		if _, ok := reads[id]; !ok {
+			delete(mem.exports, id)
+		}
+	}
+	return reads
+}
+
 // readMember reads member w (cluster id id) for user, the clusterset's
 // key, starting the informers it needs: every ServiceExport, Namespace
 // and Service, and the EndpointSlices of each namespace with an export
 // admitted under MaxExportsPerMember. The keep map (cluster key -> refs)
 // gets every ref read, for Release.
-func (c *Controller) readMember(w *workload.Cluster, id, user string, keep map[string]map[string]bool) memberRead {
+func (c *Reconciler) readMember(w *workload.Cluster, id, user string, keep map[string]map[string]bool) memberRead {
 	refs := keep[w.Key()]
 	if refs == nil {
 		refs = map[string]bool{}
 		keep[w.Key()] = refs
 	}
 	refs[workload.ExportsRef] = true
-	c.workloads.WatchExports(w, user)
-	exports, namespaces, synced := c.workloads.Exports(w)
+	c.cfg.Workloads.WatchExports(w, user)
+	exports, namespaces, synced := c.cfg.Workloads.Exports(w)
 	r := memberRead{id: id, namespaces: namespaces, own: exports, synced: synced,
 		endpoints: map[aggregate.Key][]*discoveryv1.EndpointSlice{}}
 	live := make([]*mcsv1beta1.ServiceExport, 0, len(exports))
@@ -51,7 +80,7 @@ func (c *Controller) readMember(w *workload.Cluster, id, user string, keep map[s
 	// read. The others' Services are known from one member-wide informer.
 	read := make([]aggregate.Export, 0, len(live))
 	for _, e := range live {
-		read = append(read, exportOf(id, e, c.workloads.ExportedService(w, e.Namespace, e.Name)))
+		read = append(read, exportOf(id, e, c.cfg.Workloads.ExportedService(w, e.Namespace, e.Name)))
 	}
 	admitted := aggregate.Admit(read, c.cfg.MaxExportsPerMember)
 	keys := map[string]bool{}
@@ -60,14 +89,14 @@ func (c *Controller) readMember(w *workload.Cluster, id, user string, keep map[s
 			keys[live[i].Namespace+"/"+live[i].Name] = true
 		}
 	}
-	c.workloads.WatchExportEndpoints(w, user, keys)
+	c.cfg.Workloads.WatchExportEndpoints(w, user, keys)
 	for i, x := range admitted {
 		e := live[i]
 		if !keys[e.Namespace+"/"+e.Name] {
 			r.exports = append(r.exports, x)
 			continue
 		}
-		eps, epSynced := c.workloads.ExportEndpoints(w, e.Namespace, e.Name)
+		eps, epSynced := c.cfg.Workloads.ExportEndpoints(w, e.Namespace, e.Name)
 		if !epSynced {
 			r.synced = false
 			continue

@@ -1,4 +1,4 @@
-package controller
+package clusterset
 
 import (
 	"fmt"
@@ -136,7 +136,7 @@ func TestClusterSetHostileMemberCost(t *testing.T) {
 		t.Errorf("the honest member's import has %d slices, %d endpoints: want 1, 2 untouched", good.slices, good.endpoints)
 	}
 
-	doc, err := os.ReadFile("../../docs/threat-model.md")
+	doc, err := os.ReadFile("../../../docs/threat-model.md")
 	if err != nil {
 		t.Fatal(err)
 	}

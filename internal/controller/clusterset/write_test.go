@@ -1,4 +1,4 @@
-package controller
+package clusterset
 
 import (
 	"context"
@@ -27,7 +27,7 @@ import (
 )
 
 // addExport exports the Service ns/name of m, one ready endpoint at addr.
-func addExport(t *testing.T, m memberFake, ns, name, addr string) {
+func addExport(t *testing.T, m testfixture.Member, ns, name, addr string) {
 	t.Helper()
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.11",
@@ -39,7 +39,7 @@ func addExport(t *testing.T, m memberFake, ns, name, addr string) {
 			t.Fatal(err)
 		}
 	}
-	if err := m.mcs.Tracker().Add(&mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+	if err := m.MCS.Tracker().Add(&mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 		CreationTimestamp: metav1.NewTime(time.Unix(150, 0))}}); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func addExport(t *testing.T, m memberFake, ns, name, addr string) {
 
 // answersImport reports whether m's slice namespace holds the clusterset
 // slice of ns/name with a ClusterSetIP.
-func answersImport(ctx context.Context, t *testing.T, m memberFake, ns, name string) bool {
+func answersImport(ctx context.Context, t *testing.T, m testfixture.Member, ns, name string) bool {
 	for _, s := range clusterSetSlices(ctx, t, m) {
 		if s.Annotations[contract.AnnotationServiceImport] == ns+"/"+name && len(s.Endpoints) > 0 {
 			return true
@@ -61,7 +61,7 @@ func answersImport(ctx context.Context, t *testing.T, m memberFake, ns, name str
 // imports get their DNS slices, a name no longer exported leaves its DNS,
 // and the refused import's ServiceImport says why.
 func TestControllerClusterSetRefusedImportKeepsTheZone(t *testing.T) {
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 	addExport(t, a, "shop", "api", "10.244.1.6")
 	// Someone else's Service holds the name of web's derived Service in b.
 	taken := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: objects.DerivedServiceName("shop", "web")},
@@ -70,21 +70,21 @@ func TestControllerClusterSetRefusedImportKeepsTheZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := twoMembers(t, a, b)
-	eventually(t, "shop/api answered in cluster-b", func() bool { return answersImport(e.ctx, t, b, "shop", "api") })
+	testfixture.Eventually(t, "shop/api answered in cluster-b", func() bool { return answersImport(e.ctx, t, b, "shop", "api") })
 	if answersImport(e.ctx, t, b, "shop", "web") {
 		t.Error("cluster-b answers shop/web, whose derived Service is another's")
 	}
-	eventually(t, "shop/web's ServiceImport in cluster-b says its Service is not the controller's", func() bool {
-		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+	testfixture.Eventually(t, "shop/web's ServiceImport in cluster-b says its Service is not the controller's", func() bool {
+		si, err := b.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
 		c := meta.FindStatusCondition(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
 		return err == nil && c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "not the controller's")
 	})
 
 	// Unexport api while web is still refused: api leaves cluster-b's DNS.
-	if err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Delete(e.ctx, "api", metav1.DeleteOptions{}); err != nil {
+	if err := a.MCS.MulticlusterV1beta1().ServiceExports("shop").Delete(e.ctx, "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "shop/api gone from cluster-b's DNS", func() bool { return !answersImport(e.ctx, t, b, "shop", "api") })
+	testfixture.Eventually(t, "shop/api gone from cluster-b's DNS", func() bool { return !answersImport(e.ctx, t, b, "shop", "api") })
 }
 
 // A refused import costs that import, not its member: the member's
@@ -93,7 +93,7 @@ func TestControllerClusterSetRefusedImportKeepsTheZone(t *testing.T) {
 // the refused import is tried again on a backoff of its own, not at
 // every sync; and only its exports are Pending, the others Ready.
 func TestControllerClusterSetRefusedImportDoesNotSlowTheMember(t *testing.T) {
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 	derived := objects.DerivedServiceName("shop", "web")
 	if err := b.Tracker().Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: derived},
 		Spec: corev1.ServiceSpec{ClusterIP: "10.96.9.9", ClusterIPs: []string{"10.96.9.9"}}}); err != nil {
@@ -107,24 +107,24 @@ func TestControllerClusterSetRefusedImportDoesNotSlowTheMember(t *testing.T) {
 		return false, nil, nil
 	})
 	e := twoMembers(t, a, b)
-	eventually(t, "shop/web's ServiceImport in cluster-b says its Service is not the controller's", func() bool {
-		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+	testfixture.Eventually(t, "shop/web's ServiceImport in cluster-b says its Service is not the controller's", func() bool {
+		si, err := b.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
 		c := meta.FindStatusCondition(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
 		return err == nil && c != nil && strings.Contains(c.Message, "not the controller's")
 	})
 	for i := range 5 {
 		name := fmt.Sprint("api", i)
 		addExport(t, a, "shop", name, fmt.Sprint("10.244.1.", 10+i))
-		eventually(t, name+" answered in cluster-b", func() bool { return answersImport(e.ctx, t, b, "shop", name) })
+		testfixture.Eventually(t, name+" answered in cluster-b", func() bool { return answersImport(e.ctx, t, b, "shop", name) })
 	}
 	readyIn := func(name string) *metav1.Condition {
-		ex, err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Get(e.ctx, name, metav1.GetOptions{})
+		ex, err := a.MCS.MulticlusterV1beta1().ServiceExports("shop").Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil
 		}
 		return meta.FindStatusCondition(ex.Status.Conditions, "Ready")
 	}
-	eventually(t, "api0 Ready and web Pending in cluster-a", func() bool {
+	testfixture.Eventually(t, "api0 Ready and web Pending in cluster-a", func() bool {
 		api, web := readyIn("api0"), readyIn("web")
 		return api != nil && api.Status == metav1.ConditionTrue && web != nil && web.Reason == objects.ReasonPending
 	})
@@ -137,7 +137,7 @@ func TestControllerClusterSetRefusedImportDoesNotSlowTheMember(t *testing.T) {
 // it one deadline, not one per object: Bounded fails every call after
 // the first that passed its deadline at once.
 func TestBoundedMemberStopsAtTheFirstDeadline(t *testing.T) {
-	m := newMember(false, "")
+	m := testfixture.NewMember(false, "")
 	var calls atomic.Int32
 	hang := func(a k8stesting.Action) (bool, runtime.Object, error) {
 		calls.Add(1)
@@ -145,7 +145,7 @@ func TestBoundedMemberStopsAtTheFirstDeadline(t *testing.T) {
 		return true, nil, context.DeadlineExceeded
 	}
 	m.PrependReactor("*", "*", hang)
-	client := apply.Bounded(apply.NewMember("cluster-b", m.Clientset, m.mcs), 50*time.Millisecond)
+	client := apply.Bounded(apply.NewMember("cluster-b", m.Clientset, m.MCS), 50*time.Millisecond)
 	start := time.Now()
 	var errs []error
 	for i := range 20 {
@@ -169,7 +169,7 @@ func TestBoundedMemberStopsAtTheFirstDeadline(t *testing.T) {
 // per call) delays only its own writes: another member gets a new export
 // at once, and the ClusterSet says which member is still being written.
 func TestControllerClusterSetSlowMemberDelaysOnlyItself(t *testing.T) {
-	a, b, c := newMember(true, "10.244.1.5"), newMember(false, ""), newMember(false, "")
+	a, b, c := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, ""), testfixture.NewMember(false, "")
 	release := make(chan struct{})
 	slow := func(k8stesting.Action) (bool, runtime.Object, error) {
 		select {
@@ -180,28 +180,27 @@ func TestControllerClusterSetSlowMemberDelaysOnlyItself(t *testing.T) {
 	}
 	for _, verb := range []string{"create", "update", "delete"} {
 		b.PrependReactor(verb, "*", slow)
-		b.mcs.PrependReactor(verb, "*", slow)
+		b.MCS.PrependReactor(verb, "*", slow)
 	}
 	sel := map[string]string{"set": "prod"}
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb"),
 			testfixture.KubeconfigSecret("cluster-c", "kc")},
-		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), capiCluster("cluster-c", sel, ""),
-			clusterSetObject("prod")},
-		nil, map[string]workload.Client{"ka": a, "kb": b, "kc": c},
-		func(c *Config) { c.ClusterSets = true })
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", sel, ""), testfixture.CAPICluster("cluster-b", sel, ""), testfixture.CAPICluster("cluster-c", sel, ""),
+			testfixture.ClusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b, "kc": c})
 	// Runs before the controller stops: the slow calls end at once.
 	t.Cleanup(func() { close(release) })
-	eventually(t, "shop/web answered in cluster-c", func() bool { return answersImport(e.ctx, t, c, "shop", "web") })
-	eventually(t, "the ClusterSet says cluster-b is being written", func() bool {
+	testfixture.Eventually(t, "shop/web answered in cluster-c", func() bool { return answersImport(e.ctx, t, c, "shop", "web") })
+	testfixture.Eventually(t, "the ClusterSet says cluster-b is being written", func() bool {
 		st := clusterSetStatusOf(e.ctx, t, e, "prod")
 		cond := meta.FindStatusCondition(st.Conditions, "Ready")
-		return cond != nil && cond.Reason == setReasonWriting && strings.Contains(cond.Message, "cluster-b")
+		return cond != nil && cond.Reason == ReasonWriting && strings.Contains(cond.Message, "cluster-b")
 	})
 
 	addExport(t, a, "shop", "api", "10.244.1.6")
 	start := time.Now()
-	eventually(t, "shop/api answered in cluster-c", func() bool { return answersImport(e.ctx, t, c, "shop", "api") })
+	testfixture.Eventually(t, "shop/api answered in cluster-c", func() bool { return answersImport(e.ctx, t, c, "shop", "api") })
 	// A healthy set writes a new export in well under a second; each write
 	// of cluster-b takes 2 s a call, several calls.
 	if took := time.Since(start); took > 1500*time.Millisecond {
@@ -213,7 +212,7 @@ func TestControllerClusterSetSlowMemberDelaysOnlyItself(t *testing.T) {
 // export reaches the other member, with its derived Service's address,
 // without a single list of the controller's objects there.
 func TestControllerClusterSetWritesListNothing(t *testing.T) {
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 	var lists atomic.Int32
 	// The controller lists its own objects by label; the test's checks
 	// list without one.
@@ -224,19 +223,18 @@ func TestControllerClusterSetWritesListNothing(t *testing.T) {
 		return false, nil, nil
 	}
 	b.PrependReactor("list", "*", countLists)
-	b.mcs.PrependReactor("list", "*", countLists)
+	b.MCS.PrependReactor("list", "*", countLists)
 	sel := map[string]string{"set": "prod"}
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, ""), clusterSetObject("prod")},
-		nil, map[string]workload.Client{"ka": a, "kb": b},
-		func(c *Config) { c.ClusterSets = true })
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", sel, ""), testfixture.CAPICluster("cluster-b", sel, ""), testfixture.ClusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b})
 	imported := func(name string) bool {
-		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, name, metav1.GetOptions{})
+		si, err := b.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil || len(si.Spec.IPs) == 0 {
 			return false
 		}
-		sl, err := b.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
+		sl, err := b.DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).List(e.ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
 		}
@@ -247,7 +245,7 @@ func TestControllerClusterSetWritesListNothing(t *testing.T) {
 		}
 		return false
 	}
-	eventually(t, "shop/web imported into cluster-b with its DNS slice", func() bool { return imported("web") })
+	testfixture.Eventually(t, "shop/web imported into cluster-b with its DNS slice", func() bool { return imported("web") })
 	time.Sleep(300 * time.Millisecond) // the informers' lists are done
 	before := lists.Load()
 
@@ -257,15 +255,15 @@ func TestControllerClusterSetWritesListNothing(t *testing.T) {
 	if _, err := a.CoreV1().Services("shop").Create(e.ctx, api, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.mcs.MulticlusterV1beta1().ServiceExports("shop").Create(e.ctx, &mcsv1beta1.ServiceExport{
+	if _, err := a.MCS.MulticlusterV1beta1().ServiceExports("shop").Create(e.ctx, &mcsv1beta1.ServiceExport{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "shop/api imported into cluster-b with its DNS slice", func() bool { return imported("api") })
+	testfixture.Eventually(t, "shop/api imported into cluster-b with its DNS slice", func() bool { return imported("api") })
 	// Ready says the last sync wrote every member: one more sync, with
 	// no other event to cause it.
-	eventually(t, "shop/api Ready in cluster-b", func() bool {
-		si, err := b.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "api", metav1.GetOptions{})
+	testfixture.Eventually(t, "shop/api Ready in cluster-b", func() bool {
+		si, err := b.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "api", metav1.GetOptions{})
 		return err == nil && meta.IsStatusConditionTrue(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
 	})
 	if n := lists.Load() - before; n != 0 {

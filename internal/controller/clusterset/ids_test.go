@@ -1,4 +1,4 @@
-package controller
+package clusterset
 
 import (
 	"context"
@@ -32,37 +32,37 @@ func TestControllerClusterSetIDsAreSticky(t *testing.T) {
 		{name: "the newer asks for the older's id", thief: "cluster-b", owner: "cluster-a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := newMember(true, "10.244.1.5"), newMember(false, "")
+			a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 			addExport(t, b, "shop", "api", "10.244.2.6")
-			for _, m := range []*memberFake{&a, &b} {
-				m.prop = &atomic.Pointer[string]{}
+			for _, m := range []*testfixture.Member{&a, &b} {
+				m.Prop = &atomic.Pointer[string]{}
 			}
-			fakes := map[string]memberFake{"cluster-a": a, "cluster-b": b}
+			fakes := map[string]testfixture.Member{"cluster-a": a, "cluster-b": b}
 			e := olderAndNewer(t, a, b)
-			imports := func(m memberFake, name, from string) bool {
-				si, err := m.mcs.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, name, metav1.GetOptions{})
+			imports := func(m testfixture.Member, name, from string) bool {
+				si, err := m.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, name, metav1.GetOptions{})
 				return err == nil && len(si.Status.Clusters) == 1 && si.Status.Clusters[0].Cluster == from
 			}
-			eventually(t, "each member imports the other's export", func() bool {
+			testfixture.Eventually(t, "each member imports the other's export", func() bool {
 				return imports(b, "web", "cluster-a") && imports(a, "api", "cluster-b")
 			})
-			eventually(t, "the state keeps the id each member holds", func() bool {
+			testfixture.Eventually(t, "the state keeps the id each member holds", func() bool {
 				kept := e.keptSet()
 				return kept != nil && kept.Clusters["dev-team/cluster-a"].ID == "cluster-a" && kept.Clusters["dev-team/cluster-b"].ID == "cluster-b"
 			})
 
 			owner := fakes[tc.owner]
 			id := tc.owner
-			fakes[tc.thief].prop.Store(&id)
+			fakes[tc.thief].Prop.Store(&id)
 			reasons := func() map[string]xccv1alpha1.MemberStatus {
-				e.ctrl.sets.queue.Add("dev-team/prod") // the property is read at a sync
+				e.rec.Add("dev-team/prod") // the property is read at a sync
 				out := map[string]xccv1alpha1.MemberStatus{}
 				for _, m := range clusterSetStatusOf(e.ctx, t, e, "prod").Clusters {
 					out[m.Name] = m
 				}
 				return out
 			}
-			eventually(t, tc.thief+" refused, "+tc.owner+" still a member with its id", func() bool {
+			testfixture.Eventually(t, tc.thief+" refused, "+tc.owner+" still a member with its id", func() bool {
 				r := reasons()
 				return r[tc.thief].Reason == xccv1alpha1.ReasonClusterIDConflict && strings.Contains(r[tc.thief].Message, "keeps its id") &&
 					r[tc.owner].Reason == xccv1alpha1.ReasonMember && r[tc.owner].ClusterID == tc.owner
@@ -70,7 +70,7 @@ func TestControllerClusterSetIDsAreSticky(t *testing.T) {
 			if !e.sawEvent("Warning", string(xccv1alpha1.ReasonClusterIDConflict), tc.thief) {
 				t.Errorf("no Warning Event for %s", tc.thief)
 			}
-			eventually(t, "the refused member holds nothing, and its export left the owner", func() bool {
+			testfixture.Eventually(t, "the refused member holds nothing, and its export left the owner", func() bool {
 				return holdsNothingOf(e, t, fakes[tc.thief]) && !importsAny(e, owner, tc.thief)
 			})
 			ownerExport := map[string]string{"cluster-a": "web", "cluster-b": "api"}[tc.owner]
@@ -81,7 +81,7 @@ func TestControllerClusterSetIDsAreSticky(t *testing.T) {
 			if err := e.dyn.Resource(xccv1alpha1.ClusterSetResource).Namespace("dev-team").Delete(e.ctx, "prod", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "nothing of the ClusterSet left in either member", func() bool {
+			testfixture.Eventually(t, "nothing of the ClusterSet left in either member", func() bool {
 				return holdsNothingOf(e, t, a) && holdsNothingOf(e, t, b)
 			})
 		})
@@ -94,20 +94,20 @@ func TestControllerClusterSetIDsAreSticky(t *testing.T) {
 func olderAndNewer(t *testing.T, a, b workload.Client) *testEnv {
 	t.Helper()
 	sel := map[string]string{"set": "prod"}
-	ca, cb := capiCluster("cluster-a", sel, ""), capiCluster("cluster-b", sel, "")
+	ca, cb := testfixture.CAPICluster("cluster-a", sel, ""), testfixture.CAPICluster("cluster-b", sel, "")
 	ca.SetCreationTimestamp(metav1.NewTime(time.Unix(10, 0)))
 	cb.SetCreationTimestamp(metav1.NewTime(time.Unix(20, 0)))
 	return newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{ca, cb, clusterSetObject("prod")},
+		[]runtime.Object{ca, cb, testfixture.ClusterSetObject("prod")},
 		nil, map[string]workload.Client{"ka": a, "kb": b},
-		func(c *Config) { c.ClusterSets = true; c.ReadLimits.PropertyRefresh = 50 * time.Millisecond })
+		func(c *testConfig) { c.ReadLimits.PropertyRefresh = 50 * time.Millisecond })
 }
 
 // holdsNothingOf reports whether m holds no ServiceImport, derived Service
 // or EndpointSlice of the controller, nor a clusterset contract slice.
-func holdsNothingOf(e *testEnv, t *testing.T, m memberFake) bool {
-	imports, err := m.mcs.MulticlusterV1beta1().ServiceImports("").List(e.ctx, metav1.ListOptions{})
+func holdsNothingOf(e *testEnv, t *testing.T, m testfixture.Member) bool {
+	imports, err := m.MCS.MulticlusterV1beta1().ServiceImports("").List(e.ctx, metav1.ListOptions{})
 	if err != nil || len(imports.Items) > 0 {
 		return false
 	}
@@ -120,8 +120,8 @@ func holdsNothingOf(e *testEnv, t *testing.T, m memberFake) bool {
 }
 
 // importsAny reports whether m holds a ServiceImport that lists cluster.
-func importsAny(e *testEnv, m memberFake, cluster string) bool {
-	list, err := m.mcs.MulticlusterV1beta1().ServiceImports("").List(e.ctx, metav1.ListOptions{})
+func importsAny(e *testEnv, m testfixture.Member, cluster string) bool {
+	list, err := m.MCS.MulticlusterV1beta1().ServiceImports("").List(e.ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) {
 		return false
 	}
@@ -139,38 +139,38 @@ func importsAny(e *testEnv, m memberFake, cluster string) bool {
 // while no controller runs, for a newer member's id is refused by the
 // next controller, which knows who holds it from its state alone.
 func TestControllerClusterSetIDsSurviveARestart(t *testing.T) {
-	a, b := newMember(true, "10.244.1.5"), newMember(false, "")
-	a.prop, b.prop = &atomic.Pointer[string]{}, &atomic.Pointer[string]{}
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
+	a.Prop, b.Prop = &atomic.Pointer[string]{}, &atomic.Pointer[string]{}
 	// After the restart cluster-b's property is read last: from the
 	// members' properties alone the older, cluster-a, would take its id.
-	slowB := slowProperty{memberFake: b, wait: &atomic.Pointer[chan struct{}]{}}
+	slowB := slowProperty{Member: b, wait: &atomic.Pointer[chan struct{}]{}}
 	e := olderAndNewer(t, a, slowB)
-	eventually(t, "the state keeps the id each member holds", func() bool {
+	testfixture.Eventually(t, "the state keeps the id each member holds", func() bool {
 		kept := e.keptSet()
 		return kept != nil && kept.Clusters["dev-team/cluster-a"].ID == "cluster-a" && kept.Clusters["dev-team/cluster-b"].ID == "cluster-b"
 	})
 	e.restart(func() {
 		id := "cluster-b"
-		a.prop.Store(&id)
+		a.Prop.Store(&id)
 		wait := make(chan struct{})
 		slowB.wait.Store(&wait)
 		time.AfterFunc(time.Second, func() { close(wait) })
 	})
-	eventually(t, "cluster-a refused, cluster-b keeps its id", func() bool {
-		e.ctrl.sets.queue.Add("dev-team/prod")
+	testfixture.Eventually(t, "cluster-a refused, cluster-b keeps its id", func() bool {
+		e.rec.Add("dev-team/prod")
 		r := map[string]xccv1alpha1.MemberReason{}
 		for _, m := range clusterSetStatusOf(e.ctx, t, e, "prod").Clusters {
 			r[m.Name+"="+m.ClusterID] = m.Reason
 		}
 		return r["cluster-a=cluster-b"] == xccv1alpha1.ReasonClusterIDConflict && r["cluster-b=cluster-b"] == xccv1alpha1.ReasonMember
 	})
-	eventually(t, "nothing of cluster-a's left", func() bool { return holdsNothingOf(e, t, a) && !importsAny(e, b, "cluster-a") })
+	testfixture.Eventually(t, "nothing of cluster-a's left", func() bool { return holdsNothingOf(e, t, a) && !importsAny(e, b, "cluster-a") })
 }
 
 // slowProperty is a member whose property read waits, while wait holds a
 // channel, until it is closed.
 type slowProperty struct {
-	memberFake
+	testfixture.Member
 	wait *atomic.Pointer[chan struct{}]
 }
 
@@ -182,5 +182,5 @@ func (s slowProperty) ClusterIDProperty(ctx context.Context) (*string, error) {
 			return nil, ctx.Err()
 		}
 	}
-	return s.memberFake.ClusterIDProperty(ctx)
+	return s.Member.ClusterIDProperty(ctx)
 }

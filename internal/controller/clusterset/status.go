@@ -1,4 +1,4 @@
-package controller
+package clusterset
 
 import (
 	"context"
@@ -13,22 +13,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/member"
 )
 
 // Reasons of a ClusterSet's Ready condition.
 const (
-	setReasonWritten     = "Written"
-	setReasonWriteFailed = "WriteFailed"
-	// setReasonWriting: a member's write is still running (its API server
+	ReasonWritten     = "Written"
+	ReasonWriteFailed = "WriteFailed"
+	// ReasonWriting: a member's write is still running (its API server
 	// is slow or not answering); the others are written.
-	setReasonWriting     = "Writing"
-	setReasonUnreachable = "MembersUnreachable"
-	setReasonNoMembers   = "NoMembers"
-	// setReasonRemoving: the ClusterSet is being deleted and some member
+	ReasonWriting     = "Writing"
+	ReasonUnreachable = "MembersUnreachable"
+	ReasonNoMembers   = "NoMembers"
+	// ReasonRemoving: the ClusterSet is being deleted and some member
 	// still holds its objects; its finalizer stays.
-	setReasonRemoving = "Removing"
+	ReasonRemoving = "Removing"
 )
 
 // memberWrites is what writing the members did: the error of each member
@@ -89,20 +90,20 @@ func clusterSetStatus(cs *xccv1alpha1.ClusterSet, res member.Result, members []s
 		entries = entries[:xccv1alpha1.MaxMemberStatuses]
 	}
 	st.Clusters = entries
-	ready := metav1.Condition{Type: xccv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: setReasonWritten,
+	ready := metav1.Condition{Type: xccv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonWritten,
 		Message: fmt.Sprintf("%d imports written in %d members", len(agg.Imports), len(members)), ObservedGeneration: cs.Generation}
 	switch {
 	case res.SelectorError != "":
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "InvalidSelector", res.SelectorError
 	case len(members) == 0:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, setReasonNoMembers, "no selected Cluster is a member"
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ReasonNoMembers, "no selected Cluster is a member"
 	case len(unreachable) > 0:
-		ready.Status, ready.Reason = metav1.ConditionFalse, setReasonUnreachable
+		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonUnreachable
 		ready.Message = "members not read, their last exports kept: " + strings.Join(unreachable, ", ")
 	case len(written.errs) > 0:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, setReasonWriteFailed, written.err().Error()
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ReasonWriteFailed, written.err().Error()
 	case len(written.writing) > 0:
-		ready.Status, ready.Reason = metav1.ConditionFalse, setReasonWriting
+		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonWriting
 		ready.Message = "writes still running in: " + strings.Join(slices.Sorted(maps.Keys(written.writing)), ", ")
 	}
 	st.Conditions = slices.Clone(cs.Status.Conditions)
@@ -111,21 +112,21 @@ func clusterSetStatus(cs *xccv1alpha1.ClusterSet, res member.Result, members []s
 }
 
 // updateClusterSetStatus writes st unless it is what cs has.
-func (c *Controller) updateClusterSetStatus(ctx context.Context, cs *xccv1alpha1.ClusterSet, st xccv1alpha1.ClusterSetStatus) error {
+func (c *Reconciler) updateClusterSetStatus(ctx context.Context, cs *xccv1alpha1.ClusterSet, st xccv1alpha1.ClusterSetStatus) error {
 	if equality.Semantic.DeepEqual(cs.Status, st) {
 		return nil
 	}
 	cp := cs.DeepCopy()
 	cp.Status = st
-	return c.writeStatus(ctx, xccv1alpha1.ClusterSetResource, xccv1alpha1.ClusterSetKind, cp)
+	return mgmt.WriteStatus(ctx, c.cfg.Dynamic, xccv1alpha1.ClusterSetResource, xccv1alpha1.ClusterSetKind, cp)
 }
 
 // reportSetRemoval says in cs's Ready condition why its removal is not
 // done yet (err names the members still holding its objects).
-func (c *Controller) reportSetRemoval(ctx context.Context, cs *xccv1alpha1.ClusterSet, err error) error {
+func (c *Reconciler) reportSetRemoval(ctx context.Context, cs *xccv1alpha1.ClusterSet, err error) error {
 	st := *cs.Status.DeepCopy()
-	msg := truncate("ClusterSet being deleted; "+strings.ReplaceAll(err.Error(), "\n", "; "), maxConditionMessage)
+	msg := mgmt.Truncate("ClusterSet being deleted; "+strings.ReplaceAll(err.Error(), "\n", "; "), mgmt.MaxConditionMessage)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: xccv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-		ObservedGeneration: cs.Generation, Reason: setReasonRemoving, Message: msg})
+		ObservedGeneration: cs.Generation, Reason: ReasonRemoving, Message: msg})
 	return c.updateClusterSetStatus(ctx, cs, st)
 }

@@ -1,4 +1,4 @@
-package controller
+package clusterset
 
 import (
 	"cmp"
@@ -15,7 +15,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
@@ -24,7 +23,6 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
-	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
 // writeMembers writes each member that was read: its MCS objects
@@ -33,7 +31,7 @@ import (
 // for a short while at most: one still running when the wait ends is
 // reported writing, and its end syncs the set again. A member that was
 // not read is not written; it keeps what it has.
-func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemory, members []setMember,
+func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemory, members []setMember,
 	reads map[string]memberRead, agg aggregate.Result) memberWrites {
 	w := memberWrites{errs: map[string]error{}, writing: map[string]bool{}}
 	endpoints := map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice{}
@@ -61,13 +59,13 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 			memo = newMemberMemo()
 			mem.members[m.cluster.Key()] = memo
 		}
-		started = append(started, c.sets.lanes.Submit(m.cluster.Key(), key, func(ctx context.Context) error {
+		started = append(started, c.lanes.Submit(m.cluster.Key(), key, func(ctx context.Context) error {
 			return timedWrite(m.cluster, workload.WriterClusterSet, func() error {
 				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, written, memo)
 			})
 		}))
 	}
-	for i, res := range c.sets.lanes.Wait(ctx, clusters, started) {
+	for i, res := range c.lanes.Wait(ctx, clusters, started) {
 		switch {
 		case res.Backoff != nil:
 			// Nothing runs: the member's last write failed (a refusal)
@@ -85,7 +83,7 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 			refused, retry := mem.members[clusters[i]].settled.Refused()
 			if len(refused) > 0 {
 				w.errs[ids[i]] = refusedError(refused)
-				c.sets.queue.AddAfter(key, time.Until(retry))
+				c.queue.AddAfter(key, time.Until(retry))
 			}
 		}
 	}
@@ -93,7 +91,7 @@ func (c *Controller) writeMembers(ctx context.Context, key string, mem *setMemor
 		// This sync's exports said some import was not written in every
 		// member; it is now (or no longer), and only another sync
 		// writes that (Ready).
-		c.sets.queue.Add(key)
+		c.queue.Add(key)
 	}
 	return w
 }
@@ -149,6 +147,15 @@ func writable(m setMember, r memberRead) bool {
 	return m.cluster != nil && r.synced && m.cluster.Unreachable() == "" && m.cluster.CutOff() == ""
 }
 
+// timedWrite runs write, a write into cluster by writer, and records its
+// duration and error in the cluster's write metrics.
+func timedWrite(cluster *workload.Cluster, writer workload.Writer, write func() error) error {
+	start := time.Now()
+	err := write()
+	cluster.NoteWrite(writer, time.Since(start), err)
+	return err
+}
+
 // writeMember brings one member to its objects. The ClusterSetIPs are the
 // member's API server's to allocate: a derived Service made in this
 // write gets its address only then, so the member's objects are computed
@@ -159,13 +166,13 @@ func writable(m setMember, r memberRead) bool {
 // ClusterSetIPs of derived Services the member holds now. Only a member
 // that does not answer at all (apply.ErrNotAnswering) or cannot be listed
 // is left as it is until the next sync.
-func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
+func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
 	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, written map[aggregate.Key]bool, memo *memberMemo) error {
 	client, ok := memberClient(m)
 	if !ok {
 		return errors.New("its client has no Multi-Cluster Services API")
 	}
-	client = memo.exports.client(apply.Observed(client, c.workloads.Seen(m.cluster)))
+	client = memo.exports.client(apply.Observed(client, c.cfg.Workloads.Seen(m.cluster)))
 	// Everything is read from the member's informers; the controller's
 	// own objects are listed only while those have not listed yet.
 	existing, contractSlices, cached, err := c.ownObjects(ctx, m, client)
@@ -238,9 +245,9 @@ func (c *Controller) writeMember(ctx context.Context, m setMember, r memberRead,
 // informers (workload.Set.Own; cached), listed with client while those
 // have not listed: its ServiceImports, derived Services and imported
 // slices, and its contract slices.
-func (c *Controller) ownObjects(ctx context.Context, m setMember, client apply.Member) (existing apply.Existing,
+func (c *Reconciler) ownObjects(ctx context.Context, m setMember, client apply.Member) (existing apply.Existing,
 	contractSlices []*discoveryv1.EndpointSlice, cached bool, err error) {
-	if existing, contractSlices, ok := c.workloads.Own(m.cluster); ok {
+	if existing, contractSlices, ok := c.cfg.Workloads.Own(m.cluster); ok {
 		return existing, contractSlices, true, nil
 	}
 	if existing, err = apply.ListOurs(ctx, client); err != nil {
@@ -254,7 +261,7 @@ func (c *Controller) ownObjects(ctx context.Context, m setMember, client apply.M
 
 // listClusterSetSlices lists the clusterset contract slices of the slice
 // namespace of member client (of the Cluster key).
-func (c *Controller) listClusterSetSlices(ctx context.Context, key string, client apply.Member) ([]*discoveryv1.EndpointSlice, error) {
+func (c *Reconciler) listClusterSetSlices(ctx context.Context, key string, client apply.Member) ([]*discoveryv1.EndpointSlice, error) {
 	list, err := client.Slices(c.cfg.SliceNamespace).List(ctx, metav1.ListOptions{LabelSelector: contract.ClusterSetSelector()})
 	if err != nil {
 		return nil, fmt.Errorf("list clusterset EndpointSlices in %s/%s: %w", key, c.cfg.SliceNamespace, err)
@@ -303,7 +310,7 @@ func importStates(agg aggregate.Result, endpoints map[aggregate.Key]map[string][
 // ClusterSetIP import answers the member's own ClusterSetIPs, a Headless
 // one every source's ready endpoints, checked as serve checks them. memo
 // (nil: none) keeps those of an import whose inputs did not change.
-func (c *Controller) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg aggregate.Result,
+func (c *Reconciler) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg aggregate.Result,
 	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, ips map[aggregate.Key][]string) []*discoveryv1.EndpointSlice {
 	byKey := map[aggregate.Key]aggregate.Import{}
 	for _, imp := range agg.Imports {
@@ -331,7 +338,7 @@ func (c *Controller) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg a
 }
 
 // importSlices are the contract slices of one import.
-func (c *Controller) importSlices(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, ips []string) []*discoveryv1.EndpointSlice {
+func (c *Reconciler) importSlices(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, ips []string) []*discoveryv1.EndpointSlice {
 	ci := contract.ClusterSetImport{Namespace: imp.Namespace, Name: imp.Name, Type: contract.ImportType(imp.Type)}
 	if imp.Type == aggregate.ImportHeadless {
 		for _, id := range imp.Clusters {
@@ -354,7 +361,7 @@ func (c *Controller) importSlices(imp aggregate.Import, endpoints map[string][]*
 // writeClusterSetSlices makes the member's slice namespace (client, of
 // the Cluster key), holding existing, hold want, and no other clusterset
 // slice. memo (nil: none) skips comparing a pair found the same before.
-func (c *Controller) writeClusterSetSlices(ctx context.Context, key string, client apply.SliceClient, memo *dnsMemo,
+func (c *Reconciler) writeClusterSetSlices(ctx context.Context, key string, client apply.SliceClient, memo *dnsMemo,
 	existing, want []*discoveryv1.EndpointSlice) error {
 	have := map[string]*discoveryv1.EndpointSlice{}
 	for _, s := range existing {
@@ -404,193 +411,4 @@ func (c *Controller) writeClusterSetSlices(ctx context.Context, key string, clie
 	return errors.Join(errs...)
 }
 
-// removeMember takes every object of a clusterset out of the member w:
-// its MCS objects (only those labelled the controller's) and its contract
-// slices.
-func (c *Controller) removeMember(ctx context.Context, m setMember) error {
-	client, ok := memberClient(m)
-	if !ok {
-		return nil
-	}
-	client = apply.Observed(client, c.workloads.Seen(m.cluster))
-	existing, err := apply.List(ctx, client)
-	if err != nil {
-		return err
-	}
-	contractSlices, err := c.listClusterSetSlices(ctx, m.cluster.Key(), client)
-	if err != nil {
-		return err
-	}
-	res, err := apply.Apply(ctx, client, objects.Objects{}, existing, metav1.Now())
-	if errors.Is(err, apply.ErrNotAnswering) {
-		return err
-	}
-	if len(res.Refused) > 0 {
-		// A removal is done only when nothing is left: a refused delete
-		// is tried again like any other failure.
-		err = errors.Join(err, refusedError(res.Refused))
-	}
-	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), nil, contractSlices, nil))
-}
-
 func corev1Protocol(p string) corev1.Protocol { return corev1.Protocol(p) }
-
-// removeLeftMembers removes the objects of the clusterset from the
-// Clusters that were members and are not now (unselected, refused,
-// deleted); one that cannot be reached, or whose removal is still
-// running in its lane, is tried again at the next sync.
-// A Cluster that another ClusterSet now has (others) is handed over, not
-// cleaned: that set's sync replaces every object of the controller there
-// with its own, and a removal racing it could delete what it wrote.
-func (c *Controller) removeLeftMembers(ctx context.Context, key string, mem *setMemory, members []setMember, others map[string]bool, user string) {
-	now := map[string]bool{}
-	for _, m := range members {
-		if m.cluster != nil {
-			now[m.cluster.Key()] = true
-		}
-	}
-	var left []string
-	for cluster, id := range mem.written {
-		switch {
-		case now[cluster]:
-		case others[cluster]:
-			klog.FromContext(ctx).V(2).Info("A former member is another ClusterSet's now; its objects are left to that set", "member", id, "cluster", cluster)
-			delete(mem.written, cluster)
-		default:
-			left = append(left, cluster)
-		}
-	}
-	slices.Sort(left)
-	errs := c.removeFromAll(ctx, key, mem, left, user)
-	for i, cluster := range left {
-		if errs[i] != nil && !c.clusterGone(ctx, mem.written[cluster], cluster, errs[i]) {
-			klog.FromContext(ctx).Info("Removing the imports of a former member failed; retried at the next sync", "member", mem.written[cluster], "cluster", cluster, "err", errs[i])
-			continue
-		}
-		delete(mem.written, cluster)
-	}
-	// What is known built and settled goes with what is known written.
-	for cluster := range mem.members {
-		if _, ok := mem.written[cluster]; !ok {
-			delete(mem.members, cluster)
-		}
-	}
-}
-
-// errRemoving is the error of a removal still running in its member's
-// lane when its sync stopped waiting: it is waited for again at the next.
-var errRemoving = errors.New("the removal is still running")
-
-// removeFromAll removes the clusterset's objects from each Cluster of
-// clusters (keys of mem.written), each in its lane, and returns the
-// error of each, errRemoving for one still running.
-func (c *Controller) removeFromAll(ctx context.Context, key string, mem *setMemory, clusters []string, user string) []error {
-	errs := make([]error, len(clusters))
-	logger := klog.FromContext(ctx)
-	var lanes []string
-	var started []*lane.Write
-	var at []int
-	for i, cluster := range clusters {
-		sm, err := c.connectMember(mem.written[cluster], cluster, user)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		lanes, at = append(lanes, cluster), append(at, i)
-		started = append(started, c.sets.lanes.Submit(cluster, key, func(ctx context.Context) error {
-			return c.removeMember(klog.NewContext(ctx, logger), sm)
-		}))
-	}
-	for j, res := range c.sets.lanes.Wait(ctx, lanes, started) {
-		if errs[at[j]] = res.Err; !res.Ended {
-			errs[at[j]] = errRemoving
-		}
-	}
-	return errs
-}
-
-// clusterGone reports, for a removal from the Cluster key that failed
-// with err, whether the Cluster is gone or being deleted: its objects go
-// with it, and its kubeconfig Secret with them, so it is not waited for.
-func (c *Controller) clusterGone(ctx context.Context, id, key string, err error) bool {
-	obj, exists, cerr := c.clusters.GetIndexer().GetByKey(key)
-	if cerr != nil {
-		return false
-	}
-	if m := watch.Meta(obj); exists && m != nil && m.GetDeletionTimestamp() == nil {
-		return false
-	}
-	klog.FromContext(ctx).Info("The Cluster of a member to clean is gone; its imports are not removed", "member", id, "cluster", key, "err", err)
-	return true
-}
-
-// connectMember is the connection to the Cluster key
-// (<namespace>/<name>), cluster id id, for a removal.
-func (c *Controller) connectMember(id, key, user string) (setMember, error) {
-	namespace, name, _ := strings.Cut(key, "/")
-	sm, err := c.connect(namespace, name, user)
-	if err != nil {
-		return sm, err
-	}
-	if sm.cluster == nil {
-		return sm, errors.New(sm.access)
-	}
-	sm.ClusterID = id
-	return sm, nil
-}
-
-// removeClusterSet removes what the ClusterSet key (uid; "" when it is
-// gone) made, in every member holding its objects, as the controller's
-// state lists them after a restart, and forgets it once that is done.
-// A member that cannot be reached fails the removal, which is retried;
-// one whose Cluster is gone is not waited for.
-func (c *Controller) removeClusterSet(ctx context.Context, key string, uid types.UID) error {
-	mem := c.sets.memoryOf(key, uid)
-	if err := c.recoverClusterSet(ctx, mem, key, uid); err != nil {
-		return err
-	}
-	user := clusterSetUser + key
-	clusters := slices.Sorted(maps.Keys(mem.written))
-	removed := c.removeFromAll(ctx, key, mem, clusters, user)
-	var errs, running []error
-	for i, cluster := range clusters {
-		switch {
-		case errors.Is(removed[i], errRemoving):
-			running = append(running, fmt.Errorf("member %s (Cluster %s): %w", mem.written[cluster], cluster, removed[i]))
-		case removed[i] != nil && !c.clusterGone(ctx, mem.written[cluster], cluster, removed[i]):
-			errs = append(errs, fmt.Errorf("member %s (Cluster %s): %w", mem.written[cluster], cluster, removed[i]))
-		default:
-			delete(mem.written, cluster)
-		}
-	}
-	if len(errs) == 0 {
-		// Only removals still running: waited for (errRemoving), not a
-		// failure to report.
-		errs = running
-	} else {
-		for _, r := range running {
-			errs = append(errs, errors.New(r.Error()))
-		}
-	}
-	if len(errs) > 0 {
-		c.workloads.Release(user, c.removalConnections(mem))
-		return fmt.Errorf("remove the imports of ClusterSet %s: %w", key, errors.Join(errs...))
-	}
-	if err := c.forgetClusterSetState(ctx, key); err != nil {
-		return err
-	}
-	c.workloads.Release(user, nil)
-	c.sets.forget(key)
-	c.cfg.Metrics.forgetClusterSet(key)
-	return nil
-}
-
-// removalConnections keeps the connections to the members a removal has
-// still to reach, for Release: none of their informers is needed.
-func (c *Controller) removalConnections(mem *setMemory) map[string]map[string]bool {
-	keep := map[string]map[string]bool{}
-	for cluster := range mem.written {
-		keep[cluster] = map[string]bool{}
-	}
-	return keep
-}

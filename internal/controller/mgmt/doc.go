@@ -1,0 +1,7 @@
+// Package mgmt holds what both reconcilers of the controller (GatewayDNS
+// and ClusterSet) do the same way in the management cluster: write an
+// object's status subresource, patch its finalizers, and turn a
+// Cluster's kubeconfig Secret into a workload connection. One place, so
+// the two never drift apart on how a conflict, a gone object or a
+// missing Secret is treated.
+package mgmt
