@@ -27,8 +27,9 @@
 // memory.go and state.go are what a set's syncs remember, in memory and,
 // across restarts, in the controller's state (package state).
 //
-// What it holds to: a member that is slow, unreachable or refuses a write
-// delays and costs only itself; a member is never written from a partial
+// What it holds to: a member that is slow or unreachable delays and costs
+// only itself, and an object a member refuses only its import, which
+// waits out a backoff of its own (apply.Settled); a member is never written from a partial
 // read; in a member only the controller's own objects (by label) are
 // changed or removed.
 // It shares with the GatewayDNS reconciler the Cluster informer, the
