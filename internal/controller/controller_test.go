@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -151,13 +150,7 @@ func (e *testEnv) start() {
 // stop stops the controller and waits until its Run returned.
 func (e *testEnv) stop() {
 	e.cancel()
-	select {
-	case <-e.done:
-	case <-time.After(10 * time.Second):
-		buf := make([]byte, 1<<20)
-		n := goruntime.Stack(buf, true)
-		e.t.Errorf("the controller did not stop within 10s; goroutines:\n%s", buf[:n])
-	}
+	testfixture.WaitStopped(e.t, "controller", e.done)
 }
 
 // slices returns "hostname type addresses" of every slice of a

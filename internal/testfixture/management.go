@@ -2,6 +2,7 @@ package testfixture
 
 import (
 	"context"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,19 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 )
+
+// WaitStopped waits 10 s at most for done, closed when what's Run
+// returned; past that it fails the test with every goroutine's stack.
+func WaitStopped(t testing.TB, what string, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		buf := make([]byte, 1<<20)
+		n := goruntime.Stack(buf, true)
+		t.Errorf("the %s did not stop within 10s; goroutines:\n%s", what, buf[:n])
+	}
+}
 
 // Eventually polls ok for 10 s, failing the test with what it waited for.
 func Eventually(t testing.TB, what string, ok func() bool) {

@@ -2,7 +2,6 @@ package clusterset
 
 import (
 	"context"
-	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -148,13 +147,7 @@ func (e *testEnv) start() {
 // stop stops the reconciler and waits until its Run returned.
 func (e *testEnv) stop() {
 	e.cancel()
-	select {
-	case <-e.done:
-	case <-time.After(10 * time.Second):
-		buf := make([]byte, 1<<20)
-		n := goruntime.Stack(buf, true)
-		e.t.Errorf("the reconciler did not stop within 10s; goroutines:\n%s", buf[:n])
-	}
+	testfixture.WaitStopped(e.t, "reconciler", e.done)
 }
 
 // restart is a new reconciler on the same clusters (a restart, or a
