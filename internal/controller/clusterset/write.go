@@ -1,13 +1,11 @@
 package clusterset
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -130,9 +128,7 @@ const maxRefusalsNamed = 3
 // refusedError says which imports a member refused, and why: the first
 // few, in order.
 func refusedError(refused map[aggregate.Key]error) error {
-	keys := slices.SortedFunc(maps.Keys(refused), func(a, b aggregate.Key) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-	})
+	keys := slices.SortedFunc(maps.Keys(refused), aggregate.CompareKeys)
 	errs := []error{fmt.Errorf("%d imports refused", len(keys))}
 	for _, k := range keys[:min(len(keys), maxRefusalsNamed)] {
 		errs = append(errs, refused[k])

@@ -83,7 +83,7 @@ func Aggregate(exports []Export) (Result, error) {
 	for k := range groups {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, compareKeys)
+	slices.SortFunc(keys, CompareKeys)
 	var out Result
 	for _, k := range keys {
 		imp, statuses := aggregateOne(k, groups[k])
@@ -95,7 +95,8 @@ func Aggregate(exports []Export) (Result, error) {
 	return out, nil
 }
 
-func compareKeys(a, b Key) int {
+// CompareKeys orders keys by namespace, then name.
+func CompareKeys(a, b Key) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
