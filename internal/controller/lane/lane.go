@@ -218,11 +218,17 @@ func (s *Set) backoffOf(cluster string, w *Write) error {
 }
 
 func (s *Set) backoff(failures int) time.Duration {
-	d := s.cfg.MinBackoff
-	for i := 1; i < failures && d < s.cfg.MaxBackoff; i++ {
+	return Backoff(s.cfg.MinBackoff, s.cfg.MaxBackoff, failures)
+}
+
+// Backoff is the wait after failures in a row: minWait after the first,
+// doubling with each one more, never above maxWait.
+func Backoff(minWait, maxWait time.Duration, failures int) time.Duration {
+	d := minWait
+	for i := 1; i < failures && d < maxWait; i++ {
 		d *= 2
 	}
-	return min(d, s.cfg.MaxBackoff)
+	return min(d, maxWait)
 }
 
 // finish records err as w's result and reports whether a sync stopped
