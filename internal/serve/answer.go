@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/miekg/dns"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/xcc-dns/xcc-dns/internal/corefile"
@@ -30,8 +27,6 @@ const (
 	AnswerPath = "/answer"
 	// answerInFlight bounds the requests answered at once; more get 429.
 	answerInFlight = 4
-	// clusterDNSPort is the port asked when the Service names no DNS port.
-	clusterDNSPort = 53
 )
 
 // AnswerResponse is the body of a 200 from /answer.
@@ -125,39 +120,10 @@ func (h *answerHandler) askClusterDNS(ctx context.Context, name string, qtype ui
 }
 
 // clusterDNSAddress is the ClusterIP and DNS port of the cluster DNS
-// Service.
+// Service, picked as patch-corefile picks the xcc-dns Service's
+// (corefile.ServiceAddress).
 func (h *answerHandler) clusterDNSAddress(ctx context.Context) (string, error) {
-	ns, name, _ := corefile.SplitRef(h.clusterDNS)
 	ctx, cancel := context.WithTimeout(ctx, dnsanswer.DefaultTimeout)
 	defer cancel()
-	svc, err := h.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("get Service %s: %w", h.clusterDNS, err)
-	}
-	ip := net.ParseIP(svc.Spec.ClusterIP)
-	if ip == nil {
-		return "", fmt.Errorf("the Service %s has no ClusterIP (%q)", h.clusterDNS, svc.Spec.ClusterIP)
-	}
-	return net.JoinHostPort(ip.String(), strconv.Itoa(int(dnsServicePort(svc)))), nil
-}
-
-// dnsServicePort is the Service's UDP port named dns, else its first UDP
-// port, else 53.
-func dnsServicePort(svc *corev1.Service) int32 {
-	var first int32
-	for _, p := range svc.Spec.Ports {
-		if p.Protocol != corev1.ProtocolUDP && p.Protocol != "" {
-			continue
-		}
-		if p.Name == "dns" {
-			return p.Port
-		}
-		if first == 0 {
-			first = p.Port
-		}
-	}
-	if first == 0 {
-		return clusterDNSPort
-	}
-	return first
+	return corefile.ServiceAddress(ctx, h.kube, h.clusterDNS)
 }
