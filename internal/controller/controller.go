@@ -302,14 +302,7 @@ func (c *Controller) enqueueNamespaceOf(obj any) {
 }
 
 func (c *Controller) enqueueAllIn(namespace string) {
-	objs, err := c.gdns.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("list GatewayDNS in %q: %w", namespace, err))
-		return
-	}
-	for _, o := range objs {
-		c.queue.Enqueue(o)
-	}
+	c.queue.EnqueueNamespace(c.gdns.GetIndexer(), namespace)
 }
 
 // enqueueClusterSetsIn enqueues every ClusterSet of namespace: a Cluster,

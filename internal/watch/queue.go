@@ -39,6 +39,7 @@ type Config struct {
 
 // Queue is a rate-limited work queue of keys and its workers.
 type Queue struct {
+	name   string
 	q      workqueue.TypedRateLimitingInterface[string]
 	sync   SyncFunc
 	failed func(ctx context.Context, key string, err error, retries int)
@@ -57,6 +58,7 @@ func New(cfg Config) *Queue {
 		}
 	}
 	return &Queue{
+		name: cfg.Name,
 		q: workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: cfg.Name}),
 		sync:   cfg.Sync,
@@ -80,6 +82,20 @@ func (q *Queue) Enqueue(obj any) {
 		return
 	}
 	q.q.Add(key)
+}
+
+// EnqueueNamespace queues every object of namespace that indexer (an
+// informer's, with the namespace index) holds: a change to something
+// they share, such as a Cluster of their namespace.
+func (q *Queue) EnqueueNamespace(indexer cache.Indexer, namespace string) {
+	objs, err := indexer.ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("list the objects of queue %s in %q: %w", q.name, namespace, err))
+		return
+	}
+	for _, o := range objs {
+		q.Enqueue(o)
+	}
 }
 
 // Handler enqueues every object an informer adds, updates or deletes.

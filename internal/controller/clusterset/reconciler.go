@@ -183,14 +183,7 @@ func Users(users []string) (gatewayDNS, sets []string) {
 // EnqueueIn enqueues every ClusterSet of namespace: a Cluster, a
 // kubeconfig Secret or another ClusterSet there changes their members.
 func (c *Reconciler) EnqueueIn(namespace string) {
-	objs, err := c.informer.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("list ClusterSets in %q: %w", namespace, err))
-		return
-	}
-	for _, o := range objs {
-		c.queue.Enqueue(o)
-	}
+	c.queue.EnqueueNamespace(c.informer.GetIndexer(), namespace)
 }
 
 // decode converts an informer's (or the API's) object into a ClusterSet.
