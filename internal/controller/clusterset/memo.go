@@ -17,9 +17,10 @@ import (
 )
 
 // memberMemo is what the writes of one member keep from one to the next,
-// so that a change costs the imports it touches: the objects built per
-// import (objects.Memo), the imports settled since the last write
-// (apply.Settled), and the contract slices built per import (dnsMemo).
+// so that a change costs the imports it touches: the digest of each
+// import's objects and what from (objects.Memo), the imports settled
+// since the last write (apply.Settled; neither built nor planned), and
+// the contract slices built per import (dnsMemo).
 type memberMemo struct {
 	objects *objects.Memo
 	settled *apply.Settled

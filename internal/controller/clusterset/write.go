@@ -180,17 +180,22 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 	var objs objects.Objects
 	var errs []error
 	for round := 0; round < 2; round++ {
-		objs = objects.ComputeWith(objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg, AllowedCIDRs: c.cfg.AllowedCIDRs,
-			Imports: importStates(agg, endpoints, ips, written), Limits: c.cfg.MemberLimits}, memo.objects)
+		// From the caches, only the imports not settled since the last
+		// write are built and planned; the others keep the addresses
+		// they have. Listed (the caches not synced yet), every import is.
+		settling := memo.settled.Begin(existing)
+		in := objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg, AllowedCIDRs: c.cfg.AllowedCIDRs,
+			Imports: importStates(agg, endpoints, ips, written), Limits: c.cfg.MemberLimits}
+		if cached {
+			in.Skip = settling.Settled
+		}
+		objs = objects.ComputeWith(in, memo.objects)
 		if round > 0 {
 			// The first round wrote the exports' status, which the
 			// ClusterIPs do not change; the informer has not seen it yet.
 			objs.Exports = nil
 		}
-		// From the caches, only the imports not settled since the last
-		// write are planned; the others keep the addresses they have.
-		// Listed (the caches not synced yet), every import is planned.
-		todo, todoExisting, same, settling := memo.settled.Split(objs, existing)
+		todo, todoExisting, same := settling.Split(objs, existing)
 		if !cached {
 			todo, todoExisting, same = objs, existing, nil
 		}
@@ -308,15 +313,11 @@ func importStates(agg aggregate.Result, endpoints map[aggregate.Key]map[string][
 // (nil: none) keeps those of an import whose inputs did not change.
 func (c *Reconciler) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg aggregate.Result,
 	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, ips map[aggregate.Key][]string) []*discoveryv1.EndpointSlice {
-	byKey := map[aggregate.Key]aggregate.Import{}
-	for _, imp := range agg.Imports {
-		byKey[imp.Key] = imp
-	}
 	next := map[aggregate.Key]*dnsBuilt{}
 	var out []*discoveryv1.EndpointSlice
-	for _, si := range objs.Imports {
-		imp, ok := byKey[aggregate.Key{Namespace: si.Namespace, Name: si.Name}]
-		if !ok {
+	// Every import of the member is in Digests, built or skipped.
+	for _, imp := range agg.Imports {
+		if _, ok := objs.Digests[imp.Key]; !ok {
 			continue
 		}
 		var importIPs []string

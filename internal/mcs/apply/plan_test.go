@@ -41,6 +41,12 @@ func pendingOf(t *testing.T, names ...string) objects.Objects {
 
 func desiredWith(t *testing.T, written bool, clusterIPs []string, names ...string) objects.Objects {
 	t.Helper()
+	return objects.Compute(inputWith(t, written, clusterIPs, names...))
+}
+
+// inputWith is what desiredWith computes from.
+func inputWith(t *testing.T, written bool, clusterIPs []string, names ...string) objects.Input {
+	t.Helper()
 	var exports []aggregate.Export
 	imports := map[aggregate.Key]objects.ImportState{}
 	for _, n := range names {
@@ -59,7 +65,7 @@ func desiredWith(t *testing.T, written bool, clusterIPs []string, names ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	return objects.Compute(objects.Input{Cluster: "a", Namespaces: map[string]bool{"shop": true}, Result: res, Imports: imports})
+	return objects.Input{Cluster: "a", Namespaces: map[string]bool{"shop": true}, Result: res, Imports: imports}
 }
 
 // existingOf is what a member holds after desired was written, as the

@@ -162,50 +162,80 @@ func (s *Settled) heldDigests(e Existing) map[aggregate.Key]uint64 {
 	return out
 }
 
-// Round is one write's desired objects, digested once: Split gives it,
-// Done records it.
+// Round is one write of a member: what it holds when the write begins,
+// digested once (Begin), the desired objects' digests (Split), recorded
+// once written (Done).
 type Round struct {
 	s       *Settled
+	have    map[aggregate.Key]uint64
 	desired map[aggregate.Key]uint64
 	// waiting are the refused imports left out while they wait out their
 	// backoff.
 	waiting map[aggregate.Key]bool
 }
 
-// Split returns the desired objects and the held ones of the imports
-// that are not settled and not waiting out a refusal's backoff, the keys
-// of those left out, and the Round to record once written. Exports are
-// always kept: their status is written apart from the imports.
+// Begin starts a write of the member, which holds existing.
+func (s *Settled) Begin(existing Existing) *Round {
+	return &Round{s: s, have: s.heldDigests(existing), waiting: map[aggregate.Key]bool{}}
+}
+
+// Settled reports whether the import k, whose desired objects digest to
+// d, needs no write: the member holds what the last write of it asked
+// for, or it waits out a refusal's backoff. It is objects.Input.Skip, so
+// a settled import is not even built.
+func (r *Round) Settled(k aggregate.Key, d uint64) bool {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	if was, ok := r.s.imports[k]; ok && was.desired == d && was.held == r.have[k] {
+		return true
+	}
+	if was, ok := r.s.refused[k]; ok && was.desired == d && r.s.now().Before(was.retry) {
+		r.waiting[k] = true
+		return true
+	}
+	return false
+}
+
+// Split is Begin(existing).Split(desired, existing), and that Round.
 func (s *Settled) Split(desired objects.Objects, existing Existing) (objects.Objects, Existing, []aggregate.Key, *Round) {
-	r := &Round{s: s, desired: desiredDigests(desired), waiting: map[aggregate.Key]bool{}}
-	have := s.heldDigests(existing)
-	now := s.now()
-	s.mu.Lock()
-	settled := map[aggregate.Key]bool{}
-	for k, was := range s.imports {
-		if d, ok := r.desired[k]; ok && was.desired == d && was.held == have[k] {
+	r := s.Begin(existing)
+	d, e, keys := r.Split(desired, existing)
+	return d, e, keys, r
+}
+
+// Split returns the desired objects and the held ones of the imports
+// that are not settled (Settled), and the keys of those left out, which
+// include those objects.Compute skipped. Exports are always kept: their
+// status is written apart from the imports.
+func (r *Round) Split(desired objects.Objects, existing Existing) (objects.Objects, Existing, []aggregate.Key) {
+	r.desired = desiredDigests(desired)
+	settled := make(map[aggregate.Key]bool, len(desired.Skipped))
+	for _, k := range desired.Skipped {
+		settled[k] = true
+	}
+	built := 0
+	for k, d := range r.desired {
+		if !settled[k] && r.Settled(k, d) {
 			settled[k] = true
+			built++
 		}
 	}
-	for k, was := range s.refused {
-		if d, ok := r.desired[k]; ok && was.desired == d && now.Before(was.retry) {
-			settled[k], r.waiting[k] = true, true
-		}
-	}
-	s.mu.Unlock()
 	if len(settled) == 0 {
-		return desired, existing, nil, r
+		return desired, existing, nil
 	}
 	keep := func(o metav1.Object) bool { return !settled[importKey(o)] }
-	d := objects.Objects{Imports: filter(desired.Imports, keep), Services: filter(desired.Services, keep),
-		Slices: filter(desired.Slices, keep), Exports: desired.Exports, Refused: desired.Refused}
+	d := desired
+	if built > 0 {
+		d = objects.Objects{Imports: filter(desired.Imports, keep), Services: filter(desired.Services, keep),
+			Slices: filter(desired.Slices, keep), Exports: desired.Exports, Refused: desired.Refused, Digests: desired.Digests}
+	}
 	e := Existing{Imports: filter(existing.Imports, keep), Services: filter(existing.Services, keep),
 		Slices: filter(existing.Slices, keep), Exports: existing.Exports}
 	keys := make([]aggregate.Key, 0, len(settled))
 	for k := range settled {
 		keys = append(keys, k)
 	}
-	return d, e, keys, r
+	return d, e, keys
 }
 
 func filter[T metav1.Object](in []T, keep func(metav1.Object) bool) []T {

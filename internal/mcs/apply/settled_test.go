@@ -2,6 +2,7 @@ package apply
 
 import (
 	"errors"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -135,5 +136,43 @@ func TestSettledRefusedImportBacksOff(t *testing.T) {
 	}
 	if got, _ := s.Refused(); len(got) != 0 || !s.Holds(web) {
 		t.Errorf("refused %v after web was written, want none and web settled", got)
+	}
+}
+
+// With Round.Settled as objects.Input.Skip, a settled import is not even
+// built: a second write of the same imports builds none and plans none,
+// and one whose address changed is the only one built and planned.
+func TestSettledSkipsBuildingSettledImports(t *testing.T) {
+	s, memo := NewSettled(), objects.NewMemo()
+	in := inputWith(t, true, []string{"10.96.0.10"}, "api", "web", "db")
+	round := func(in objects.Input, held Existing) (built, plannedNames []string, r *Round) {
+		r = s.Begin(held)
+		in.Skip = r.Settled
+		objs := objects.ComputeWith(in, memo)
+		for _, si := range objs.Imports {
+			built = append(built, si.Name)
+		}
+		d, e, _ := r.Split(objs, held)
+		return built, planned(d, e), r
+	}
+	first := objects.Compute(in)
+	held := existingOf(first, "api")
+	built, _, r := round(in, held)
+	if len(built) != 3 {
+		t.Fatalf("first write built %q, want every import", built)
+	}
+	r.Done(held, nil)
+	if built, got, _ := round(in, held); len(built) != 0 || len(got) != 0 {
+		t.Errorf("nothing changed, yet built %q and planned %q", built, got)
+	}
+	// The same inputs but web's address.
+	web := in
+	web.Imports = maps.Clone(in.Imports)
+	k := aggregate.Key{Namespace: "shop", Name: "web"}
+	st := web.Imports[k]
+	st.ClusterIPs = []string{"10.96.0.99"}
+	web.Imports[k] = st
+	if built, got, _ := round(web, held); !reflect.DeepEqual(built, []string{"web"}) || !reflect.DeepEqual(got, []string{"web"}) {
+		t.Errorf("web's address changed: built %q, planned %q; want web alone", built, got)
 	}
 }

@@ -4,9 +4,10 @@
 // derived Services and EndpointSlices it gets and the conditions of its
 // own ServiceExports. Compute is pure, so every rule is a table test; the
 // writer (internal/mcs/apply) diffs its result against the member.
-// ComputeWith gives the same result from a Memo of the last call, building
-// again only the imports whose inputs changed; a property test holds the
-// two equal.
+// ComputeWith gives the same digests from a Memo of the last call, and
+// builds only the imports whose inputs changed or that the caller does
+// not hold settled (Input.Skip); a property test holds what it builds
+// equal to Compute's.
 //
 // The choices it makes:
 //

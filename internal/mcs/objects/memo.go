@@ -14,14 +14,15 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 )
 
-// Memo keeps what ComputeWith built of each import of one member, and what
-// from: the import as aggregated and its sources' EndpointSlices, compared
-// by pointer (an informer replaces an object it sees change, never edits
-// it). An import whose inputs are the same is not built again, and its
-// objects keep their digest, so a write among 1,000 imports does not
-// rebuild and re-encode 999 (docs/benchmarks.md).
-//
-// The objects a Memo holds are shared between calls: nobody changes them.
+// Memo keeps, of each import of one member, what ComputeWith needs to know
+// its objects' digest without building them: the inputs it was built
+// from (the import as aggregated, and its sources' EndpointSlices,
+// compared by pointer: an informer replaces an object it sees change,
+// never edits it), the size of each slice (the caps over all the imports
+// of a source count them) and the digest last computed, with the
+// member's state it was computed for. It keeps no object: at 1,000
+// imports in five members the objects a memo kept were a fifth of the
+// controller's heap (docs/benchmarks.md).
 type Memo struct {
 	mu sync.Mutex
 	// member, limits and allowed are those the imports were built for;
@@ -29,32 +30,70 @@ type Memo struct {
 	member  string
 	limits  Limits
 	allowed cidr.List
-	imports map[aggregate.Key]*built
+	imports map[aggregate.Key]*known
 	// next are the imports of the call running: the others are dropped.
-	next map[aggregate.Key]*built
+	next map[aggregate.Key]*known
 }
 
 // NewMemo returns a Memo that knows no import.
 func NewMemo() *Memo { return &Memo{} }
 
-// built is what the member gets of one import before the caps over all
-// the imports of a source: the derived Service, each source's slices and
-// what was refused, then its ServiceImport and digest as last computed.
-type built struct {
+// known is what a Memo keeps of one import.
+type known struct {
 	imp       aggregate.Import
 	endpoints map[string][]*discoveryv1.EndpointSlice
-	service   *corev1.Service
-	parts     []*contribution
-	refused   []string
+	// sizes are, per source in the order of imp.Clusters, the endpoints
+	// of each of its slices before the caps.
+	sizes   [][]int
+	refused []string
 
-	// si was made for ips, written and cuts besides imp.
-	si      *mcsv1beta1.ServiceImport
-	ips     []string
-	written bool
-	cuts    []string
-	// digest is that of si, service and the uncut slices, once known.
+	// digest is that of the objects for ips, cuts and kept (whether the
+	// import is written everywhere changes only its exports).
+	ips         []string
+	cuts        []string
+	kept        []int
 	digest      uint64
 	digestKnown bool
+}
+
+// newKnown is what is kept of imp, built as b from endpoints.
+func newKnown(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, b *built) *known {
+	// The inputs as they are now: a caller may change its map after.
+	k := &known{imp: imp, endpoints: make(map[string][]*discoveryv1.EndpointSlice, len(endpoints)), refused: b.refused}
+	for cluster, sl := range endpoints {
+		k.endpoints[cluster] = slices.Clone(sl)
+	}
+	for _, sl := range b.slices {
+		sizes := make([]int, len(sl))
+		for i, s := range sl {
+			sizes[i] = len(s.Endpoints)
+		}
+		k.sizes = append(k.sizes, sizes)
+	}
+	return k
+}
+
+// contributions are the import's parts for the caps, one per source.
+func (k *known) contributions() []*contribution {
+	out := make([]*contribution, len(k.imp.Clusters))
+	for i, cluster := range k.imp.Clusters {
+		out[i] = &contribution{key: k.imp.Key, cluster: cluster, created: k.imp.Created[cluster], sizes: k.sizes[i]}
+	}
+	return out
+}
+
+// digestFor returns the digest of the import's objects for the member's
+// state st, the caps' notes cuts and what they kept, if it is known.
+func (k *known) digestFor(st ImportState, cuts []string, kept []int) (uint64, bool) {
+	ok := k.digestKnown && slices.Equal(k.ips, st.ClusterIPs) &&
+		slices.Equal(k.cuts, cuts) && slices.Equal(k.kept, kept)
+	return k.digest, ok
+}
+
+// setDigest records the digest d of the objects for st, cuts and kept.
+func (k *known) setDigest(st ImportState, cuts []string, kept []int, d uint64) {
+	k.ips, k.cuts, k.kept = slices.Clone(st.ClusterIPs), slices.Clone(cuts), kept
+	k.digest, k.digestKnown = d, true
 }
 
 // start begins a call for member; m may be nil (no memo).
@@ -66,7 +105,7 @@ func (m *Memo) start(member string, lim Limits, allowed cidr.List) *Memo {
 	if m.member != member || m.limits != lim || !slices.Equal(m.allowed, allowed) {
 		m.member, m.limits, m.allowed, m.imports = member, lim, slices.Clone(allowed), nil
 	}
-	m.next = make(map[aggregate.Key]*built, len(m.imports))
+	m.next = make(map[aggregate.Key]*known, len(m.imports))
 	return m
 }
 
@@ -79,23 +118,24 @@ func (m *Memo) finish() {
 	m.mu.Unlock()
 }
 
-// built returns what was built of imp from the same inputs, or nil.
-func (m *Memo) built(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice) *built {
+// known returns what is kept of imp if it was built from the same
+// inputs, else nil.
+func (m *Memo) known(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice) *known {
 	if m == nil {
 		return nil
 	}
-	b := m.imports[imp.Key]
-	if b == nil || !SameEndpoints(b.endpoints, endpoints, imp.Clusters) || !b.imp.Equal(imp) {
+	k := m.imports[imp.Key]
+	if k == nil || !SameEndpoints(k.endpoints, endpoints, imp.Clusters) || !k.imp.Equal(imp) {
 		return nil
 	}
-	m.next[imp.Key] = b
-	return b
+	m.next[imp.Key] = k
+	return k
 }
 
-// keep remembers b for the next call.
-func (m *Memo) keep(b *built) {
+// keep remembers k for the next call.
+func (m *Memo) keep(k *known) {
 	if m != nil {
-		m.next[b.imp.Key] = b
+		m.next[k.imp.Key] = k
 	}
 }
 
@@ -109,35 +149,6 @@ func SameEndpoints(a, b map[string][]*discoveryv1.EndpointSlice, clusters []stri
 		}
 	}
 	return true
-}
-
-// serviceImport is the import's ServiceImport for st and cuts: the last
-// one when they are those it was made for.
-func (b *built) serviceImport(imp aggregate.Import, st ImportState, cuts []string) *mcsv1beta1.ServiceImport {
-	if b.si != nil && b.written == st.Written && slices.Equal(b.ips, st.ClusterIPs) && slices.Equal(b.cuts, cuts) {
-		return b.si
-	}
-	b.si, b.ips, b.written, b.cuts = serviceImport(imp, st, cuts), slices.Clone(st.ClusterIPs), st.Written, slices.Clone(cuts)
-	b.digestKnown = false
-	return b.si
-}
-
-// digestOf is the digest of the import's objects, its slices after the
-// caps being sl: the one kept unless it changed or was cut (cut slices
-// are new copies each call, and rare).
-func (b *built) digestOf(sl []*discoveryv1.EndpointSlice, cut bool) uint64 {
-	if b.digestKnown && !cut {
-		return b.digest
-	}
-	var svcs []*corev1.Service
-	if b.service != nil {
-		svcs = []*corev1.Service{b.service}
-	}
-	d := Digest([]*mcsv1beta1.ServiceImport{b.si}, svcs, sl)
-	if !cut {
-		b.digest, b.digestKnown = d, true
-	}
-	return d
 }
 
 // Digest is a digest of one import's objects: a Service and a slice in

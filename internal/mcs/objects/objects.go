@@ -40,6 +40,10 @@ type Input struct {
 	// outside them is refused here as in the clusterset DNS records, so
 	// kube-proxy never sends traffic where DNS would not. Empty allows any.
 	AllowedCIDRs cidr.List
+	// Skip, with a Memo, says of an import whose objects' digest is known
+	// without building them that the member holds those objects already
+	// (apply.Round.Settled): they are not built. Nil skips none.
+	Skip func(k aggregate.Key, digest uint64) bool
 }
 
 // ImportState is what is known of one import beyond the aggregator.
@@ -75,8 +79,12 @@ type Objects struct {
 	// Refused lists what a source offered and the member does not get.
 	Refused []string
 	// Digests are, per import, a digest of its ServiceImport, derived
-	// Service and slices: equal digests, equal objects (Digest).
+	// Service and slices: equal digests, equal objects (Digest). Every
+	// import of the member is in it, skipped or not.
 	Digests map[aggregate.Key]uint64
+	// Skipped are the imports Input.Skip left out: their objects are in
+	// none of the lists above.
+	Skipped []aggregate.Key
 }
 
 // Compute returns the desired objects of the member in.Cluster, built
@@ -84,54 +92,71 @@ type Objects struct {
 func Compute(in Input) Objects { return ComputeWith(in, nil) }
 
 // ComputeWith returns the desired objects of the member in.Cluster. With a
-// Memo (one per member), an import whose inputs are those of the last
-// call is not built again: its objects, and their digest, are the last
-// ones, so a change among many imports costs the imports it touches.
+// Memo (one per member), the digest of an import whose inputs are those
+// of the last call is known without building it, and an import that
+// in.Skip then holds settled is not built at all: it is in Digests and
+// Skipped, not in the object lists. So a change among many imports costs
+// the imports it touches, and the memo keeps a digest per import, not
+// its objects.
 func ComputeWith(in Input, memo *Memo) Objects {
 	out := Objects{Digests: map[aggregate.Key]uint64{}}
 	lim := in.Limits.orDefaults()
 	memo = memo.start(in.Cluster, lim, in.AllowedCIDRs)
 	defer memo.finish()
-	var imports []aggregate.Import
+	type entry struct {
+		imp   aggregate.Import
+		known *known
+		built *built // nil until built in this call
+		parts []*contribution
+	}
+	var entries []*entry
 	var parts []*contribution
-	made := map[aggregate.Key]*built{}
 	for _, imp := range in.Result.Imports {
 		if !in.Namespaces[imp.Namespace] {
 			continue
 		}
-		imports = append(imports, imp)
-		b := memo.built(imp, in.Imports[imp.Key].Endpoints)
-		if b == nil {
-			b = build(in.Cluster, imp, in.Imports[imp.Key].Endpoints, lim, in.AllowedCIDRs)
-			memo.keep(b)
+		endpoints := in.Imports[imp.Key].Endpoints
+		e := &entry{imp: imp, known: memo.known(imp, endpoints)}
+		if e.known == nil {
+			e.built = build(in.Cluster, imp, endpoints, lim, in.AllowedCIDRs)
+			e.known = newKnown(imp, endpoints, e.built)
+			memo.keep(e.known)
 		}
-		made[imp.Key] = b
-		if b.service != nil {
-			out.Services = append(out.Services, b.service)
-		}
-		out.Refused = append(out.Refused, b.refused...)
-		for _, p := range b.parts {
-			// boundMembers cuts a copy: the built one is the memo's.
-			cp := *p
-			parts = append(parts, &cp)
-		}
+		e.parts = e.known.contributions()
+		parts = append(parts, e.parts...)
+		out.Refused = append(out.Refused, e.known.refused...)
+		entries = append(entries, e)
 	}
 	cuts := boundMembers(parts, lim)
-	for _, imp := range imports {
-		b, st := made[imp.Key], in.Imports[imp.Key]
-		si := b.serviceImport(imp, st, cuts[imp.Key])
-		out.Imports = append(out.Imports, si)
-		for _, note := range cuts[imp.Key] {
-			out.Refused = append(out.Refused, fmt.Sprintf("import %s/%s: %s", imp.Namespace, imp.Name, note))
+	for _, e := range entries {
+		k, st := e.imp.Key, in.Imports[e.imp.Key]
+		for _, note := range cuts[k] {
+			out.Refused = append(out.Refused, fmt.Sprintf("import %s/%s: %s", e.imp.Namespace, e.imp.Name, note))
 		}
-	}
-	byImport := map[aggregate.Key][]*discoveryv1.EndpointSlice{}
-	for _, p := range parts {
-		out.Slices = append(out.Slices, p.slices...)
-		byImport[p.key] = append(byImport[p.key], p.slices...)
-	}
-	for _, imp := range imports {
-		out.Digests[imp.Key] = made[imp.Key].digestOf(byImport[imp.Key], len(cuts[imp.Key]) > 0)
+		kept := keptOf(e.parts)
+		if d, ok := e.known.digestFor(st, cuts[k], kept); ok && in.Skip != nil && in.Skip(k, d) {
+			out.Digests[k] = d
+			out.Skipped = append(out.Skipped, k)
+			continue
+		}
+		if e.built == nil {
+			e.built = build(in.Cluster, e.imp, st.Endpoints, lim, in.AllowedCIDRs)
+		}
+		si := serviceImport(e.imp, st, cuts[k])
+		var sl []*discoveryv1.EndpointSlice
+		for i, p := range e.parts {
+			sl = append(sl, p.cut(e.built.slices[i])...)
+		}
+		var svcs []*corev1.Service
+		if e.built.service != nil {
+			svcs = []*corev1.Service{e.built.service}
+		}
+		d := Digest([]*mcsv1beta1.ServiceImport{si}, svcs, sl)
+		e.known.setDigest(st, cuts[k], kept, d)
+		out.Digests[k] = d
+		out.Imports = append(out.Imports, si)
+		out.Services = append(out.Services, svcs...)
+		out.Slices = append(out.Slices, sl...)
 	}
 	slices.SortFunc(out.Slices, func(a, b *discoveryv1.EndpointSlice) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
@@ -140,44 +165,75 @@ func ComputeWith(in Input, memo *Memo) Objects {
 	return out
 }
 
+// built is what the member gets of one import before the caps over all
+// the imports of a source: the derived Service, and the slices of each
+// source, in the order of the import's clusters.
+type built struct {
+	service *corev1.Service
+	slices  [][]*discoveryv1.EndpointSlice
+	refused []string
+}
+
 // build makes what the member gets of imp before the caps over all its
 // imports: the derived Service, each source's slices, and what was
 // refused of them.
 func build(member string, imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, lim Limits, allowed cidr.List) *built {
-	// The inputs as they are now: a caller may change its map after.
-	b := &built{imp: imp, endpoints: make(map[string][]*discoveryv1.EndpointSlice, len(endpoints))}
-	for cluster, sl := range endpoints {
-		b.endpoints[cluster] = slices.Clone(sl)
-	}
+	b := &built{}
 	derived := DerivedServiceName(imp.Namespace, imp.Name)
 	if imp.Type == aggregate.ImportClusterSetIP {
 		b.service, b.refused = derivedService(imp, derived)
 	}
 	for _, cluster := range imp.Clusters {
 		src, refused := readSource(cluster, cluster == member, endpoints[cluster], imp, lim, allowed)
-		b.parts = append(b.parts, &contribution{key: imp.Key, cluster: cluster, created: imp.Created[cluster],
-			slices: sourceSlices(imp, derived, src)})
+		b.slices = append(b.slices, sourceSlices(imp, derived, src))
 		b.refused = append(b.refused, prefixAll(fmt.Sprintf("import %s/%s: ", imp.Namespace, imp.Name), refused)...)
 	}
 	return b
 }
 
 // contribution is what one source cluster puts into the member for one
-// import: its slices.
+// import: how many endpoints each of its slices holds, and how much of
+// them the caps keep (boundMembers).
 type contribution struct {
 	key     aggregate.Key
 	cluster string
 	created time.Time
-	slices  []*discoveryv1.EndpointSlice
+	sizes   []int
+	// kept slices are kept, the last of them with lastKept endpoints.
+	kept, lastKept int
+}
+
+// cut is the part of sl, the source's slices, that the caps keep; a
+// slice cut short is a copy, so a slice built is never changed.
+func (p *contribution) cut(sl []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+	out := sl[:p.kept]
+	if p.kept == 0 || len(out[p.kept-1].Endpoints) == p.lastKept {
+		return out
+	}
+	out = slices.Clone(out)
+	last := *out[p.kept-1]
+	last.Endpoints = last.Endpoints[:p.lastKept]
+	out[p.kept-1] = &last
+	return out
+}
+
+// keptOf is what the caps keep of each part, as one list.
+func keptOf(parts []*contribution) []int {
+	out := make([]int, 0, 2*len(parts))
+	for _, p := range parts {
+		out = append(out, p.kept, p.lastKept)
+	}
+	return out
 }
 
 // boundMembers cuts what each source cluster puts into the member, over
 // all its imports, to EndpointsPerMember endpoints and SlicesPerMember
 // slices: its oldest exports keep theirs, in that order, and the newest
 // are cut, so one member's many imports cost another a bounded amount
-// and other members' are not touched. It returns, per import, a note for
-// each source cut.
+// and other members' are not touched. It sets what each part keeps and
+// returns, per import, a note for each source cut.
 func boundMembers(parts []*contribution, lim Limits) map[aggregate.Key][]string {
+	parts = slices.Clone(parts)
 	slices.SortFunc(parts, func(a, b *contribution) int {
 		return cmp.Or(cmp.Compare(a.cluster, b.cluster), a.created.Compare(b.created),
 			cmp.Compare(a.key.Namespace, b.key.Namespace), cmp.Compare(a.key.Name, b.key.Name))
@@ -192,29 +248,23 @@ func boundMembers(parts []*contribution, lim Limits) map[aggregate.Key][]string 
 			left[p.cluster] = b
 		}
 		offered, kept := 0, 0
-		var keep []*discoveryv1.EndpointSlice
-		for _, s := range p.slices {
-			offered += len(s.Endpoints)
+		p.kept, p.lastKept = 0, 0
+		for _, n := range p.sizes {
+			offered += n
 			if b.slices == 0 || b.endpoints == 0 {
 				continue
 			}
-			if len(s.Endpoints) > b.endpoints {
-				// A copy: the slice built may be a Memo's.
-				cut := *s
-				cut.Endpoints = s.Endpoints[:b.endpoints]
-				s = &cut
-			}
+			n = min(n, b.endpoints)
 			b.slices--
-			b.endpoints -= len(s.Endpoints)
-			kept += len(s.Endpoints)
-			keep = append(keep, s)
+			b.endpoints -= n
+			kept += n
+			p.kept, p.lastKept = p.kept+1, n
 		}
-		if len(keep) < len(p.slices) || kept < offered {
+		if p.kept < len(p.sizes) || kept < offered {
 			notes[p.key] = append(notes[p.key], fmt.Sprintf(
 				"cluster %s: %d of its %d endpoints not imported: past its cap in this cluster of %d endpoints and %d EndpointSlices over all its imports, which its older exports take first",
 				p.cluster, offered-kept, offered, lim.EndpointsPerMember, lim.SlicesPerMember))
 		}
-		p.slices = keep
 	}
 	return notes
 }
