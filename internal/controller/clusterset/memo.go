@@ -99,53 +99,61 @@ func (w *exportsWritten) over(cached []*mcsv1beta1.ServiceExport) []*mcsv1beta1.
 	return out
 }
 
-// dnsMemo keeps the clusterset contract slices built for each import of
-// a member and what from, and which desired and held slices were last
-// found the same, so neither is built nor compared again while they stay
-// the very same objects. Only the member's lane uses it, one write at a
-// time.
+// dnsMemo keeps, of each import of a member, what its clusterset
+// contract slices were built from and the held slices last found equal
+// to them, so an import whose inputs and held slices are the very same
+// objects is neither built nor compared again. It keeps no built slice:
+// those are built again when anything of the import changed. Only the
+// member's lane uses it, one write at a time.
 type dnsMemo struct {
-	imports map[aggregate.Key]*dnsBuilt
-	// same are, by slice name, a desired slice and the held one found
-	// equal to it.
-	same map[string][2]*discoveryv1.EndpointSlice
+	imports map[aggregate.Key]*dnsKnown
 }
 
-// dnsBuilt is the contract slices of one import and what they were built
-// from: the import, and its sources' slices (Headless) or the member's
-// ClusterSetIPs.
-type dnsBuilt struct {
+// dnsKnown is what the contract slices of one import were built from (the
+// import, and its sources' slices (Headless) or the member's
+// ClusterSetIPs) and, by name, the held slice found equal to each; nil
+// for one being written.
+type dnsKnown struct {
 	imp       aggregate.Import
 	endpoints map[string][]*discoveryv1.EndpointSlice
 	ips       []string
-	slices    []*discoveryv1.EndpointSlice
+	held      map[string]*discoveryv1.EndpointSlice
 }
 
 func newDNSMemo() *dnsMemo {
-	return &dnsMemo{imports: map[aggregate.Key]*dnsBuilt{}, same: map[string][2]*discoveryv1.EndpointSlice{}}
+	return &dnsMemo{imports: map[aggregate.Key]*dnsKnown{}}
 }
 
-// slicesOf returns the contract slices of imp, built by build unless
-// they were built from the same inputs last time; next collects those
-// kept for the next write. m may be nil (nothing kept).
-func (m *dnsMemo) slicesOf(next map[aggregate.Key]*dnsBuilt, imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice,
-	ips []string, build func() []*discoveryv1.EndpointSlice) []*discoveryv1.EndpointSlice {
+// settled returns the names of imp's contract slices if it needs no
+// write: built from the same inputs as last time, and each held as the
+// very object found equal then. m may be nil (nothing is settled).
+func (m *dnsMemo) settled(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, ips []string,
+	have map[string]*discoveryv1.EndpointSlice) (*dnsKnown, bool) {
 	if m == nil {
-		return build()
+		return nil, false
 	}
-	if b := m.imports[imp.Key]; b != nil && slices.Equal(b.ips, ips) && b.imp.Equal(imp) && objects.SameEndpoints(b.endpoints, endpoints, imp.Clusters) {
-		next[imp.Key] = b
-		return b.slices
+	k := m.imports[imp.Key]
+	if k == nil || !slices.Equal(k.ips, ips) || !k.imp.Equal(imp) || !objects.SameEndpoints(k.endpoints, endpoints, imp.Clusters) {
+		return nil, false
 	}
-	b := &dnsBuilt{imp: imp, ips: slices.Clone(ips), endpoints: map[string][]*discoveryv1.EndpointSlice{}, slices: build()}
-	for _, c := range imp.Clusters {
-		b.endpoints[c] = slices.Clone(endpoints[c])
+	for name, held := range k.held {
+		if held == nil || have[name] != held {
+			return k, false
+		}
 	}
-	next[imp.Key] = b
-	return b.slices
+	return k, true
 }
 
-// knownSame reports whether want and have were found the same last time.
-func (m *dnsMemo) knownSame(want, have *discoveryv1.EndpointSlice) bool {
-	return m != nil && m.same[want.Name] == [2]*discoveryv1.EndpointSlice{want, have}
+// know records what imp's contract slices, named by names, were built
+// from; held are those found equal to them (the others are nil).
+func (m *dnsMemo) know(next map[aggregate.Key]*dnsKnown, imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice,
+	ips []string, held map[string]*discoveryv1.EndpointSlice) {
+	if m == nil {
+		return
+	}
+	k := &dnsKnown{imp: imp, ips: slices.Clone(ips), endpoints: map[string][]*discoveryv1.EndpointSlice{}, held: held}
+	for _, c := range imp.Clusters {
+		k.endpoints[c] = slices.Clone(endpoints[c])
+	}
+	next[imp.Key] = k
 }

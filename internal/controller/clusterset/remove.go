@@ -44,7 +44,7 @@ func (c *Reconciler) removeMember(ctx context.Context, m setMember) error {
 		// is tried again like any other failure.
 		err = errors.Join(err, refusedError(res.Refused))
 	}
-	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), nil, contractSlices, nil))
+	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), nil, contractSlices, contractWant{}))
 }
 
 // removeLeftMembers removes the objects of the clusterset from the

@@ -237,8 +237,8 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 	for _, line := range objs.Refused {
 		klog.FromContext(ctx).V(2).Info("Endpoint not imported", "member", m.ClusterID, "why", line)
 	}
-	errs = append(errs, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), memo.dns,
-		contractSlices, c.clusterSetSlices(memo.dns, objs, agg, endpoints, ips)))
+	want := c.clusterSetSlices(memo.dns, objs, agg, endpoints, ips, contractSlices)
+	errs = append(errs, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), memo.dns, contractSlices, want))
 	return errors.Join(errs...)
 }
 
@@ -307,14 +307,39 @@ func importStates(agg aggregate.Result, endpoints map[aggregate.Key]map[string][
 	return out
 }
 
+// contractWant is what a member's clusterset contract slices should be:
+// the slices of the imports built, and the names of the slices of the
+// imports settled (dnsMemo), held as they are.
+type contractWant struct {
+	slices []*discoveryv1.EndpointSlice
+	kept   map[string]bool
+	built  []builtContract
+	// next is the memo of the next write: the settled imports' so far.
+	next map[aggregate.Key]*dnsKnown
+}
+
+// builtContract is one import whose contract slices were built, and from
+// what.
+type builtContract struct {
+	imp       aggregate.Import
+	endpoints map[string][]*discoveryv1.EndpointSlice
+	ips       []string
+	names     []string
+}
+
 // clusterSetSlices are the contract slices of the member's imports: a
 // ClusterSetIP import answers the member's own ClusterSetIPs, a Headless
-// one every source's ready endpoints, checked as serve checks them. memo
-// (nil: none) keeps those of an import whose inputs did not change.
+// one every source's ready endpoints, checked as serve checks them. An
+// import that memo (nil: none) holds settled, against held (the member's
+// contract slices), is not built: its slices are kept as they are.
 func (c *Reconciler) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg aggregate.Result,
-	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, ips map[aggregate.Key][]string) []*discoveryv1.EndpointSlice {
-	next := map[aggregate.Key]*dnsBuilt{}
-	var out []*discoveryv1.EndpointSlice
+	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, ips map[aggregate.Key][]string,
+	held []*discoveryv1.EndpointSlice) contractWant {
+	have := make(map[string]*discoveryv1.EndpointSlice, len(held))
+	for _, s := range held {
+		have[s.Name] = s
+	}
+	want := contractWant{kept: map[string]bool{}, next: map[aggregate.Key]*dnsKnown{}}
 	// Every import of the member is in Digests, built or skipped.
 	for _, imp := range agg.Imports {
 		if _, ok := objs.Digests[imp.Key]; !ok {
@@ -324,14 +349,22 @@ func (c *Reconciler) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg a
 		if imp.Type != aggregate.ImportHeadless {
 			importIPs = ips[imp.Key]
 		}
-		out = append(out, memo.slicesOf(next, imp, endpoints[imp.Key], importIPs, func() []*discoveryv1.EndpointSlice {
-			return c.importSlices(imp, endpoints[imp.Key], importIPs)
-		})...)
+		if k, ok := memo.settled(imp, endpoints[imp.Key], importIPs, have); ok {
+			for name := range k.held {
+				want.kept[name] = true
+			}
+			want.next[imp.Key] = k
+			continue
+		}
+		sl := c.importSlices(imp, endpoints[imp.Key], importIPs)
+		b := builtContract{imp: imp, endpoints: endpoints[imp.Key], ips: importIPs}
+		for _, s := range sl {
+			b.names = append(b.names, s.Name)
+		}
+		want.slices = append(want.slices, sl...)
+		want.built = append(want.built, b)
 	}
-	if memo != nil {
-		memo.imports = next
-	}
-	return out
+	return want
 }
 
 // importSlices are the contract slices of one import.
@@ -357,14 +390,16 @@ func (c *Reconciler) importSlices(imp aggregate.Import, endpoints map[string][]*
 
 // writeClusterSetSlices makes the member's slice namespace (client, of
 // the Cluster key), holding existing, hold want, and no other clusterset
-// slice. memo (nil: none) skips comparing a pair found the same before.
+// slice; memo (nil: none) learns which held slices equal those built.
 func (c *Reconciler) writeClusterSetSlices(ctx context.Context, key string, client apply.SliceClient, memo *dnsMemo,
-	existing, want []*discoveryv1.EndpointSlice) error {
+	existing []*discoveryv1.EndpointSlice, want contractWant) error {
 	have := map[string]*discoveryv1.EndpointSlice{}
 	for _, s := range existing {
-		have[s.Name] = s
+		if !want.kept[s.Name] {
+			have[s.Name] = s
+		}
 	}
-	same := map[string][2]*discoveryv1.EndpointSlice{}
+	same := map[string]*discoveryv1.EndpointSlice{}
 	var mu sync.Mutex
 	var errs []error
 	failed := func(err error) {
@@ -373,21 +408,29 @@ func (c *Reconciler) writeClusterSetSlices(ctx context.Context, key string, clie
 		errs = append(errs, err)
 	}
 	var creates, updates []*discoveryv1.EndpointSlice
-	for _, s := range want {
+	for _, s := range want.slices {
 		old, ok := have[s.Name]
 		delete(have, s.Name)
 		switch {
 		case !ok:
 			creates = append(creates, s)
-		case memo.knownSame(s, old) || contract.SameSlice(old, s):
-			same[s.Name] = [2]*discoveryv1.EndpointSlice{s, old}
+		case contract.SameSlice(old, s):
+			same[s.Name] = old
 		default:
 			// Labels and annotations others put on it are kept.
 			updates = append(updates, contract.MergeSlice(old, s))
 		}
 	}
 	if memo != nil {
-		memo.same = same
+		// A slice written is known equal once its next write finds it so.
+		for _, b := range want.built {
+			held := make(map[string]*discoveryv1.EndpointSlice, len(b.names))
+			for _, name := range b.names {
+				held[name] = same[name]
+			}
+			memo.know(want.next, b.imp, b.endpoints, b.ips, held)
+		}
+		memo.imports = want.next
 	}
 	apply.Concurrently(len(creates), func(i int) {
 		if _, err := client.Create(ctx, creates[i], metav1.CreateOptions{}); err != nil {
