@@ -45,7 +45,8 @@ func MemberFailure(err error) error {
 
 // memberFailure returns MemberFailure(err) and whether that is all of err.
 func memberFailure(err error) (error, bool) {
-	switch e := err.(type) {
+	// Each node of the wrap tree is looked at on its own, so not errors.As.
+	switch e := err.(type) { //nolint:errorlint // the walk unwraps itself
 	case nil:
 		return nil, true
 	case interface{ Unwrap() []error }:
