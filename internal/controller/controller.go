@@ -44,6 +44,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/controller/publish"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
@@ -128,6 +129,9 @@ type Controller struct {
 	workloads *workload.Set
 	// publisher writes the slices and remembers what it wrote to each target.
 	publisher publish.Publisher
+	// lanes are the one writer into the workload clusters, shared by
+	// the GatewayDNS and ClusterSet reconcilers (package lane).
+	lanes *lane.Set
 
 	// memory is what the controller remembers about each GatewayDNS
 	// between syncs (memory.go), forgotten in one go when it is gone.
@@ -172,6 +176,7 @@ func New(cfg Config) *Controller {
 		memory:  newMemories(),
 		claims:  desired.NewAddressClaims(),
 		names:   newNameClaims(),
+		lanes:   lane.NewSet(lane.Config{}),
 	}
 	c.queue = watch.New(watch.Config{Name: controllerName, Sync: c.syncKey, Failed: c.syncFailed})
 	c.gdns = c.dynInf.ForResource(v1alpha1.GatewayDNSResource).Informer()
@@ -231,6 +236,7 @@ func New(cfg Config) *Controller {
 			AllowedCIDRs:        cfg.AllowedCIDRs,
 			MaxExportsPerMember: cfg.MaxExportsPerMember,
 			MemberLimits:        cfg.MemberLimits,
+			Lanes:               c.lanes,
 			Workers:             cfg.Workers,
 			State:               cfg.State,
 			Recorder:            cfg.Recorder,
@@ -245,6 +251,7 @@ func New(cfg Config) *Controller {
 		Resync:         cfg.Resync,
 		Written:        cfg.Metrics.SlicesWritten,
 		Exists:         c.gatewayDNSExists,
+		Lanes:          c.lanes,
 		// A write that went on in the background ended: sync again, so
 		// status catches up and a newer generation is written.
 		Done: func(ref string) { c.queue.Add(ref) },
@@ -337,6 +344,7 @@ func (c *Controller) Run(ctx context.Context, ready chan<- struct{}) error {
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx)
 	c.workloads.Start(ctx)
+	c.lanes.Start(ctx)
 
 	logger.Info("Starting controller", "clusterResource", c.cfg.ClusterResource.String(),
 		"sliceNamespace", c.cfg.SliceNamespace, "domain", c.cfg.Domain, "allowedCIDRs", c.cfg.AllowedCIDRs.String())
@@ -358,7 +366,7 @@ func (c *Controller) Run(ctx context.Context, ready chan<- struct{}) error {
 	c.queue.Run(ctx, c.cfg.Workers)
 	sets.Wait()
 	// Writes still running in the background end with ctx.
-	c.publisher.Wait()
+	c.lanes.Stop()
 	logger.Info("Workers stopped")
 	return nil
 }

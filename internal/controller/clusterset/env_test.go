@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
@@ -117,6 +118,10 @@ func (e *testEnv) start() {
 	})
 	cfg := e.cfg.Config
 	cfg.Dynamic, cfg.Informers, cfg.Clusters, cfg.Secrets, cfg.Workloads = e.dyn, dynInf, clusters, secrets.Lister(), e.workloads
+	// The lanes are the controller's, shared with the GatewayDNS
+	// reconciler; they stop after the reconciler.
+	lanes := lane.NewSet(lane.Config{})
+	cfg.Lanes = lanes
 	cfg.Metrics = NewMetrics()
 	cfg.Syncs = prometheus.NewCounter(prometheus.CounterOpts{Name: "syncs"})
 	cfg.SyncErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "sync_errors"})
@@ -130,6 +135,7 @@ func (e *testEnv) start() {
 	_, _ = clusters.AddEventHandler(onClusterish)
 	_, _ = secrets.Informer().AddEventHandler(onClusterish)
 	ctx := e.ctx
+	lanes.Start(ctx)
 	e.workloads.Start(ctx)
 	dynInf.Start(ctx.Done())
 	kubeInf.Start(ctx.Done())
@@ -140,6 +146,7 @@ func (e *testEnv) start() {
 	done := e.done
 	go func() {
 		defer close(done)
+		defer lanes.Stop()
 		rec.Run(ctx)
 	}()
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 	"github.com/xcc-dns/xcc-dns/internal/watch"
@@ -97,6 +98,11 @@ type Config struct {
 	// MemberLimits bound what one member puts into another over all its
 	// imports; zero fields take the defaults of package objects.
 	MemberLimits objects.Limits
+	// Lanes are the controller's writers into the workload clusters,
+	// shared with the GatewayDNS reconciler (package lane): one backoff
+	// and one bound on the writes per member for both. The controller
+	// starts and stops them.
+	Lanes *lane.Set
 	// Workers syncs this many ClusterSets at once.
 	Workers int
 	// State keeps what each ClusterSet wrote and read across a restart;
@@ -118,8 +124,8 @@ type Reconciler struct {
 	cfg      Config
 	informer cache.SharedIndexInformer
 	queue    *watch.Queue
-	// lanes write into each member one write at a time, in the
-	// background: a slow or frozen member delays only itself.
+	// lanes write into each member in the background (Config.Lanes): a
+	// slow or frozen member delays only itself.
 	lanes *lane.Set
 
 	mu sync.Mutex
@@ -132,11 +138,8 @@ func New(cfg Config) *Reconciler {
 	if cfg.MaxExportsPerMember == 0 {
 		cfg.MaxExportsPerMember = DefaultMaxExportsPerMember
 	}
-	c := &Reconciler{cfg: cfg, memory: map[string]*setMemory{}}
+	c := &Reconciler{cfg: cfg, memory: map[string]*setMemory{}, lanes: cfg.Lanes}
 	c.queue = watch.New(watch.Config{Name: clusterSetQueue, Sync: c.syncClusterSetKey, Failed: c.clusterSetFailed})
-	// A write that ended after its sync stopped waiting syncs its set
-	// again, for the status to say what came of it.
-	c.lanes = lane.NewSet(lane.Config{Done: c.queue.Add})
 	c.informer = cfg.Informers.ForResource(xccv1alpha1.ClusterSetResource).Informer()
 	// Every ClusterSet of the namespace: which one owns a Cluster
 	// selected by two depends on both.
@@ -153,11 +156,9 @@ func New(cfg Config) *Reconciler {
 func (c *Reconciler) HasSynced() bool { return c.informer.HasSynced() }
 
 // Run runs the queue's workers, and enqueues the ClusterSets the state
-// keeps and that are gone, until ctx ends; it returns once the writes
-// still running in the members' lanes have ended.
+// keeps and that are gone, until ctx ends. Writes still running in the
+// members' lanes end with the lanes (Config.Lanes), which outlive it.
 func (c *Reconciler) Run(ctx context.Context) {
-	c.lanes.Start(ctx)
-	defer c.lanes.Stop()
 	var kept sync.WaitGroup
 	kept.Go(func() { c.enqueueKeptClusterSets(ctx) })
 	c.queue.Run(ctx, c.cfg.Workers)
@@ -166,6 +167,32 @@ func (c *Reconciler) Run(ctx context.Context) {
 
 // Add enqueues the ClusterSet key.
 func (c *Reconciler) Add(key string) { c.queue.Add(key) }
+
+// written is the done func of a write of the ClusterSet key into a
+// member: one that ended after its sync stopped waiting syncs the set
+// again, for the status to say what came of it.
+func (c *Reconciler) written(key string) func() { return func() { c.queue.Add(key) } }
+
+// submit hands write, of the ClusterSet key into the Cluster cluster, to
+// the cluster's lane. The lane is told only of the member's own failures
+// (kubeclient.MemberFailure) and backs off the member for those; *all
+// gets every error of the write, refusals of single objects too, for the
+// status (read it once the write has ended).
+func (c *Reconciler) submit(cluster, key string, all *error, write func(context.Context) error) *lane.Write {
+	return c.lanes.Submit(cluster, key, func(ctx context.Context) error {
+		*all = write(ctx)
+		return kubeclient.MemberFailure(*all)
+	}, c.written(key))
+}
+
+// writeError is the error of a write that ended with err in its lane,
+// all being every error it had (submit): refusals count too.
+func writeError(err, all error) error {
+	if all != nil {
+		return all
+	}
+	return err
+}
 
 // Users splits the users of a workload informer into GatewayDNS keys and
 // ClusterSet keys.

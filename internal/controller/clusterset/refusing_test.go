@@ -2,6 +2,7 @@ package clusterset
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,9 +17,9 @@ import (
 
 // A member that refuses every ServiceImport (an admission policy) is
 // said to have failed, with the refusal, for as long as it refuses: also
-// while its lane waits out the backoff before the next write, when no
-// write of it runs. It is never said to be "writing", which names a
-// member whose API server has not answered yet.
+// while the refused import waits out its own backoff (apply.Settled),
+// when no write of it runs. It is never said to be "writing", which names
+// a member whose API server has not answered yet.
 func TestControllerClusterSetRefusingMemberSaysWhy(t *testing.T) {
 	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 	const refusal = "denied request: this member refuses the controller's objects"
@@ -50,6 +51,43 @@ func TestControllerClusterSetRefusingMemberSaysWhy(t *testing.T) {
 		if msg, reason := entry(); !strings.Contains(msg, refusal) || reason != ReasonWriteFailed {
 			t.Fatalf("the ClusterSet says of cluster-b %q, Ready reason %s; want the refusal and %s", msg, reason, ReasonWriteFailed)
 		}
+	}
+}
+
+// A member that refuses the clusterset's DNS slices (a quota on
+// EndpointSlices in the slice namespace) answered: the refusal is its
+// status, and its lane is not backed off, so the next sync writes it
+// again at once instead of after a backoff. Only a member that does not
+// answer (or fails itself) is backed off.
+func TestControllerClusterSetRefusalDoesNotBackOff(t *testing.T) {
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
+	const refusal = "exceeded quota: endpointslices"
+	var tries atomic.Int32
+	b.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetNamespace() != testfixture.SliceNamespace {
+			return false, nil, nil
+		}
+		tries.Add(1)
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}, "x", errorString(refusal))
+	})
+	e := twoMembers(t, a, b)
+	testfixture.Eventually(t, "the ClusterSet says cluster-b refused its slices", func() bool {
+		for _, c := range clusterSetStatusOf(e.ctx, t, e, "prod").Clusters {
+			if c.Name == "cluster-b" && strings.Contains(c.Message, refusal) {
+				return true
+			}
+		}
+		return false
+	})
+	// Syncs in a row, well within the lane's first backoff (1 s): each
+	// writes cluster-b again.
+	before := tries.Load()
+	for i := 0; i < 5; i++ {
+		e.rec.Add("dev-team/prod")
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := tries.Load() - before; n < 3 {
+		t.Errorf("cluster-b's slices tried %d times in 5 syncs: its lane was backed off for a refusal", n)
 	}
 }
 

@@ -99,22 +99,22 @@ var errRemoving = errors.New("the removal is still running")
 func (c *Reconciler) removeFromAll(ctx context.Context, key string, mem *setMemory, clusters []string, user string) []error {
 	errs := make([]error, len(clusters))
 	logger := klog.FromContext(ctx)
-	var lanes []string
 	var started []*lane.Write
 	var at []int
+	all := make([]error, len(clusters))
 	for i, cluster := range clusters {
 		sm, err := c.connectMember(mem.written[cluster], cluster, user)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		lanes, at = append(lanes, cluster), append(at, i)
-		started = append(started, c.lanes.Submit(cluster, key, func(ctx context.Context) error {
+		at = append(at, i)
+		started = append(started, c.submit(cluster, key, &all[i], func(ctx context.Context) error {
 			return c.removeMember(klog.NewContext(ctx, logger), sm)
 		}))
 	}
-	for j, res := range c.lanes.Wait(ctx, lanes, started) {
-		if errs[at[j]] = res.Err; !res.Ended {
+	for j, res := range c.lanes.Wait(ctx, started) {
+		if errs[at[j]] = writeError(res.Err, all[at[j]]); !res.Ended {
 			errs[at[j]] = errRemoving
 		}
 	}

@@ -45,6 +45,8 @@ func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemor
 	written := importsWritten(mem, members, reads, agg)
 	var ids, clusters []string
 	var started []*lane.Write
+	// all holds every error of each write, by index of started.
+	all := make([]error, len(members))
 	for _, m := range members {
 		r := reads[m.ClusterID]
 		if !writable(m, r) {
@@ -57,22 +59,22 @@ func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemor
 			memo = newMemberMemo()
 			mem.members[m.cluster.Key()] = memo
 		}
-		started = append(started, c.lanes.Submit(m.cluster.Key(), key, func(ctx context.Context) error {
+		started = append(started, c.submit(m.cluster.Key(), key, &all[len(started)], func(ctx context.Context) error {
 			return timedWrite(m.cluster, workload.WriterClusterSet, func() error {
 				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, written, memo)
 			})
 		}))
 	}
-	for i, res := range c.lanes.Wait(ctx, clusters, started) {
+	for i, res := range c.lanes.Wait(ctx, started) {
 		switch {
 		case res.Backoff != nil:
-			// Nothing runs: the member's last write failed (a refusal)
-			// and the next waits out its backoff.
-			w.errs[ids[i]] = res.Backoff
+			// Nothing of it runs: the member failed (for this set or
+			// another reconciler) and its lane waits out the backoff.
+			w.errs[ids[i]] = fmt.Errorf("%w; next try at %s", res.Backoff, res.NextTry.UTC().Format(time.RFC3339))
 		case !res.Ended:
 			w.writing[ids[i]] = true
-		case res.Err != nil:
-			w.errs[ids[i]] = res.Err
+		case writeError(res.Err, all[i]) != nil:
+			w.errs[ids[i]] = writeError(res.Err, all[i])
 		default:
 			// Refused imports cost only themselves: the member's lane
 			// does not back off, each waits out its own backoff
@@ -129,12 +131,26 @@ const maxRefusalsNamed = 3
 // few, in order.
 func refusedError(refused map[aggregate.Key]error) error {
 	keys := slices.SortedFunc(maps.Keys(refused), aggregate.CompareKeys)
-	errs := []error{fmt.Errorf("%d imports refused", len(keys))}
+	r := refusals{n: len(keys)}
 	for _, k := range keys[:min(len(keys), maxRefusalsNamed)] {
-		errs = append(errs, refused[k])
+		r.named = append(r.named, refused[k])
 	}
-	return errors.Join(errs...)
+	return r
 }
+
+// refusals is refusedError's: how many imports were refused, and the
+// refusals of the first few, which it unwraps to. It is nothing but
+// refusals (kubeclient.MemberFailure), so it backs off no lane.
+type refusals struct {
+	n     int
+	named []error
+}
+
+func (r refusals) Error() string {
+	return errors.Join(append([]error{fmt.Errorf("%d imports refused", r.n)}, r.named...)...).Error()
+}
+
+func (r refusals) Unwrap() []error { return r.named }
 
 // writable reports whether the member m, read r, is written: read in
 // full and answering. An unreachable member would only cost each write

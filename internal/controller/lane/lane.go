@@ -1,25 +1,38 @@
-// Package lane runs the writes into each workload cluster one at a time,
-// in the background: a lane per cluster. A sync hands a lane its write
-// and waits for it a short while at most, so a cluster that is slow, or
-// accepts connections and answers nothing, delays its own writes and no
-// other cluster's, and no other sync.
+// Package lane is the one writer into the workload clusters: every write
+// the controller makes into a cluster, for a GatewayDNS (package publish)
+// or a ClusterSet (package clusterset), runs in that cluster's lane, in
+// the background. A sync hands a lane its write and waits for it a short
+// while at most, so a cluster that is slow, or accepts connections and
+// answers nothing, delays its own writes and no other cluster's, and no
+// other sync.
 //
-// A lane holds one running write and at most one waiting: a newer write
-// replaces the waiting one (what a cluster should hold is what the newest
+// A lane runs at most Config.PerCluster writes at once, and at most one
+// of each owner (a GatewayDNS or a ClusterSet); the others wait in the
+// order they came. An owner has at most one write waiting per lane: its
+// newer write replaces it (what a cluster should hold is what the newest
 // sync computed), so a burst of syncs costs a cluster one write more, not
-// one each. A write that fails delays the next one of its lane by a
-// backoff that doubles up to MaxBackoff; one that succeeds resets it. A
-// write whose result no sync collected reports its owner to Done when it
-// ends, so the owner's status catches up without a poll; one it
-// collected is not reported, or every sync would cause another. A write
-// that waits out its lane's backoff is returned with the error of the
-// write that failed before it (Result.Backoff): nothing of the cluster
-// runs then, and the sync says why rather than "still writing".
+// one each. Writes of different owners never replace each other.
+//
+// A write that fails backs off its whole lane, for every owner: no write
+// of the cluster starts before a backoff that doubles up to MaxBackoff;
+// one that succeeds resets it. So the run func of a write returns an
+// error only for a failure of the cluster itself (no answer, a refused
+// connection, throttling, a server error); an object the cluster refuses
+// is its caller's to report, and costs the lane nothing. Writes that ran
+// together into one outage count as one failure.
+//
+// A write whose result no sync collected calls its done func when it
+// ends, so its owner's status catches up without a poll; one a sync
+// collected does not, or every sync would cause another. A write that
+// waits out its lane's backoff is returned with the error of the write
+// that failed and the time of the next try (Result.Backoff): its sync
+// says why rather than "still writing".
 package lane
 
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -34,23 +47,33 @@ const (
 	// lane's next write after a failed one.
 	DefaultMinBackoff = time.Second
 	DefaultMaxBackoff = 2 * time.Minute
+	// DefaultPerCluster is how many writes of one cluster run at once:
+	// one of each reconciler can run side by side, so a GatewayDNS write
+	// does not wait for a long ClusterSet write, while a slow cluster
+	// holds no more than two goroutines and connections' worth of work.
+	// More would only queue on the cluster's client, whose rate limit
+	// both share.
+	DefaultPerCluster = 2
 )
 
-// ErrReplaced is the result of a write that a newer write of its lane
-// replaced before it started.
+// ErrReplaced is the result of a write that a newer write of its owner
+// and lane replaced before it started.
 var ErrReplaced = errors.New("replaced by a newer write before it started")
+
+// errStopped ends the writes still waiting when the Set stops.
+var errStopped = errors.New("the controller stopped")
 
 // Config of a Set; zero fields take the defaults.
 type Config struct {
 	Wait       time.Duration
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
-	// Done is called with a write's owner when it ends and no sync has
-	// collected its result (the sync stopped waiting before).
-	Done func(owner string)
+	// PerCluster bounds the writes of one cluster that run at once.
+	PerCluster int
 }
 
-// Set is the lanes of every cluster the controller writes to.
+// Set is the lanes of every cluster the controller writes to, shared by
+// both reconcilers.
 type Set struct {
 	cfg Config
 
@@ -62,31 +85,38 @@ type Set struct {
 
 // lane is one cluster's writes.
 type lane struct {
-	running *Write
-	next    *Write
+	// running holds the writes running, by owner; waiting those not
+	// started, in the order they came, one per owner.
+	running map[string]*Write
+	waiting []*Write
 	// notBefore is when the next write may start (backoff); failures
-	// counts the failed writes in a row.
+	// counts the failures in a row, failedAt is when the last one ended:
+	// a write that started before it failed in the same outage.
 	notBefore time.Time
 	failures  int
-	// lastErr is the error of the last write that ended, nil after a
+	failedAt  time.Time
+	// lastErr is the error of the last write that failed, nil after a
 	// success.
 	lastErr error
 	timer   *time.Timer
-	// slow: the last write ran past its sync's wait; the next one is not
-	// waited for, so a frozen cluster costs no sync its wait twice.
+	// slow: the last write ran past its sync's wait; the next ones are
+	// not waited for, so a frozen cluster costs no sync its wait twice.
 	slow bool
 }
 
 // Write is one write handed to a lane.
 type Write struct {
-	owner string
-	run   func(context.Context) error
-	done  chan struct{}
+	cluster, owner string
+	run            func(context.Context) error
+	done           func()
+	ended          chan struct{}
+	// started is guarded by Set.mu.
+	started bool
 
 	mu  sync.Mutex
 	err error
 	// abandoned: a sync stopped waiting for the write before it ended;
-	// its end is reported to Config.Done.
+	// its end calls done.
 	abandoned bool
 }
 
@@ -101,6 +131,9 @@ func NewSet(cfg Config) *Set {
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.MinBackoff)
 	}
+	if cfg.PerCluster <= 0 {
+		cfg.PerCluster = DefaultPerCluster
+	}
 	return &Set{cfg: cfg, lanes: map[string]*lane{}}
 }
 
@@ -113,7 +146,7 @@ func (s *Set) Start(ctx context.Context) {
 }
 
 // Stop returns once every running write has ended (they end with the
-// context of Start); the waiting ones end with its error.
+// context of Start); the waiting ones end with an error.
 func (s *Set) Stop() {
 	s.mu.Lock()
 	for _, l := range s.lanes {
@@ -121,20 +154,22 @@ func (s *Set) Stop() {
 			l.timer.Stop()
 			l.timer = nil
 		}
-		if l.next != nil {
-			l.next.finish(errors.New("the controller stopped"))
-			l.next = nil
+		for _, w := range l.waiting {
+			w.finish(errStopped)
 		}
+		l.waiting = nil
 	}
 	s.mu.Unlock()
 	s.running.Wait()
 }
 
-// Submit hands run to the lane of cluster, for owner (who is told by
-// Config.Done when the write ends unwaited). It replaces a write of the
-// lane that has not started.
-func (s *Set) Submit(cluster, owner string, run func(context.Context) error) *Write {
-	w := &Write{owner: owner, run: run, done: make(chan struct{})}
+// Submit hands run to the lane of cluster, for owner. It replaces the
+// owner's write of the lane that has not started, if any. done (nil:
+// none) is called when the write ends after its sync stopped waiting.
+// run returns an error only for a failure of the cluster itself: that
+// backs off the lane.
+func (s *Set) Submit(cluster, owner string, run func(context.Context) error, done func()) *Write {
+	w := &Write{cluster: cluster, owner: owner, run: run, done: done, ended: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ctx == nil || s.ctx.Err() != nil {
@@ -143,26 +178,31 @@ func (s *Set) Submit(cluster, owner string, run func(context.Context) error) *Wr
 	}
 	l := s.lanes[cluster]
 	if l == nil {
-		l = &lane{}
+		l = &lane{running: map[string]*Write{}}
 		s.lanes[cluster] = l
 	}
-	if l.next != nil {
-		l.next.finish(ErrReplaced)
+	if i := slices.IndexFunc(l.waiting, func(o *Write) bool { return o.owner == owner }); i >= 0 {
+		// The owner keeps its place in the order.
+		l.waiting[i].finish(ErrReplaced)
+		l.waiting[i] = w
+	} else {
+		l.waiting = append(l.waiting, w)
 	}
-	l.next = w
 	s.startLocked(cluster, l)
 	return w
 }
 
-// startLocked starts the lane's waiting write, now or once its backoff
-// has passed.
+// startLocked starts the lane's waiting writes, as many as it may run and
+// in their order, now or once its backoff has passed.
 func (s *Set) startLocked(cluster string, l *lane) {
-	if l.running != nil || l.next == nil {
+	if s.ctx.Err() != nil {
+		for _, w := range l.waiting {
+			w.finish(s.ctx.Err())
+		}
+		l.waiting = nil
 		return
 	}
-	if s.ctx.Err() != nil {
-		l.next.finish(s.ctx.Err())
-		l.next = nil
+	if len(l.waiting) == 0 {
 		return
 	}
 	if wait := time.Until(l.notBefore); wait > 0 {
@@ -176,45 +216,47 @@ func (s *Set) startLocked(cluster string, l *lane) {
 		}
 		return
 	}
-	w := l.next
-	l.next, l.running = nil, w
-	ctx := s.ctx
-	s.running.Add(1)
-	go func() {
-		defer s.running.Done()
-		start := time.Now()
-		err := w.run(ctx)
-		s.mu.Lock()
-		l.running = nil
-		l.slow = time.Since(start) > s.cfg.Wait
-		l.lastErr = err
-		if err != nil {
-			l.failures++
-			l.notBefore = time.Now().Add(s.backoff(l.failures))
-		} else {
-			l.failures, l.notBefore = 0, time.Time{}
+	for len(l.running) < s.cfg.PerCluster {
+		// The first write whose owner has none running.
+		i := slices.IndexFunc(l.waiting, func(w *Write) bool { return l.running[w.owner] == nil })
+		if i < 0 {
+			return
 		}
-		if ctx.Err() == nil {
-			s.startLocked(cluster, l)
-		}
-		s.mu.Unlock()
-		if w.finish(err) && s.cfg.Done != nil && ctx.Err() == nil {
-			s.cfg.Done(w.owner)
-		}
-	}()
+		w := l.waiting[i]
+		l.waiting = slices.Delete(l.waiting, i, i+1)
+		l.running[w.owner] = w
+		w.started = true
+		s.running.Add(1)
+		go s.run(cluster, l, w, s.ctx)
+	}
 }
 
-// backoffOf is the error of the failed write after which w waits in the
-// lane of cluster, nil unless w is the lane's waiting write and nothing
-// of the lane runs.
-func (s *Set) backoffOf(cluster string, w *Write) error {
+// run runs w in its lane and records how it went: a failure backs off
+// the lane, a success resets the backoff.
+func (s *Set) run(cluster string, l *lane, w *Write, ctx context.Context) {
+	defer s.running.Done()
+	start := time.Now()
+	err := w.run(ctx)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	l := s.lanes[cluster]
-	if l == nil || l.next != w || l.running != nil {
-		return nil
+	now := time.Now()
+	delete(l.running, w.owner)
+	l.slow = now.Sub(start) > s.cfg.Wait
+	switch {
+	case err == nil:
+		l.failures, l.notBefore, l.lastErr = 0, time.Time{}, nil
+	case start.Before(l.failedAt):
+		// It ran into the outage that backed off the lane already.
+		l.lastErr = err
+	default:
+		l.failures++
+		l.failedAt, l.lastErr = now, err
+		l.notBefore = now.Add(s.backoff(l.failures))
 	}
-	return l.lastErr
+	s.startLocked(cluster, l)
+	s.mu.Unlock()
+	if w.finish(err) && w.done != nil && ctx.Err() == nil {
+		w.done()
+	}
 }
 
 func (s *Set) backoff(failures int) time.Duration {
@@ -237,12 +279,12 @@ func (w *Write) finish(err error) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	select {
-	case <-w.done:
+	case <-w.ended:
 		return false
 	default:
 	}
 	w.err = err
-	close(w.done)
+	close(w.ended)
 	return w.abandoned
 }
 
@@ -251,49 +293,58 @@ type Result struct {
 	// Ended: the write ended, with Err.
 	Ended bool
 	Err   error
-	// Backoff: the write had not started, waiting out its lane's backoff
-	// after the lane's last write failed with this error. Nothing of the
-	// cluster runs meanwhile, so this, not "still writing", is what the
-	// sync has to say of it.
+	// Backoff: the write had not started, its lane backed off after a
+	// write failed with this error; it starts at NextTry at the
+	// earliest. The cluster failed, so this, not "still writing", is
+	// what the sync has to say of it.
 	Backoff error
+	NextTry time.Time
 }
 
 // Wait waits for the writes, Config.Wait at most in all (not at all for
-// a write in a lane whose last write ran past its wait), and returns the
-// result of each, in order. The end of a write that had not ended is
-// reported to Config.Done.
-func (s *Set) Wait(ctx context.Context, clusters []string, writes []*Write) []Result {
+// a write of a lane whose last write ran past its wait, or that is
+// backed off beyond the wait), and returns the result of each, in order.
+// A write that had not ended calls its done func when it does.
+func (s *Set) Wait(ctx context.Context, writes []*Write) []Result {
+	deadline := time.Now().Add(s.cfg.Wait)
+	skip := make([]bool, len(writes))
 	s.mu.Lock()
-	slow := make([]bool, len(writes))
-	for i, c := range clusters {
-		if l := s.lanes[c]; l != nil && l.slow {
-			slow[i] = true
+	for i, w := range writes {
+		if l := s.lanes[w.cluster]; l != nil {
+			skip[i] = l.slow || (!w.started && l.notBefore.After(deadline))
 		}
 	}
 	s.mu.Unlock()
 	timer := time.NewTimer(s.cfg.Wait)
 	defer timer.Stop()
 	expired := false
-	out := make([]Result, len(writes))
 	for i, w := range writes {
-		if !slow[i] && !expired {
-			select {
-			case <-w.done:
-			case <-timer.C:
-				expired = true
-			case <-ctx.Done():
-				expired = true
-			}
+		if skip[i] || expired {
+			continue
 		}
-		// The lane's state first: finish takes w.mu under s.mu.
-		backoff := s.backoffOf(clusters[i], w)
+		select {
+		case <-w.ended:
+		case <-timer.C:
+			expired = true
+		case <-ctx.Done():
+			expired = true
+		}
+	}
+	out := make([]Result, len(writes))
+	now := time.Now()
+	// Set.mu before Write.mu, as Submit and Stop take them.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, w := range writes {
 		w.mu.Lock()
 		select {
-		case <-w.done:
+		case <-w.ended:
 			out[i] = Result{Ended: true, Err: w.err}
 		default:
 			w.abandoned = true
-			out[i].Backoff = backoff
+			if l := s.lanes[w.cluster]; l != nil && !w.started && l.lastErr != nil && l.notBefore.After(now) {
+				out[i].Backoff, out[i].NextTry = l.lastErr, l.notBefore
+			}
 		}
 		w.mu.Unlock()
 	}

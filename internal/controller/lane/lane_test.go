@@ -23,12 +23,12 @@ func newTestSet(t *testing.T, cfg Config) (*Set, context.Context) {
 // does not wait for that lane at all.
 func TestFrozenLaneDelaysOnlyItself(t *testing.T) {
 	doneOwners := make(chan string, 4)
-	s, ctx := newTestSet(t, Config{Wait: 100 * time.Millisecond, Done: func(o string) { doneOwners <- o }})
+	s, ctx := newTestSet(t, Config{Wait: 100 * time.Millisecond})
 	release := make(chan struct{})
-	frozen := s.Submit("b", "set-1", func(context.Context) error { <-release; return errors.New("no answer") })
-	healthy := s.Submit("a", "set-1", func(context.Context) error { return nil })
+	frozen := s.Submit("b", "set-1", func(context.Context) error { <-release; return errors.New("no answer") }, func() { doneOwners <- "set-1" })
+	healthy := s.Submit("a", "set-1", func(context.Context) error { return nil }, nil)
 	start := time.Now()
-	res := s.Wait(ctx, []string{"b", "a"}, []*Write{frozen, healthy})
+	res := s.Wait(ctx, []*Write{frozen, healthy})
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("the sync waited %s", took)
 	}
@@ -46,9 +46,9 @@ func TestFrozenLaneDelaysOnlyItself(t *testing.T) {
 		t.Fatal("the frozen write's end was never reported")
 	}
 	// The lane ran past its wait: the next sync does not wait for it.
-	again := s.Submit("b", "set-1", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	again := s.Submit("b", "set-1", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, nil)
 	start = time.Now()
-	if r := s.Wait(ctx, []string{"b"}, []*Write{again}); r[0].Ended {
+	if r := s.Wait(ctx, []*Write{again}); r[0].Ended {
 		t.Errorf("%+v", r)
 	}
 	if took := time.Since(start); took > 50*time.Millisecond {
@@ -76,10 +76,10 @@ func TestNewerWriteReplacesTheWaitingOne(t *testing.T) {
 			return nil
 		}
 	}
-	w1 := s.Submit("a", "o", write(1))
-	w2 := s.Submit("a", "o", write(2))
-	w3 := s.Submit("a", "o", write(3))
-	res := s.Wait(ctx, []string{"a", "a", "a"}, []*Write{w1, w2, w3})
+	w1 := s.Submit("a", "o", write(1), nil)
+	w2 := s.Submit("a", "o", write(2), nil)
+	w3 := s.Submit("a", "o", write(3), nil)
+	res := s.Wait(ctx, []*Write{w1, w2, w3})
 	if !res[1].Ended || !errors.Is(res[1].Err, ErrReplaced) {
 		t.Errorf("the replaced write: %+v", res[1])
 	}
@@ -98,12 +98,12 @@ func TestNewerWriteReplacesTheWaitingOne(t *testing.T) {
 func TestFailedWriteBacksOff(t *testing.T) {
 	s, ctx := newTestSet(t, Config{Wait: 2 * time.Second, MinBackoff: 200 * time.Millisecond, MaxBackoff: 400 * time.Millisecond})
 	fail := func(context.Context) error { return errors.New("refused") }
-	s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", fail)})
+	s.Wait(ctx, []*Write{s.Submit("a", "o", fail, nil)})
 	for _, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 400 * time.Millisecond} {
 		start := time.Now()
 		var started time.Time
-		w := s.Submit("a", "o", func(context.Context) error { started = time.Now(); return errors.New("refused") })
-		if r := s.Wait(ctx, []string{"a"}, []*Write{w}); !r[0].Ended {
+		w := s.Submit("a", "o", func(context.Context) error { started = time.Now(); return errors.New("refused") }, nil)
+		if r := s.Wait(ctx, []*Write{w}); !r[0].Ended {
 			t.Fatalf("want %s: the write never ended", want)
 		}
 		if got := started.Sub(start); got < want*9/10 || got > want*3 {
@@ -111,9 +111,9 @@ func TestFailedWriteBacksOff(t *testing.T) {
 		}
 	}
 	time.Sleep(450 * time.Millisecond)
-	s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", func(context.Context) error { return nil })})
+	s.Wait(ctx, []*Write{s.Submit("a", "o", func(context.Context) error { return nil }, nil)})
 	start := time.Now()
-	s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", fail)})
+	s.Wait(ctx, []*Write{s.Submit("a", "o", fail, nil)})
 	if took := time.Since(start); took > 100*time.Millisecond {
 		t.Errorf("the write after a success waited %s", took)
 	}
@@ -125,15 +125,15 @@ func TestStopEndsTheWrites(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := NewSet(Config{Wait: 10 * time.Millisecond})
 	s.Start(ctx)
-	w := s.Submit("a", "o", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	w := s.Submit("a", "o", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, nil)
 	cancel()
 	s.Stop()
-	if r := s.Wait(context.Background(), []string{"a"}, []*Write{w}); !r[0].Ended {
+	if r := s.Wait(context.Background(), []*Write{w}); !r[0].Ended {
 		t.Error("a running write had not ended when Stop returned")
 	}
 	var ran atomic.Bool
-	late := s.Submit("a", "o", func(context.Context) error { ran.Store(true); return nil })
-	if r := s.Wait(context.Background(), []string{"a"}, []*Write{late}); !r[0].Ended || r[0].Err == nil || ran.Load() {
+	late := s.Submit("a", "o", func(context.Context) error { ran.Store(true); return nil }, nil)
+	if r := s.Wait(context.Background(), []*Write{late}); !r[0].Ended || r[0].Err == nil || ran.Load() {
 		t.Errorf("a write after Stop: %+v, ran %v", r[0], ran.Load())
 	}
 }
@@ -142,14 +142,15 @@ func TestStopEndsTheWrites(t *testing.T) {
 // otherwise every sync would cause the next.
 func TestCollectedWriteIsNotReported(t *testing.T) {
 	var reported atomic.Int32
-	s, ctx := newTestSet(t, Config{Wait: time.Second, Done: func(string) { reported.Add(1) }})
-	w := s.Submit("a", "o", func(context.Context) error { return nil })
+	s, ctx := newTestSet(t, Config{Wait: time.Second})
+	report := func() { reported.Add(1) }
+	w := s.Submit("a", "o", func(context.Context) error { return nil }, report)
 	time.Sleep(20 * time.Millisecond) // it ends before the sync waits
-	if r := s.Wait(ctx, []string{"a"}, []*Write{w}); !r[0].Ended {
+	if r := s.Wait(ctx, []*Write{w}); !r[0].Ended {
 		t.Fatal("not ended")
 	}
-	w = s.Submit("a", "o", func(context.Context) error { return nil })
-	s.Wait(ctx, []string{"a"}, []*Write{w})
+	w = s.Submit("a", "o", func(context.Context) error { return nil }, report)
+	s.Wait(ctx, []*Write{w})
 	time.Sleep(20 * time.Millisecond)
 	if n := reported.Load(); n != 0 {
 		t.Errorf("%d collected writes reported to Done", n)
@@ -163,16 +164,16 @@ func TestCollectedWriteIsNotReported(t *testing.T) {
 func TestWriteInBackoffCarriesTheFailure(t *testing.T) {
 	s, ctx := newTestSet(t, Config{Wait: 50 * time.Millisecond, MinBackoff: 300 * time.Millisecond})
 	refused := errors.New("refused")
-	s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", func(context.Context) error { return refused })})
-	r := s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", func(context.Context) error { return nil })})
+	s.Wait(ctx, []*Write{s.Submit("a", "o", func(context.Context) error { return refused }, nil)})
+	r := s.Wait(ctx, []*Write{s.Submit("a", "o", func(context.Context) error { return nil }, nil)})
 	if r[0].Ended || !errors.Is(r[0].Backoff, refused) {
 		t.Fatalf("a write waiting out the backoff: %+v, want not ended, Backoff %v", r[0], refused)
 	}
 	time.Sleep(400 * time.Millisecond)
 	release := make(chan struct{})
 	defer close(release)
-	s.Submit("a", "o", func(context.Context) error { <-release; return nil })
-	r = s.Wait(ctx, []string{"a"}, []*Write{s.Submit("a", "o", func(context.Context) error { return nil })})
+	s.Submit("a", "o", func(context.Context) error { <-release; return nil }, nil)
+	r = s.Wait(ctx, []*Write{s.Submit("a", "o", func(context.Context) error { return nil }, nil)})
 	if r[0].Ended || r[0].Backoff != nil {
 		t.Errorf("a write behind a running one after a success: %+v, want not ended, no Backoff", r[0])
 	}

@@ -21,26 +21,9 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
-)
-
-// targetWorkers is how many target clusters one sync writes to at once.
-// Each target is its own API server, so a sync waits on the slowest few
-// instead of on the sum of all.
-const targetWorkers = 8
-
-// DefaultWait is how long Publish waits for its writes before it reports
-// the targets still being written as Pending. A healthy API server takes
-// a few milliseconds per slice; the wait only spares a second sync (and a
-// status that says Writing for a moment) after a large write.
-const DefaultWait = 500 * time.Millisecond
-
-// minRetry and maxRetry bound the backoff of a target whose write timed
-// out: it is tried again after minRetry, then twice as long each time.
-const (
-	minRetry = 5 * time.Second
-	maxRetry = time.Minute
 )
 
 // Publisher is what the controller loop asks of the write path.
@@ -56,8 +39,6 @@ type Publisher interface {
 	// Forget drops what was remembered of ref, a GatewayDNS that is gone,
 	// once its writes in flight have stopped.
 	Forget(ref string)
-	// Wait returns when every write running in the background has ended.
-	Wait()
 }
 
 var _ Publisher = (*Writer)(nil)
@@ -74,10 +55,13 @@ type Target struct {
 
 // Results is what one Publish came to.
 type Results struct {
-	// Errs holds, by target name, the writes that failed.
+	// Errs holds, by target name, the writes that failed, and the
+	// targets whose cluster is backed off after a failure ("...; next
+	// try at <time>").
 	Errs map[string]error
-	// Pending holds, sorted, the targets still being written when
-	// Publish stopped waiting; Config.Done is called when they are done.
+	// Pending holds, sorted, the targets still being written (or waiting
+	// in their cluster's lane) when Publish stopped waiting; Config.Done
+	// is called when their write ends.
 	Pending []string
 	// Written counts the slices created, updated or deleted (by the
 	// writes that ended while Publish waited).
@@ -105,11 +89,15 @@ type Config struct {
 	// Exists reports whether the GatewayDNS ref still exists; slices of one
 	// that does not are orphans, deleted at a target's next full list.
 	Exists func(ref string) bool
-	// Wait bounds how long Publish waits for its writes; 0: DefaultWait.
-	Wait time.Duration
+	// Lanes are the controller's writers into the workload clusters,
+	// shared with the ClusterSet reconciler (package lane): every write
+	// runs in the lane of the cluster it writes through, with the lane's
+	// wait, its backoff of a cluster that failed, and its bound on the
+	// writes of one cluster.
+	Lanes *lane.Set
 	// Done is called with ref when a write Publish stopped waiting for
-	// ended, or when a target that timed out may be tried again: the
-	// GatewayDNS should be synced again, so its status catches up.
+	// ended (after the backoff of its cluster, too): the GatewayDNS
+	// should be synced again, so its status catches up.
 	Done func(ref string)
 }
 
@@ -120,21 +108,23 @@ type Writer struct {
 	mu sync.Mutex
 	// records remembers, per GatewayDNS key, what was written to each target.
 	records map[string]*record
-	// writes counts the writes running, for Wait.
-	writes sync.WaitGroup
 }
 
 // NewWriter returns a Writer that remembers nothing yet: its first Publish
 // of each GatewayDNS lists every target.
 func NewWriter(cfg Config) *Writer {
-	if cfg.Wait == 0 {
-		cfg.Wait = DefaultWait
-	}
 	if cfg.Done == nil {
 		cfg.Done = func(string) {}
 	}
 	return &Writer{cfg: cfg, records: map[string]*record{}}
 }
+
+// ownerPrefix makes a GatewayDNS's owner name in the lanes, which a
+// ClusterSet's (its bare key) never is.
+const ownerPrefix = "gatewaydns:"
+
+// owner is the lanes' owner of the writes of the GatewayDNS ref.
+func owner(ref string) string { return ownerPrefix + ref }
 
 // record remembers what the controller wrote for one GatewayDNS: the last
 // two generations of its desired slices, the delta between them, and the
@@ -149,17 +139,16 @@ type record struct {
 	delta Delta // from generation gen-1 to gen
 	// targets by workload key ("<cluster-ns>/<cluster>").
 	targets map[string]targetState
-	// busy holds the write in flight per slot: a destination, or a target
-	// whose destination is not known. One write per slot at a time.
-	busy map[string]*write
-	// timedOut holds the targets whose last write timed out, by workload
-	// key: they are not written again before their retry time.
-	timedOut map[string]*timedOut
+	// running holds the cancel of each write of the record running, for
+	// Remove and Forget.
+	running map[*write]context.CancelFunc
 	// removing: the GatewayDNS is being deleted; generation gen removes
-	// its slices, and a target written at gen holds none.
+	// its slices, and a target written at gen holds none. A write of
+	// Publish that had not started then does not.
 	removing bool
 	// forgotten: the GatewayDNS is gone; writes still running are
-	// cancelled and their results dropped.
+	// cancelled, their results dropped, and those not started write
+	// nothing.
 	forgotten bool
 	// writes counts the writes of this record running, for Forget.
 	writes sync.WaitGroup
@@ -185,16 +174,8 @@ type targetState struct {
 	self string
 }
 
-// timedOut is a target whose API server did not answer in time.
-type timedOut struct {
-	err     error
-	backoff time.Duration
-	retryAt time.Time
-	timer   *time.Timer
-}
-
 // snapshot is the generation a write brings its targets to, copied when
-// the write starts: later syncs move the record on meanwhile.
+// the write is submitted: later syncs move the record on meanwhile.
 type snapshot struct {
 	gen   uint64
 	cur   Generation
@@ -206,26 +187,29 @@ type snapshot struct {
 	withSelf bool
 }
 
-// write brings the targets of one slot to a snapshot, in the background
-// of the Publish that started it. targets[0] writes; the others have the
-// same destination and take its state (or are written on their own when
-// its write failed other than by a timeout).
+// write brings the targets of one slot to a snapshot, in the lane of the
+// cluster of targets[0], which writes; the others have the same
+// destination and take its state (or are written on their own when its
+// write failed other than by a timeout).
 type write struct {
-	slot    string
 	targets []Target
 	uids    []types.UID
-	old     []targetState // what the record said of each target at the start
+	// old and known are what the record said of each target when the
+	// write started (an earlier write of the lane may have moved it on
+	// since the write was submitted); results, by index of targets. All
+	// three are the write's while it runs, read by its Publish once
+	// ran is set.
+	old     []targetState
 	known   []bool
-	results []targetResult // by index of targets; read once done is closed
-	// suspect: the first target timed out before, so its write may hang
-	// again; Publish does not wait for it and it takes no worker.
-	suspect bool
-	cancel  context.CancelFunc
-	done    chan struct{}
-	// detached: the Publish that started it no longer waits; when it
-	// ends, Config.Done syncs the GatewayDNS again.
-	detached bool
+	results []targetResult
+	// ran: the write ran (guarded by Writer.mu); one that did not was
+	// replaced, or its GatewayDNS is being removed or is gone.
+	ran bool
 }
+
+// errRemoved is the result of a write of Publish that had not started
+// when the GatewayDNS began to be removed.
+var errRemoved = errors.New("not written: the GatewayDNS is being removed")
 
 // observe records the desired result of a sync; the generation moves on
 // when it differs from the last one.
@@ -244,27 +228,24 @@ func (p *record) observe(d desired.Result) {
 func (w *Writer) recordLocked(ref string) *record {
 	p := w.records[ref]
 	if p == nil {
-		p = &record{targets: map[string]targetState{}, busy: map[string]*write{}, timedOut: map[string]*timedOut{}}
+		p = &record{targets: map[string]targetState{}, running: map[*write]context.CancelFunc{}}
 		w.records[ref] = p
 	}
 	return p
 }
 
 // Forget drops the record of a GatewayDNS that is gone. Its writes still
-// running are cancelled, and Forget returns once they have stopped, so
-// nothing is written for ref after it (its cleanup may list the targets
-// next).
+// running are cancelled, and Forget returns once they have stopped; those
+// waiting in a lane write nothing. So nothing is written for ref after it
+// (its cleanup may list the targets next).
 func (w *Writer) Forget(ref string) {
 	w.mu.Lock()
 	p := w.records[ref]
 	delete(w.records, ref)
 	if p != nil {
 		p.forgotten = true
-		for _, wr := range p.busy {
-			wr.cancel()
-		}
-		for _, to := range p.timedOut {
-			to.timer.Stop()
+		for _, cancel := range p.running {
+			cancel()
 		}
 	}
 	w.mu.Unlock()
@@ -273,21 +254,18 @@ func (w *Writer) Forget(ref string) {
 	}
 }
 
-// Wait returns when every write started in the background has ended.
-// Writes end when the context of the Publish that started them does.
-func (w *Writer) Wait() { w.writes.Wait() }
-
 // Remove takes every slice written for ref out of the targets: each
 // target is listed and every slice of ref there deleted, with the orphans
-// of its namespace, then, withSelf, the namespace's self marker. The writes run
-// as Publish's do: in the background, one per destination at a time, with
-// the same wait, backoff and Config.Done, so a target that does not
-// answer delays no other. The first Remove of ref cancels the writes of
-// Publish still running (they would write slices about to be removed);
-// their targets are reported Pending until they stop. A target is clean
-// once a Remove reports it neither Pending nor failed; one whose slice
-// namespace is listed and absent holds nothing and is clean at once.
-// Forget ref once every target that matters is clean.
+// of its namespace, then, withSelf, the namespace's self marker. The
+// writes run as Publish's do: in the lanes, with the same wait, backoff
+// and Config.Done, so a target that does not answer delays no other. The
+// first Remove of ref cancels the writes of Publish still running (they
+// would write slices about to be removed), and those not started write
+// nothing; their targets are reported Pending until the removal's write
+// of them ends. A target is clean once a Remove reports it neither
+// Pending nor failed; one whose slice namespace is listed and absent
+// holds nothing and is clean at once. Forget ref once every target that
+// matters is clean.
 func (w *Writer) Remove(ctx context.Context, ref string, targets []Target, withSelf bool) Results {
 	w.mu.Lock()
 	p := w.recordLocked(ref)
@@ -295,8 +273,8 @@ func (w *Writer) Remove(ctx context.Context, ref string, targets []Target, withS
 		p.removing = true
 		p.gen++
 		p.cur, p.delta = Generation{}, Delta{}
-		for _, wr := range p.busy {
-			wr.cancel()
+		for _, cancel := range p.running {
+			cancel()
 		}
 	}
 	snap := snapshot{gen: p.gen, remove: true, withSelf: withSelf}
@@ -304,18 +282,20 @@ func (w *Writer) Remove(ctx context.Context, ref string, targets []Target, withS
 	return w.start(ctx, ref, p, snap, targets)
 }
 
-// Publish brings every target to the desired slices. Each target's write
-// runs on its own (up to targetWorkers at a time), and Publish waits for
-// them at most Config.Wait: a target still being written then is reported
-// Pending and written on in the background; when that write ends,
-// Config.Done(ref) asks for another sync, which reports how it went. A
-// target has one write in flight at a time: while it runs, later syncs
-// report the target Pending, and the sync after it ends writes the latest
-// generation. A target whose write timed out (its API server does not
-// answer) is not written again before its retry time (backoff from
-// minRetry to maxRetry) and is reported failed until then; Publish never
-// waits for its next try. A target that fails is listed in full on its
-// next write; the others are written all the same.
+// Publish brings every target to the desired slices. Each destination's
+// write runs in the lane of the cluster it writes through (Config.Lanes),
+// and Publish waits for them as long as the lanes' wait at most: a target
+// still being written then, or waiting behind other writes of its
+// cluster, is reported Pending and written on in the background; when
+// that write ends, Config.Done(ref) asks for another sync, which reports
+// how it went. A target has one write of ref running at a time; a later
+// sync's write waits for it, and replaces the write of an earlier one
+// still waiting. A target whose cluster failed (did not answer, refused
+// the connection, throttled, failed on the server) is not written before
+// its lane's backoff has passed, for this or any other writer, and is
+// reported failed with that error and the time of its next try until
+// then. A target that fails is listed in full on its next write; the
+// others are written all the same.
 //
 // Targets with the same destination (Clusters whose kubeconfigs reach the
 // same slice namespace of the same API server) are written once, through
@@ -344,42 +324,46 @@ func (w *Writer) Publish(ctx context.Context, ref string, d desired.Result, targ
 	return w.start(ctx, ref, p, snap, targets)
 }
 
-// start starts the writes of targets to snap, each destination's in the
-// background, waits for them at most Config.Wait and returns what they
-// came to (Publish says how).
+// start submits the writes of targets to snap, one per destination, each
+// to the lane of the cluster it writes through, waits for them (the
+// lanes' wait at most) and returns what they came to (Publish says how).
 func (w *Writer) start(ctx context.Context, ref string, p *record, snap snapshot, targets []Target) Results {
 	out := Results{Errs: map[string]error{}, SelfErrs: map[string]error{}}
 	g := w.groupBySlot(ctx, snap, targets)
 	w.mu.Lock()
 	p.forgetLocked(g.keep)
-	started := w.startLocked(ctx, ref, p, snap, targets, g, &out)
+	writes := make([]*write, 0, len(g.order))
+	for _, slot := range g.order {
+		writes = append(writes, newWrite(p, targets, g, g.bySlot[slot]))
+	}
 	w.mu.Unlock()
 
-	// Wait for the writes, at most Config.Wait, and not for a target that
-	// timed out before.
-	timer := time.NewTimer(w.cfg.Wait)
-	defer timer.Stop()
-wait:
-	for _, wr := range started {
-		if wr.suspect {
-			continue
-		}
-		select {
-		case <-wr.done:
-		case <-timer.C:
-			break wait
-		case <-ctx.Done():
-			break wait
-		}
+	submitted := make([]*lane.Write, len(writes))
+	for i, wr := range writes {
+		submitted[i] = w.cfg.Lanes.Submit(wr.targets[0].Cluster.Key(), owner(ref),
+			func(ctx context.Context) error { return w.run(ctx, ref, p, wr, snap) },
+			func() { w.ended(ref, p) })
 	}
+	res := w.cfg.Lanes.Wait(ctx, submitted)
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, wr := range started {
-		collectLocked(wr, &out)
+	for i, wr := range writes {
+		collectLocked(wr, res[i], &out)
 	}
 	sort.Strings(out.Pending)
 	return out
+}
+
+// ended is the done func of a write of ref that Publish stopped waiting
+// for: the GatewayDNS is synced again, unless it is gone.
+func (w *Writer) ended(ref string, p *record) {
+	w.mu.Lock()
+	forgotten := p.forgotten
+	w.mu.Unlock()
+	if !forgotten {
+		w.cfg.Done(ref)
+	}
 }
 
 // slots is the targets of a write grouped by slot: a destination, or a
@@ -426,12 +410,6 @@ func (w *Writer) groupBySlot(ctx context.Context, snap snapshot, targets []Targe
 
 // forgetLocked forgets the targets gone, or without the slice namespace.
 func (p *record) forgetLocked(keep map[string]bool) {
-	for key, to := range p.timedOut {
-		if !keep[key] {
-			to.timer.Stop()
-			delete(p.timedOut, key)
-		}
-	}
 	for key := range p.targets {
 		if !keep[key] {
 			delete(p.targets, key)
@@ -439,70 +417,49 @@ func (p *record) forgetLocked(keep map[string]bool) {
 	}
 }
 
-// startLocked starts a write per slot of g, unless one is in flight there
-// (its targets are Pending) or its target timed out and waits for its
-// retry (they fail with that error); it returns the writes started.
-func (w *Writer) startLocked(ctx context.Context, ref string, p *record, snap snapshot, targets []Target, g slots, out *Results) []*write {
-	sem := make(chan struct{}, targetWorkers)
-	now := time.Now()
-	var started []*write
-	for _, slot := range g.order {
-		group := g.bySlot[slot]
-		if wr := p.busy[slot]; wr != nil {
-			// Still writing an earlier generation; the sync after it
-			// ends writes this one.
-			wr.detached = true
-			for _, i := range group {
-				out.Pending = append(out.Pending, targets[i].Name)
-			}
-			continue
+// newWrite is the write of one slot, the targets of group: a destination
+// is written through its first target whose state is known (the others
+// would list it again), else its first.
+func newWrite(p *record, targets []Target, g slots, group []int) *write {
+	first := 0
+	for n, i := range group {
+		if p.known(targets[i], g.uids[i]) {
+			first = n
+			break
 		}
-		// A destination is written through its first target whose state
-		// is known (the others would list it again), else its first.
-		first := 0
-		for n, i := range group {
-			if p.known(targets[i], g.uids[i]) {
-				first = n
-				break
-			}
-		}
-		order := append([]int{group[first]}, append(append([]int(nil), group[:first]...), group[first+1:]...)...)
-		if to := p.timedOut[targets[order[0]].Cluster.Key()]; to != nil && now.Before(to.retryAt) {
-			for _, i := range order {
-				out.Errs[targets[i].Name] = fmt.Errorf("%w; next try at %s", to.err, to.retryAt.UTC().Format(time.RFC3339))
-			}
-			continue
-		}
-		wr := &write{slot: slot, done: make(chan struct{})}
-		for _, i := range order {
-			t := targets[i]
-			wr.targets = append(wr.targets, t)
-			wr.uids = append(wr.uids, g.uids[i])
-			wr.old = append(wr.old, p.targets[t.Cluster.Key()])
-			wr.known = append(wr.known, p.known(t, g.uids[i]))
-		}
-		wr.results = make([]targetResult, len(order))
-		wr.suspect = p.timedOut[wr.targets[0].Cluster.Key()] != nil
-		var wctx context.Context
-		wctx, wr.cancel = context.WithCancel(ctx)
-		p.busy[slot] = wr
-		p.writes.Add(1)
-		w.writes.Add(1)
-		started = append(started, wr)
-		go w.run(wctx, ref, p, wr, snap, sem)
 	}
-	return started
+	order := append([]int{group[first]}, append(append([]int(nil), group[:first]...), group[first+1:]...)...)
+	wr := &write{}
+	for _, i := range order {
+		wr.targets = append(wr.targets, targets[i])
+		wr.uids = append(wr.uids, g.uids[i])
+	}
+	return wr
 }
 
-// collectLocked adds what wr came to to out: its targets Pending while it
-// runs (it is detached: its end syncs again), else their results.
-func collectLocked(wr *write, out *Results) {
-	select {
-	case <-wr.done:
-	default:
-		wr.detached = true
+// collectLocked adds what wr came to, res in its lane, to out: its
+// targets Pending while it runs or waits its turn (its end syncs again),
+// failed with the error and next try while its cluster is backed off,
+// else their results.
+func collectLocked(wr *write, res lane.Result, out *Results) {
+	switch {
+	case res.Backoff != nil:
+		for _, t := range wr.targets {
+			out.Errs[t.Name] = fmt.Errorf("%w; next try at %s", res.Backoff, res.NextTry.UTC().Format(time.RFC3339))
+		}
+		return
+	case !res.Ended || errors.Is(res.Err, lane.ErrReplaced):
 		for _, t := range wr.targets {
 			out.Pending = append(out.Pending, t.Name)
+		}
+		return
+	case !wr.ran:
+		err := res.Err
+		if err == nil {
+			err = errRemoved
+		}
+		for _, t := range wr.targets {
+			out.Errs[t.Name] = err
 		}
 		return
 	}
@@ -519,43 +476,49 @@ func collectLocked(wr *write, out *Results) {
 	}
 }
 
-// run writes wr's targets to snap and records the results.
-func (w *Writer) run(ctx context.Context, ref string, p *record, wr *write, snap snapshot, sem chan struct{}) {
-	defer w.writes.Done()
+// run is wr's run in its lane: it writes the slot's targets to snap,
+// with what the record says of them now, and records the results. It
+// tells the lane of the failure of the cluster it writes through
+// (kubeclient.MemberFailure), not of slices refused, nor of its
+// cancellation by Remove or Forget: those back off no cluster.
+func (w *Writer) run(ctx context.Context, ref string, p *record, wr *write, snap snapshot) error {
+	w.mu.Lock()
+	if p.forgotten || (p.removing && !snap.remove) {
+		w.mu.Unlock()
+		return nil
+	}
+	wr.old = make([]targetState, len(wr.targets))
+	wr.known = make([]bool, len(wr.targets))
+	for i, t := range wr.targets {
+		wr.old[i] = p.targets[t.Cluster.Key()]
+		wr.known[i] = p.known(t, wr.uids[i])
+	}
+	wr.results = make([]targetResult, len(wr.targets))
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.running[wr] = cancel
+	p.writes.Add(1)
+	w.mu.Unlock()
 	defer p.writes.Done()
-	defer wr.cancel()
-	if !wr.suspect {
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-		case <-ctx.Done():
-		}
-	}
-	if ctx.Err() != nil {
-		for i := range wr.results {
-			wr.results[i].err = ctx.Err()
-		}
-	} else {
-		w.writeSlot(ctx, ref, wr, snap)
-	}
+
+	w.writeSlot(wctx, ref, wr, snap)
 
 	w.mu.Lock()
-	detached := wr.detached && !p.forgotten
+	delete(p.running, wr)
 	if !p.forgotten {
-		w.recordResultsLocked(ref, p, wr)
+		p.recordLocked(wr)
 	}
-	if p.busy[wr.slot] == wr {
-		delete(p.busy, wr.slot)
-	}
-	close(wr.done)
+	wr.ran = true
 	w.mu.Unlock()
-	if detached {
-		w.cfg.Done(ref)
+	if wctx.Err() != nil && ctx.Err() == nil {
+		// Cancelled by Remove or Forget: nothing of the cluster's.
+		return nil
 	}
+	return kubeclient.MemberFailure(wr.results[0].err)
 }
 
 // writeSlot writes the first target of wr, then gives the others its
-// state, its timeout, or their own writes.
+// state, its failure, or their own writes.
 func (w *Writer) writeSlot(ctx context.Context, ref string, wr *write, snap snapshot) {
 	first := w.writeTarget(ctx, snap, wr.old[0], wr.known[0], wr.targets[0], wr.uids[0], ref)
 	wr.results[0] = first
@@ -579,9 +542,9 @@ func (w *Writer) writeSlot(ctx context.Context, ref string, wr *write, snap snap
 	alone.Wait()
 }
 
-// recordResultsLocked records the results of a write that ended: the targets'
-// states, and the backoff of the targets that timed out.
-func (w *Writer) recordResultsLocked(ref string, p *record, wr *write) {
+// recordLocked records the targets' states after wr ended: a target that
+// failed is forgotten, so its next write lists it.
+func (p *record) recordLocked(wr *write) {
 	for i, r := range wr.results {
 		key := wr.targets[i].Cluster.Key()
 		if r.state != nil && r.err == nil {
@@ -589,24 +552,6 @@ func (w *Writer) recordResultsLocked(ref string, p *record, wr *write) {
 		} else {
 			delete(p.targets, key)
 		}
-		if !kubeclient.IsTimeout(r.err) {
-			if to := p.timedOut[key]; to != nil {
-				to.timer.Stop()
-				delete(p.timedOut, key)
-			}
-			continue
-		}
-		to := p.timedOut[key]
-		if to == nil {
-			to = &timedOut{backoff: minRetry}
-			p.timedOut[key] = to
-		} else {
-			to.timer.Stop()
-			to.backoff = min(2*to.backoff, maxRetry)
-		}
-		to.err = r.err
-		to.retryAt = time.Now().Add(to.backoff)
-		to.timer = time.AfterFunc(to.backoff, func() { w.cfg.Done(ref) })
 	}
 }
 
@@ -887,7 +832,7 @@ func (w *Writer) put(ctx context.Context, t Target, ref string, s *discoveryv1.E
 		return false, fmt.Errorf("get %s: %w", s.Name, err)
 	}
 	if !ownedBy(existing, ref) {
-		return false, fmt.Errorf("slice %s exists and was not written for %s: left alone", s.Name, ref)
+		return false, fmt.Errorf("slice %s exists and was not written for %s, left alone: %w", s.Name, ref, kubeclient.ErrNotOurs)
 	}
 	if contract.SameSlice(existing, s) {
 		return false, nil

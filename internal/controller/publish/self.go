@@ -12,6 +12,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 )
 
 // The self marker (contract.BuildSelf) of a target is written by the
@@ -66,7 +67,7 @@ func (w *Writer) writeSelf(ctx context.Context, t Target, had string, listed *di
 		}
 		w.cfg.Written.WithLabelValues("create").Inc()
 	case !ownSelf(existing):
-		return "", 0, fmt.Errorf("EndpointSlice %s/%s exists and was not written by xcc-dns: left alone", w.cfg.SliceNamespace, want.Name)
+		return "", 0, fmt.Errorf("EndpointSlice %s/%s exists and was not written by xcc-dns, left alone: %w", w.cfg.SliceNamespace, want.Name, kubeclient.ErrNotOurs)
 	case !sameSelf(existing, want):
 		u := existing.DeepCopy()
 		if u.Labels == nil {

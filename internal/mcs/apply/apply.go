@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 )
@@ -294,26 +295,13 @@ func (w *writer) fail(verb, kind string, o metav1.Object, err error) {
 	}
 }
 
-// Refusal reports whether err is a member's answer about one object:
-// denied (RBAC, a webhook, a quota), invalid, its name another's, changed
-// or gone meanwhile. Anything else (no answer, throttling, a server
-// error, a webhook that could not be called) says nothing of the object
-// and is the member's.
+// Refusal reports whether err is a member's answer about one object
+// (kubeclient.Refusal, the rule of every workload writer): denied,
+// invalid, its name another's, changed or gone meanwhile. Anything else
+// (no answer, throttling, a server error, a webhook that could not be
+// called) says nothing of the object and is the member's.
 func Refusal(err error) bool {
-	if errors.Is(err, ErrNotOurs) {
-		return true
-	}
-	if errors.Is(err, ErrNotAnswering) {
-		return false
-	}
-	switch apierrors.ReasonForError(err) {
-	case metav1.StatusReasonForbidden, metav1.StatusReasonInvalid, metav1.StatusReasonAlreadyExists,
-		metav1.StatusReasonConflict, metav1.StatusReasonNotFound, metav1.StatusReasonGone,
-		metav1.StatusReasonBadRequest, metav1.StatusReasonRequestEntityTooLarge,
-		metav1.StatusReasonMethodNotAllowed, metav1.StatusReasonNotAcceptable, metav1.StatusReasonUnsupportedMediaType:
-		return true
-	}
-	return false
+	return !errors.Is(err, ErrNotAnswering) && kubeclient.Refusal(err)
 }
 
 // creator is the part of a kind's client create needs.

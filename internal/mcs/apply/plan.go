@@ -2,7 +2,6 @@ package apply
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,13 +12,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 )
 
 // ErrNotOurs is wrapped when a desired object's name is held by an object
-// the controller did not write: it is never overwritten.
-var ErrNotOurs = errors.New("an object of that name exists and is not labelled as the controller's")
+// the controller did not write: it is never overwritten. It is the
+// workload writers' one (kubeclient.Refusal knows it).
+var ErrNotOurs = kubeclient.ErrNotOurs
 
 // Existing is what a member holds: the controller's ServiceImports,
 // Services and EndpointSlices (List lists only those), and the
