@@ -14,7 +14,7 @@
 // (package clusterset): it builds it with the informers, the kubeconfig
 // Secret cache and the workload connections the two share, and runs its
 // queue beside the GatewayDNS one.
-package controller
+package gatewaydns
 
 import (
 	"context"
