@@ -2,17 +2,23 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -33,6 +39,8 @@ var clusterGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version:
 const stateNamespace = "xcc-dns-system"
 
 var contour = map[string]string{"hasContour": "true"}
+
+const gwA = "*.gateway.cluster-a.dev-team.clusters.xcc.test"
 
 // testEnv is a management cluster and workload clusters, all fakes, and
 // a controller running on them.
@@ -137,6 +145,90 @@ func (e *testEnv) eventuallyStatus(name string, ok func(v1alpha1.GatewayDNSStatu
 		st = gd.Status
 		return ok(st)
 	})
+}
+
+// hasSlice reports whether the slice namespace of c holds a slice that
+// testfixture.SliceView shows as view.
+func (e *testEnv) hasSlice(c workload.Client, view string) bool {
+	list, err := c.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(list.Items, func(s discoveryv1.EndpointSlice) bool { return testfixture.SliceView(&s) == view })
+}
+
+// filterWatchesByLabel makes the watches of c deliver only the objects
+// their label selector matches, as an API server does and the fake does
+// not: the ClusterSet reconciler watches its own slices in the slice
+// namespace by label, and would otherwise take the GatewayDNS slices
+// there for its own.
+func filterWatchesByLabel(c *fake.Clientset) {
+	c.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		wa, ok := a.(k8stesting.WatchActionImpl)
+		if !ok || wa.GetWatchRestrictions().Labels == nil || wa.GetWatchRestrictions().Labels.Empty() {
+			return false, nil, nil
+		}
+		sel := wa.GetWatchRestrictions().Labels
+		w, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace(), wa.GetListOptions())
+		if err != nil {
+			return true, nil, err
+		}
+		return true, watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+			m, err := meta.Accessor(ev.Object)
+			return ev, err != nil || sel.Matches(labels.Set(m.GetLabels()))
+		}), nil
+	})
+}
+
+// Both reconcilers run side by side on what the controller shares: a
+// workload cluster that opts in later (its slice namespace, seen by the
+// shared workload connections) gets the GatewayDNS's slices and the
+// ClusterSet's import, and so does a Cluster that appears later (the
+// shared Cluster informer); a gateway Service change (the shared
+// Service informers) reaches the GatewayDNS's slices.
+func TestManagerRunsBothReconcilers(t *testing.T) {
+	clusterLabels := map[string]string{"hasContour": "true", "set": "prod"}
+	a, b, c := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, ""), testfixture.NewMember(false, "")
+	for _, m := range []testfixture.Member{a, b, c} {
+		filterWatchesByLabel(m.Clientset)
+	}
+	if _, err := a.CoreV1().Services("projectcontour").Create(context.Background(), testfixture.GatewayService(testfixture.IPs("10.0.0.1")...), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// cluster-b has not opted in yet.
+	if err := b.CoreV1().Namespaces().Delete(context.Background(), DefaultSliceNamespace, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb"), testfixture.KubeconfigSecret("cluster-c", "kc")},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", clusterLabels, ""), testfixture.CAPICluster("cluster-b", clusterLabels, ""),
+			gatewayDNSObject(t, testfixture.GatewayDNS("gw")), testfixture.ClusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b, "kc": c},
+		func(c *Config) { c.ClusterSets = true })
+	imported := func(m testfixture.Member) bool {
+		_, err := m.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		return err == nil
+	}
+	gateway := gwA + " IPv4 10.0.0.1"
+	testfixture.Eventually(t, "the gateway slice and the import in cluster-a", func() bool { return e.hasSlice(a, gateway) && imported(a) })
+	if e.hasSlice(b, gateway) || imported(b) {
+		t.Fatal("cluster-b got objects before it opted in")
+	}
+
+	if _, err := b.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testfixture.Eventually(t, "the gateway slice and the import in cluster-b once it opted in", func() bool { return e.hasSlice(b, gateway) && imported(b) })
+
+	if _, err := e.dyn.Resource(clusterGVR).Namespace("dev-team").Create(e.ctx, testfixture.CAPICluster("cluster-c", clusterLabels, ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testfixture.Eventually(t, "the gateway slice and the import in cluster-c, a new Cluster", func() bool { return e.hasSlice(c, gateway) && imported(c) })
+
+	if _, err := a.CoreV1().Services("projectcontour").UpdateStatus(e.ctx, testfixture.GatewayService(testfixture.IPs("10.0.0.9")...), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testfixture.Eventually(t, "the new gateway address in cluster-b", func() bool { return e.hasSlice(b, gwA+" IPv4 10.0.0.9") })
 }
 
 // TestSecretForCache: the Secret informer caches only what the controller
