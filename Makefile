@@ -308,7 +308,7 @@ endif
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 BENCHSTAT         := $(BIN)/benchstat-$(BENCHSTAT_VERSION)
 BENCH_DIR         := $(BIN)/bench
-BENCH_PKGS        := ./internal/skydnsrecord ./internal/serve ./internal/store ./internal/controller ./cmd/coredns
+BENCH_PKGS        := ./internal/skydnsrecord ./internal/serve ./internal/store ./internal/controller/gatewaydns ./cmd/coredns
 BENCH_COUNT       ?= 6
 # bench-dns: numbers of names, seconds per dnsperf run, dnsperf clients,
 # measured rounds per server (the median is reported).

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
+	"github.com/xcc-dns/xcc-dns/internal/controller/gatewaydns"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 )
 
@@ -14,28 +15,25 @@ import (
 // docs/metrics.md lists them with the alerts they serve. Labels are
 // bounded: a workload cluster or ClusterSet label has one value per
 // Cluster API Cluster or ClusterSet object, never one per DNS name.
+// These are the shared ones; each reconciler has its own besides.
 type Metrics struct {
 	ClustersWatched prometheus.Gauge
-	SlicesWritten   *prometheus.CounterVec
 	SyncErrors      prometheus.Counter
 	Syncs           prometheus.Counter
-	// ServiceToSlices is the time from a gateway Service event in a workload
-	// cluster to the EndpointSlices being written everywhere: the part of DNS
-	// propagation this controller owns.
-	ServiceToSlices prometheus.Histogram
 	// TargetWrites is the time of each write into a workload cluster, by
 	// writer (workload.Writer): one histogram for all clusters, as a
 	// histogram per cluster would be buckets times clusters series.
 	TargetWrites *prometheus.HistogramVec
-	// The ClusterSet reconciler's, with the series of each ClusterSet
-	// (package clusterset).
-	*clusterset.Metrics
 	// StateBytes is the size of the last state ConfigMap written, by
 	// kind (package state): a ConfigMap holds at most 1 MiB.
 	StateBytes *prometheus.GaugeVec
+	// GatewayDNS and ClusterSet are the reconcilers' own (packages
+	// gatewaydns and clusterset).
+	GatewayDNS *gatewaydns.Metrics
+	ClusterSet *clusterset.Metrics
 
-	// live reads the workload clusters and the targets behind at scrape
-	// time, from the controller attached to it.
+	// live reads the workload clusters at scrape time, from the
+	// connections attached to it.
 	live *liveCollector
 }
 
@@ -55,10 +53,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "xcc", Subsystem: "controller", Name: "workload_clusters_watched",
 			Help: "Workload clusters with an open client and informers.",
 		}),
-		SlicesWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "xcc", Subsystem: "controller", Name: "endpointslices_written_total",
-			Help: "EndpointSlices created, updated or deleted in workload clusters.",
-		}, []string{"operation"}),
 		SyncErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "sync_errors_total",
 			Help: "GatewayDNS and ClusterSet syncs that failed and were requeued.",
@@ -66,11 +60,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Syncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "syncs_total",
 			Help: "GatewayDNS and ClusterSet syncs.",
-		}),
-		ServiceToSlices: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "xcc", Subsystem: "controller", Name: "service_to_endpointslices_seconds",
-			Help:    "Time from a gateway Service change in a workload cluster to the EndpointSlices written.",
-			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}),
 		TargetWrites: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "xcc", Subsystem: "controller", Name: "target_write_duration_seconds",
@@ -81,13 +70,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "xcc", Subsystem: "controller", Name: "state_configmap_bytes",
 			Help: "Bytes stored by the last write of a state ConfigMap, by kind (headless, clusterset).",
 		}, []string{"kind"}),
-		Metrics: clusterset.NewMetrics(),
-		live:    newLiveCollector(),
+		GatewayDNS: gatewaydns.NewMetrics(),
+		ClusterSet: clusterset.NewMetrics(),
+		live:       newLiveCollector(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ClustersWatched, m.SlicesWritten, m.SyncErrors, m.Syncs, m.ServiceToSlices,
-			m.TargetWrites, m.StateBytes, m.live)
-		reg.MustRegister(m.Collectors()...)
+		reg.MustRegister(m.ClustersWatched, m.SyncErrors, m.Syncs, m.TargetWrites, m.StateBytes, m.live)
+		reg.MustRegister(m.GatewayDNS.Collectors()...)
+		reg.MustRegister(m.ClusterSet.Collectors()...)
 	}
 	return m
 }
@@ -102,14 +92,14 @@ func (m *Metrics) targetWritten(writer workload.Writer, took time.Duration, _ er
 	m.TargetWrites.WithLabelValues(writer.String()).Observe(took.Seconds())
 }
 
-// liveCollector reads, at each scrape, what the controller attached to
-// it knows now: each workload cluster's reachability, cut-off state and
-// writes, and the targets behind. Reading at scrape time keeps no copy
-// to go stale and needs no hook where a cluster changes or goes.
+// liveCollector reads, at each scrape, what the workload connections
+// attached to it know now: each workload cluster's reachability, cut-off
+// state and writes. Reading at scrape time keeps no copy to go stale and
+// needs no hook where a cluster changes or goes.
 type liveCollector struct {
-	source atomic.Pointer[Controller]
+	source atomic.Pointer[workload.Set]
 
-	reachable, cutOff, writeFailures, lastWrite, behind, behindMax *prometheus.Desc
+	reachable, cutOff, writeFailures, lastWrite *prometheus.Desc
 }
 
 func newLiveCollector() *liveCollector {
@@ -125,33 +115,29 @@ func newLiveCollector() *liveCollector {
 			"Writes into the workload cluster that failed, by writer, since the controller connected to it.", perWrite, nil),
 		lastWrite: prometheus.NewDesc(name("target_last_write_duration_seconds"),
 			"Duration of the last write into the workload cluster, by writer.", perWrite, nil),
-		behind: prometheus.NewDesc(name("targets_behind"),
-			"Targets of GatewayDNS that lack their latest EndpointSlices (write failed, still writing or unreachable), counted once per GatewayDNS.", nil, nil),
-		behindMax: prometheus.NewDesc(name("targets_behind_max_seconds"),
-			"How long the target behind the longest has lacked its GatewayDNS's latest EndpointSlices; 0 when none is behind.", nil, nil),
 	}
 }
 
-// attach makes the collector read c from now on.
-func (m *Metrics) attach(c *Controller) { m.live.source.Store(c) }
+// attach makes the collector read w from now on.
+func (m *Metrics) attach(w *workload.Set) { m.live.source.Store(w) }
 
 func (l *liveCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{l.reachable, l.cutOff, l.writeFailures, l.lastWrite, l.behind, l.behindMax} {
+	for _, d := range []*prometheus.Desc{l.reachable, l.cutOff, l.writeFailures, l.lastWrite} {
 		ch <- d
 	}
 }
 
 func (l *liveCollector) Collect(ch chan<- prometheus.Metric) {
-	c := l.source.Load()
-	if c == nil {
+	w := l.source.Load()
+	if w == nil {
 		return
 	}
-	for _, w := range c.workloads.Clusters() {
-		key := w.Key()
-		ch <- prometheus.MustNewConstMetric(l.reachable, prometheus.GaugeValue, oneIf(w.Unreachable() == ""), key)
-		ch <- prometheus.MustNewConstMetric(l.cutOff, prometheus.GaugeValue, oneIf(w.CutOff() != ""), key)
+	for _, c := range w.Clusters() {
+		key := c.Key()
+		ch <- prometheus.MustNewConstMetric(l.reachable, prometheus.GaugeValue, oneIf(c.Unreachable() == ""), key)
+		ch <- prometheus.MustNewConstMetric(l.cutOff, prometheus.GaugeValue, oneIf(c.CutOff() != ""), key)
 		for _, writer := range workload.Writers {
-			s := w.Writes(writer)
+			s := c.Writes(writer)
 			if !s.Written {
 				continue
 			}
@@ -159,13 +145,6 @@ func (l *liveCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(l.lastWrite, prometheus.GaugeValue, s.Last.Seconds(), writer.String(), key)
 		}
 	}
-	n, oldest := c.memory.targetsBehind()
-	age := 0.0
-	if n > 0 {
-		age = max(time.Since(oldest).Seconds(), 0)
-	}
-	ch <- prometheus.MustNewConstMetric(l.behind, prometheus.GaugeValue, float64(n))
-	ch <- prometheus.MustNewConstMetric(l.behindMax, prometheus.GaugeValue, age)
 }
 
 func oneIf(b bool) float64 {
@@ -173,28 +152,4 @@ func oneIf(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// targetsBehind counts, over every GatewayDNS, the targets its last sync
-// found behind, and returns the oldest since-time among them.
-func (m *memories) targetsBehind() (n int, oldest time.Time) {
-	m.mu.Lock()
-	mems := make([]*memory, 0, len(m.byKey))
-	for _, mem := range m.byKey {
-		mems = append(mems, mem)
-	}
-	m.mu.Unlock()
-	for _, mem := range mems {
-		mem.mu.Lock()
-		if mem.since != nil {
-			for _, t := range mem.since.targets {
-				n++
-				if oldest.IsZero() || t.Before(oldest) {
-					oldest = t
-				}
-			}
-		}
-		mem.mu.Unlock()
-	}
-	return n, oldest
 }

@@ -104,7 +104,7 @@ func TestMetricsUnreachableTarget(t *testing.T) {
 	eventuallySample(t, reg, "xcc_controller_workload_cluster_reachable", clusterT, "0", equals(0))
 	eventuallySample(t, reg, "xcc_controller_targets_behind", nil, "1", equals(1))
 	time.Sleep(1100 * time.Millisecond)
-	e.ctrl.queue.Add("dev-team/gw")
+	e.mgr.gatewayDNS.EnqueueIn("dev-team")
 	eventuallySample(t, reg, "xcc_controller_targets_behind_max_seconds", nil, "at least 1", func(v float64, present bool) bool { return present && v >= 1 })
 	if v, _ := sample(t, reg, "xcc_controller_workload_cluster_reachable", map[string]string{"workload_cluster": "dev-team/cluster-a"}); v != 1 {
 		t.Errorf("cluster-a reachable = %v, want 1", v)

@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // cluster unreachable across a restart would lose its pods in every other
 // cluster. It reports whether the state is known: false (the state could
 // not be read) means this sync must not overwrite it.
-func (c *Controller) recoverHeadless(ctx context.Context, mem *memory, key string, src gathered) bool {
+func (c *Reconciler) recoverHeadless(ctx context.Context, mem *memory, key string, src gathered) bool {
 	if c.cfg.State == nil || mem.recovered() {
 		return true
 	}
@@ -44,7 +44,7 @@ func (c *Controller) recoverHeadless(ctx context.Context, mem *memory, key strin
 
 // saveHeadless keeps what key published in the controller's state when it
 // differs from what the state is known to hold (mem says what that is).
-func (c *Controller) saveHeadless(ctx context.Context, mem *memory, key string, eps map[string]contract.HeadlessEndpoints) error {
+func (c *Reconciler) saveHeadless(ctx context.Context, mem *memory, key string, eps map[string]contract.HeadlessEndpoints) error {
 	if c.cfg.State == nil {
 		return nil
 	}

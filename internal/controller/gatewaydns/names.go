@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"slices"
@@ -54,7 +54,7 @@ func (n *nameClaims) get(gd string) []string {
 // (by creationTimestamp, then name; the one rule of cluster conflicts) to
 // that GatewayDNS: gd may not publish it. Only GatewayDNS that publish
 // names and are not being deleted count.
-func (c *Controller) nameOwners(gd *v1alpha1.GatewayDNS) map[string]string {
+func (c *Reconciler) nameOwners(gd *v1alpha1.GatewayDNS) map[string]string {
 	objs, err := c.gdns.GetIndexer().ByIndex(cache.NamespaceIndex, gd.Namespace)
 	if err != nil {
 		return nil
@@ -90,7 +90,7 @@ func (c *Controller) nameOwners(gd *v1alpha1.GatewayDNS) map[string]string {
 // recordNames stores what gd claims and, when that changed, syncs the
 // other GatewayDNS of its namespace that publish names again: whether
 // they are in conflict with gd may have changed.
-func (c *Controller) recordNames(gd *v1alpha1.GatewayDNS, claimed []string) {
+func (c *Reconciler) recordNames(gd *v1alpha1.GatewayDNS, claimed []string) {
 	key := gd.Namespace + "/" + gd.Name
 	if !c.names.set(key, claimed) {
 		return
@@ -100,7 +100,7 @@ func (c *Controller) recordNames(gd *v1alpha1.GatewayDNS, claimed []string) {
 
 // requeueNamesOf queues every GatewayDNS of namespace but name that
 // publishes names.
-func (c *Controller) requeueNamesOf(namespace, name string) {
+func (c *Reconciler) requeueNamesOf(namespace, name string) {
 	objs, err := c.gdns.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
 		return
@@ -116,7 +116,7 @@ func (c *Controller) requeueNamesOf(namespace, name string) {
 // Warning (NameRefused, InvalidName, Conflict, NoAddresses) when it is
 // not published, Normal Published when it is. On the first sync since
 // start the reasons come from the stored status.
-func (c *Controller) recordNameTransitions(gd *v1alpha1.GatewayDNS, names []v1alpha1.NameStatus) {
+func (c *Reconciler) recordNameTransitions(gd *v1alpha1.GatewayDNS, names []v1alpha1.NameStatus) {
 	now := make(map[string]string, len(names))
 	for _, n := range names {
 		now[n.Name] = n.Reason

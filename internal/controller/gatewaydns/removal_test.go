@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"context"
@@ -106,7 +106,7 @@ func TestControllerDeletionDoesNotWaitForHeldTarget(t *testing.T) {
 
 	// Still held a while later (a sync of its own in between): the
 	// finalizer stays.
-	e.ctrl.queue.Add("dev-team/gw")
+	e.rec.queue.Add("dev-team/gw")
 	time.Sleep(200 * time.Millisecond)
 	if !hasFinalizer(e.gatewayDNS("gw")) {
 		t.Fatal("finalizer removed while cluster-c still holds the slices")

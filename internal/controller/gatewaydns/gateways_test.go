@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"context"
@@ -54,9 +54,9 @@ func TestControllerGatewaysHealthAndSelf(t *testing.T) {
 	// cluster-c opts in but is not selected; a hand-made object holding
 	// its self marker's name is never touched.
 	c := fakeWorkload(true)
-	foreign := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultSliceNamespace, Name: contract.SelfSliceName("dev-team")},
+	foreign := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: testfixture.SliceNamespace, Name: contract.SelfSliceName("dev-team")},
 		AddressType: discoveryv1.AddressTypeFQDN}
-	if _, err := c.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
+	if _, err := c.DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e := newTestEnv(t,
@@ -148,21 +148,21 @@ func TestControllerSelfMarkerRepaired(t *testing.T) {
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b}, nil,
-		func(cfg *Config) { cfg.Resync = time.Second })
+		func(cfg *testConfig) { cfg.Resync = time.Second })
 	self := []contract.Kind{contract.KindSelf}
 	e.eventuallyOf([]string{"self dev-team cluster-a"}, self, "cluster-a")
 	e.eventuallyOf([]string{"self dev-team cluster-b"}, self, "cluster-b")
 
 	name := contract.SelfSliceName("dev-team")
-	if err := a.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+	if err := a.DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := b.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Get(e.ctx, name, metav1.GetOptions{})
+	m, err := b.DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).Get(e.ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Annotations[contract.AnnotationSelfClusters] = "cluster-x"
-	if _, err := b.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Update(e.ctx, m, metav1.UpdateOptions{}); err != nil {
+	if _, err := b.DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).Update(e.ctx, m, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventuallyOf([]string{"self dev-team cluster-a"}, self, "cluster-a")

@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ type destinationGroup struct {
 // destinations groups the opted-in targets by destination (API server and
 // slice namespace UID), in the order of targets; a target whose slice
 // namespace is not listed yet or absent is left out.
-func (c *Controller) destinations(targets []publish.Target) []*destinationGroup {
+func (c *Reconciler) destinations(targets []publish.Target) []*destinationGroup {
 	byKey := map[string]*destinationGroup{}
 	var out []*destinationGroup
 	for _, t := range targets {
@@ -51,7 +51,7 @@ func (c *Controller) destinations(targets []publish.Target) []*destinationGroup 
 // (contract.BuildSelf): the Clusters of the namespace that share its
 // destination, so serve can answer the asking cluster's own gateway first
 // (policy Local). The publisher writes it with the target's slices.
-func (c *Controller) withSelf(namespace string, targets []publish.Target) []publish.Target {
+func (c *Reconciler) withSelf(namespace string, targets []publish.Target) []publish.Target {
 	out := slices.Clone(targets)
 	at := make(map[string]int, len(out))
 	for i, t := range out {
@@ -69,7 +69,7 @@ func (c *Controller) withSelf(namespace string, targets []publish.Target) []publ
 // answering returns the Clusters of each destination whose marker is in
 // place after res (a target of it written, marker and all), for
 // contract.Answered; and the markers that could not be written.
-func (c *Controller) answering(targets []publish.Target, res publish.Results) ([][]string, error) {
+func (c *Reconciler) answering(targets []publish.Target, res publish.Results) ([][]string, error) {
 	var selves [][]string
 	for _, g := range c.destinations(targets) {
 		for _, t := range g.targets {

@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"context"
@@ -291,7 +291,7 @@ func statusEqual(a, b v1alpha1.GatewayDNSStatus) bool {
 }
 
 // updateStatus writes status when it differs from what the object has.
-func (c *Controller) updateStatus(ctx context.Context, gd *v1alpha1.GatewayDNS, st v1alpha1.GatewayDNSStatus) error {
+func (c *Reconciler) updateStatus(ctx context.Context, gd *v1alpha1.GatewayDNS, st v1alpha1.GatewayDNSStatus) error {
 	if statusEqual(gd.Status, st) {
 		return nil
 	}

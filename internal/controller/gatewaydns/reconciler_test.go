@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"context"
@@ -13,14 +13,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	k8stesting "k8s.io/client-go/testing"
@@ -33,28 +34,42 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
+	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
 var clusterGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
 
-// testEnv is a management cluster and workload clusters, all fakes.
+// testConfig is what a test may change of the reconciler it runs: its
+// Config, and the client factory and read limits of the workload
+// connections it is given.
+type testConfig struct {
+	Config
+	NewClient  workload.ClientFactory
+	ReadLimits workload.ReadLimits
+}
+
+// testEnv is a management cluster and workload clusters, all fakes, and
+// a reconciler wired to them as the controller wires it: the Cluster and
+// Secret informers and the workload connections are its, given in
+// Config.
 type testEnv struct {
 	t         *testing.T
 	ctx       context.Context
 	mgmt      *fake.Clientset
 	dyn       *dynamicfake.FakeDynamicClient
 	workloads map[string]*fake.Clientset // by kubeconfig content
-	ctrl      *Controller
+	rec       *Reconciler
 	events    *record.FakeRecorder
-	// cancel stops the controller; done is closed when its Run returned.
+	// cancel stops the reconciler; done is closed when its Run returned.
 	cancel context.CancelFunc
 	done   chan struct{}
-	// cfg is what the controller was made with.
-	cfg Config
+	// cfg is what the reconciler was made with.
+	cfg testConfig
 }
 
 // sawEvent reports whether an event containing every part was recorded
@@ -79,7 +94,7 @@ func gatewayDNSObject(t *testing.T, gd *v1alpha1.GatewayDNS) *unstructured.Unstr
 func fakeWorkload(optIn bool, addrs ...string) *fake.Clientset {
 	var objs []runtime.Object
 	if optIn {
-		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}})
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testfixture.SliceNamespace}})
 	}
 	if len(addrs) > 0 {
 		objs = append(objs, testfixture.GatewayService(testfixture.IPs(addrs...)...))
@@ -94,7 +109,7 @@ func newTestEnv(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Objec
 
 // newTestEnvClients is newTestEnv where the kubeconfigs in clients get
 // those clients instead of a fake of workloads.
-func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Object, workloads map[string]*fake.Clientset, clients map[string]workload.Client, options ...func(*Config)) *testEnv {
+func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtime.Object, workloads map[string]*fake.Clientset, clients map[string]workload.Client, options ...func(*testConfig)) *testEnv {
 	t.Helper()
 	_, base := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(base)
@@ -102,8 +117,11 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 	dyn := testfixture.FakeManagement(ctx, t, clusterGVR, dynObjs)
 	e := &testEnv{t: t, ctx: ctx, mgmt: fake.NewClientset(mgmtObjs...), dyn: dyn, workloads: workloads,
 		events: record.NewFakeRecorder(1000), cancel: cancel}
-	cfg := Config{
-		Kube: e.mgmt, Dynamic: dyn, ClusterResource: clusterGVR,
+	cfg := testConfig{
+		Config: Config{
+			SliceNamespace: testfixture.SliceNamespace, Domain: "xcc.test", Resync: time.Hour, Workers: 2,
+			Recorder: e.events, State: &state.ConfigMaps{Client: e.mgmt, Namespace: stateNamespace},
+		},
 		NewClient: func(raw []byte) (workload.Client, error) {
 			if c, ok := clients[string(raw)]; ok {
 				return c, nil
@@ -115,42 +133,72 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 			// is KubeconfigInvalid, an exec kubeconfig KubeconfigRefused.
 			return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, 0)
 		},
-		SliceNamespace: DefaultSliceNamespace, Domain: "xcc.test", Resync: time.Hour, Workers: 2,
-		Recorder: e.events, State: &state.ConfigMaps{Client: e.mgmt, Namespace: stateNamespace},
 	}
 	for _, o := range options {
 		o(&cfg)
 	}
 	e.cfg = cfg
-	// The controller and its background writes stop before the test ends.
+	// The reconciler and its background writes stop before the test ends.
 	t.Cleanup(e.stop)
 	e.start()
 	return e
 }
 
-// start runs a controller made of e.cfg until e.cancel, and waits for
-// its caches.
+// start runs a reconciler made of e.cfg until e.cancel, and waits for
+// its caches. The informers and workload connections are made here as
+// the controller makes them, with the callbacks that enqueue this
+// reconciler.
 func (e *testEnv) start() {
 	e.t.Helper()
-	e.ctrl = New(e.cfg)
-	e.done = make(chan struct{})
-	ready := make(chan struct{})
-	ctrl, ctx, done := e.ctrl, e.ctx, e.done
-	go func() {
-		defer close(done)
-		_ = ctrl.Run(ctx, ready)
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
+	dynInf := dynamicinformer.NewDynamicSharedInformerFactory(e.dyn, e.cfg.Resync)
+	kubeInf := informers.NewSharedInformerFactory(e.mgmt, 0)
+	clusters := dynInf.ForResource(clusterGVR).Informer()
+	secrets := kubeInf.Core().V1().Secrets()
+	var rec *Reconciler
+	workloads := workload.NewSet(workload.Config{
+		NewClient:      e.cfg.NewClient,
+		SliceNamespace: e.cfg.SliceNamespace,
+		OnNamespace:    func(namespace string) { rec.EnqueueIn(namespace) },
+		OnService:      func(users []string) { rec.ServiceChanged(users) },
+		Gauge:          func(int) {},
+		Limits:         e.cfg.ReadLimits,
+	})
+	cfg := e.cfg.Config
+	cfg.Dynamic, cfg.Informers, cfg.Clusters, cfg.Secrets, cfg.Workloads = e.dyn, dynInf, clusters, secrets.Lister(), workloads
+	// The lanes are the controller's, shared with the ClusterSet
+	// reconciler; they stop after the reconciler.
+	lanes := lane.NewSet(lane.Config{})
+	cfg.Lanes = lanes
+	rec = New(cfg)
+	e.rec = rec
+	onClusterish := watch.OnEvent(func(obj any) {
+		if m := watch.Meta(obj); m != nil {
+			rec.EnqueueIn(m.GetNamespace())
+		}
+	})
+	_, _ = clusters.AddEventHandler(onClusterish)
+	_, _ = secrets.Informer().AddEventHandler(onClusterish)
+	ctx := e.ctx
+	lanes.Start(ctx)
+	workloads.Start(ctx)
+	dynInf.Start(ctx.Done())
+	kubeInf.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), clusters.HasSynced, secrets.Informer().HasSynced, rec.HasSynced) {
 		e.t.Fatal("caches did not sync")
 	}
+	e.done = make(chan struct{})
+	done := e.done
+	go func() {
+		defer close(done)
+		defer lanes.Stop()
+		rec.Run(ctx)
+	}()
 }
 
-// stop stops the controller and waits until its Run returned.
+// stop stops the reconciler and waits until its Run returned.
 func (e *testEnv) stop() {
 	e.cancel()
-	testfixture.WaitStopped(e.t, "controller", e.done)
+	testfixture.WaitStopped(e.t, "reconciler", e.done)
 }
 
 // slices returns "hostname type addresses" of every slice of a
@@ -163,7 +211,7 @@ func (e *testEnv) slices(cluster string) []string {
 // perClusterSlices returns the slices of the per-cluster names (gateway,
 // api) in a workload cluster.
 func (e *testEnv) perClusterSlices(cluster string) []discoveryv1.EndpointSlice {
-	list, err := e.workloads[cluster].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
+	list, err := e.workloads[cluster].DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -176,7 +224,7 @@ func (e *testEnv) perClusterSlices(cluster string) []discoveryv1.EndpointSlice {
 // slicesOf returns testfixture.SliceView of every slice of the given kinds
 // (label xcc-dns.io/record) in a workload cluster.
 func (e *testEnv) slicesOf(cluster string, kinds ...contract.Kind) []string {
-	list, err := e.workloads[cluster].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).List(e.ctx, metav1.ListOptions{})
+	list, err := e.workloads[cluster].DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -310,7 +358,7 @@ func TestControllerEndToEnd(t *testing.T) {
 	})
 
 	t.Run("a cluster that opts in later gets every slice", func(t *testing.T) {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testfixture.SliceNamespace}}
 		if _, err := e.workloads["cluster-d"].CoreV1().Namespaces().Create(e.ctx, ns, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -325,10 +373,10 @@ func TestControllerEndToEnd(t *testing.T) {
 	})
 
 	t.Run("a slice written by someone else survives", func(t *testing.T) {
-		hand := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "hand", Namespace: DefaultSliceNamespace,
+		hand := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "hand", Namespace: testfixture.SliceNamespace,
 			Annotations: map[string]string{contract.AnnotationHostname: "hand.xcc.test"}},
 			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}}}
-		if _, err := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(e.ctx, hand, metav1.CreateOptions{}); err != nil {
+		if _, err := e.workloads["cluster-a"].DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).Create(e.ctx, hand, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -343,11 +391,11 @@ func TestControllerEndToEnd(t *testing.T) {
 
 	t.Run("with no GatewayDNS left every workload client and informer stops", func(t *testing.T) {
 		err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			clusters, _, _ := e.ctrl.workloads.Watched()
+			clusters, _, _ := e.rec.workloads.Watched()
 			return clusters == 0, nil
 		})
 		if err != nil {
-			clusters, _, _ := e.ctrl.workloads.Watched()
+			clusters, _, _ := e.rec.workloads.Watched()
 			t.Errorf("workload clusters still watched: %d", clusters)
 		}
 	})
@@ -476,7 +524,7 @@ func findCondition(st v1alpha1.GatewayDNSStatus, typ string) *metav1.Condition {
 func TestControllerRemovesOrphansOfItsNamespaceOnly(t *testing.T) {
 	orphan := func(ref string) *discoveryv1.EndpointSlice {
 		return &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(ref, "/", "-"), Namespace: DefaultSliceNamespace,
+			ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(ref, "/", "-"), Namespace: testfixture.SliceNamespace,
 				Labels:      map[string]string{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelServiceName: "gone"},
 				Annotations: map[string]string{contract.AnnotationGatewayRef: ref, contract.AnnotationHostname: "h-" + ref}},
 			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}},
@@ -484,7 +532,7 @@ func TestControllerRemovesOrphansOfItsNamespaceOnly(t *testing.T) {
 	}
 	a := fakeWorkload(true, "10.0.0.1")
 	for _, ref := range []string{"dev-team/gone", "other-team/gone"} {
-		if _, err := a.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(context.Background(), orphan(ref), metav1.CreateOptions{}); err != nil {
+		if _, err := a.DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).Create(context.Background(), orphan(ref), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -506,7 +554,7 @@ func TestControllerSharesServiceInformers(t *testing.T) {
 		[]runtime.Object{testfixture.CAPICluster("cluster-a", map[string]string{"x": "1", "y": "1"}, ""), gatewayDNSObject(t, one), gatewayDNSObject(t, two)},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1")})
 	e.eventually([]string{gwA + " IPv4 10.0.0.1"}, "cluster-a")
-	watch := e.ctrl.workloads.Watched
+	watch := e.rec.workloads.Watched
 	// "one" is older by name at equal creation time: it owns cluster-a and
 	// watches the Service; "two" reports Conflict and watches nothing.
 	if c, s, u := watch(); c != 1 || s != 1 || u != 1 {
@@ -542,7 +590,7 @@ func sliceLists(c *fake.Clientset) int {
 	n := 0
 	for _, a := range c.Actions() {
 		l, ok := a.(k8stesting.ListAction)
-		if ok && l.GetResource().Resource == "endpointslices" && l.GetNamespace() == DefaultSliceNamespace && !l.GetListRestrictions().Labels.Empty() {
+		if ok && l.GetResource().Resource == "endpointslices" && l.GetNamespace() == testfixture.SliceNamespace && !l.GetListRestrictions().Labels.Empty() {
 			n++
 		}
 	}
@@ -600,8 +648,8 @@ func TestControllerWritesChangesWithoutListing(t *testing.T) {
 	// already, with an old address (as a second writer would leave it):
 	// cluster-b is listed and the slice corrected; cluster-a is not listed.
 	stale := desired.Compute(testfixture.GatewayDNS("gw"), "xcc.test", nil, []desired.Input{good("cluster-c", "10.0.0.99")}).Slices[0]
-	stale.Namespace = DefaultSliceNamespace
-	if _, err := b.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(e.ctx, stale, metav1.CreateOptions{}); err != nil {
+	stale.Namespace = testfixture.SliceNamespace
+	if _, err := b.DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).Create(e.ctx, stale, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	listsA, listsB = sliceLists(a), sliceLists(b)
@@ -655,7 +703,7 @@ func TestControllerReleasesKeptSlices(t *testing.T) {
 // leaves out come from what the controller remembers.
 func TestRecordTransitionsBeyondTheStatusList(t *testing.T) {
 	events := record.NewFakeRecorder(100)
-	c := &Controller{cfg: Config{Recorder: events}, memory: newMemories()}
+	c := &Reconciler{cfg: Config{Recorder: events}, memory: newMemories()}
 	cs := func(name, reason string) v1alpha1.ClusterStatus {
 		return v1alpha1.ClusterStatus{Name: name, Reason: reason, Ready: reason == desired.ReasonPublished}
 	}
@@ -705,7 +753,7 @@ func sliceActions(c *fake.Clientset, verb string) int {
 // UID, as in a real API server, with the gateway Service at addrs.
 func withNamespaceUID(uid types.UID, addrs ...string) *fake.Clientset {
 	return fake.NewClientset(
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace, UID: uid}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testfixture.SliceNamespace, UID: uid}},
 		testfixture.GatewayService(testfixture.IPs(addrs...)...))
 }
 
@@ -811,95 +859,4 @@ func TestControllerSameDestinationWritesWhenTheFirstFails(t *testing.T) {
 	}
 	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2"}, "shared")
-}
-
-// TestSecretForCache: the Secret informer caches only what the controller
-// reads: name, namespace, UID, resourceVersion, deletionTimestamp, and the
-// key `value` of <cluster>-kubeconfig Secrets.
-func TestSecretForCache(t *testing.T) {
-	deleting := metav1.NewTime(time.Unix(1700000000, 0))
-	full := func(name string) *corev1.Secret {
-		return &corev1.Secret{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name: name, Namespace: "dev-team", UID: "uid-1", ResourceVersion: "42", Generation: 3,
-				DeletionTimestamp: &deleting,
-				Labels:            map[string]string{"cluster.x-k8s.io/cluster-name": "cluster-a"},
-				Annotations: map[string]string{
-					"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"c2VjcmV0"}}`,
-				},
-				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}},
-				OwnerReferences: []metav1.OwnerReference{{Kind: "Cluster", Name: "cluster-a"}},
-				Finalizers:      []string{"example.com/keep"},
-			},
-			Type: "cluster.x-k8s.io/secret",
-			Data: map[string][]byte{
-				workload.KubeconfigSecretKey: []byte("kubeconfig"),
-				"password":                   []byte("secret"),
-				"tls.key":                    []byte("key"),
-			},
-			StringData: map[string]string{"token": "secret"},
-		}
-	}
-	kept := func(name string, data map[string][]byte) *corev1.Secret {
-		return &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "dev-team", UID: "uid-1", ResourceVersion: "42", DeletionTimestamp: &deleting},
-			Data:       data,
-		}
-	}
-	noValue := full("cluster-b-kubeconfig")
-	delete(noValue.Data, workload.KubeconfigSecretKey)
-	tombstone := cache.DeletedFinalStateUnknown{Key: "dev-team/x", Obj: full("x")}
-
-	cases := []struct {
-		name string
-		in   any
-		want any
-	}{
-		{"kubeconfig Secret keeps value", full("cluster-a-kubeconfig"),
-			kept("cluster-a-kubeconfig", map[string][]byte{workload.KubeconfigSecretKey: []byte("kubeconfig")})},
-		{"kubeconfig Secret without value", noValue, kept("cluster-b-kubeconfig", nil)},
-		{"other Secret keeps no data", full("registry-credentials"), kept("registry-credentials", nil)},
-		{"not a Secret", tombstone, tombstone},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := secretForCache(tc.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !equality.Semantic.DeepEqual(got, tc.want) {
-				t.Errorf("secretForCache:\n got %+v\nwant %+v", got, tc.want)
-			}
-			// client-go may hand an object to the transform twice.
-			again, err := secretForCache(got)
-			if err != nil || !equality.Semantic.DeepEqual(again, got) {
-				t.Errorf("secretForCache is not idempotent: %+v, %v", again, err)
-			}
-		})
-	}
-}
-
-// TestControllerCachesTrimmedSecrets: the Secret informer's cache holds the
-// transformed Secrets, not what the API server sent.
-func TestControllerCachesTrimmedSecrets(t *testing.T) {
-	applied := testfixture.KubeconfigSecret("cluster-a", "cluster-a")
-	applied.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"value":"Y2x1c3Rlci1h"}}`}
-	applied.Data["extra"] = []byte("secret")
-	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "dev-team", Name: "registry", Labels: map[string]string{"a": "b"}},
-		Data: map[string][]byte{"password": []byte("secret")}}
-	e := newTestEnv(t, []runtime.Object{applied, other}, nil, nil)
-	for _, name := range []string{"cluster-a-kubeconfig", "registry"} {
-		s, err := e.ctrl.secrets.Secrets("dev-team").Get(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[string][]byte(nil)
-		if name == "cluster-a-kubeconfig" {
-			want = map[string][]byte{workload.KubeconfigSecretKey: []byte("cluster-a")}
-		}
-		if len(s.Annotations) > 0 || len(s.Labels) > 0 || !equality.Semantic.DeepEqual(s.Data, want) {
-			t.Errorf("cached Secret %s: annotations %v labels %v data %q; want none, none, %q", name, s.Annotations, s.Labels, s.Data, want)
-		}
-	}
 }

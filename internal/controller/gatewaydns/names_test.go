@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func TestControllerNames(t *testing.T) {
 	newer.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"site": "b"}}
 
 	a := fake.NewClientset(slices.Concat(
-		[]runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}}},
+		[]runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testfixture.SliceNamespace}}},
 		claimingService("web", "web", "10.1.0.1"),
 		claimingService("cart", "cart.shop.xcc.test", "10.1.0.2"),
 		claimingService("evil", "x.other.names.xcc.test", "10.1.0.3"),
@@ -63,7 +63,7 @@ func TestControllerNames(t *testing.T) {
 			Annotations: map[string]string{contract.AnnotationFQDN: "internal"}}}},
 	)...)
 	b := fake.NewClientset(slices.Concat(
-		[]runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}}},
+		[]runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testfixture.SliceNamespace}}},
 		claimingService("web", "web.dev-team.names.xcc.test", "10.2.0.1"),
 	)...)
 	grants, err := contract.ParseGrants("dev-team=shop.xcc.test", "xcc.test")
@@ -75,7 +75,7 @@ func TestControllerNames(t *testing.T) {
 		[]runtime.Object{testfixture.CAPICluster("cluster-a", map[string]string{"site": "a"}, ""), testfixture.CAPICluster("cluster-b", map[string]string{"site": "b"}, ""),
 			gatewayDNSObject(t, older), gatewayDNSObject(t, newer)},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b}, nil,
-		func(c *Config) { c.NameGrants = grants })
+		func(c *testConfig) { c.NameGrants = grants })
 
 	const web = "web.dev-team.names.xcc.test"
 	eventually := func(want ...string) {
@@ -145,7 +145,7 @@ func TestControllerNamesKeptUntilListed(t *testing.T) {
 	gd.Spec.Names = &v1alpha1.Names{Enabled: true}
 	gd.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"site": "a"}}
 	a := fake.NewClientset(slices.Concat(
-		[]runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}}},
+		[]runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testfixture.SliceNamespace}}},
 		claimingService("web", "web", "10.1.0.1"),
 	)...)
 	var refuse atomic.Bool
@@ -155,7 +155,7 @@ func TestControllerNamesKeptUntilListed(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	b := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultSliceNamespace}})
+	b := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testfixture.SliceNamespace}})
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{testfixture.CAPICluster("cluster-a", map[string]string{"site": "a"}, ""), testfixture.CAPICluster("cluster-b", nil, ""),

@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 // Reason is a word the controller writes for a machine to read: the
 // reason of a condition, of a status entry the write path decides (a

@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"context"
@@ -14,10 +14,10 @@ func hasFinalizer(gd *v1alpha1.GatewayDNS) bool {
 
 // addFinalizer and removeFinalizer patch the finalizer list with the
 // resourceVersion they read (mgmt.AddFinalizer).
-func (c *Controller) addFinalizer(ctx context.Context, gd *v1alpha1.GatewayDNS) error {
+func (c *Reconciler) addFinalizer(ctx context.Context, gd *v1alpha1.GatewayDNS) error {
 	return mgmt.AddFinalizer(ctx, c.cfg.Dynamic, v1alpha1.GatewayDNSResource, gd, Finalizer)
 }
 
-func (c *Controller) removeFinalizer(ctx context.Context, gd *v1alpha1.GatewayDNS) error {
+func (c *Reconciler) removeFinalizer(ctx context.Context, gd *v1alpha1.GatewayDNS) error {
 	return mgmt.RemoveFinalizer(ctx, c.cfg.Dynamic, v1alpha1.GatewayDNSResource, gd, Finalizer)
 }

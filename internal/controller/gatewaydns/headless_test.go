@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"context"
@@ -107,7 +107,7 @@ func TestControllerHeadless(t *testing.T) {
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
 	// One Service informer and one EndpointSlice informer per Service
 	// and cluster, whatever the number of GatewayDNS using them.
-	if clusters, services, users := e.ctrl.workloads.Watched(); clusters != 2 || services != 4 || users != 6 {
+	if clusters, services, users := e.rec.workloads.Watched(); clusters != 2 || services != 4 || users != 6 {
 		t.Errorf("watched %d clusters, %d Services, %d users; want 2, 4 (envoy and postgres per cluster), 6", clusters, services, users)
 	}
 
@@ -145,7 +145,7 @@ func TestControllerHeadless(t *testing.T) {
 	eventuallyOf("cluster-a", "self dev-team cluster-a")
 	eventuallyOf("cluster-b", "self dev-team cluster-b")
 	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, services, _ := e.ctrl.workloads.Watched()
+		_, services, _ := e.rec.workloads.Watched()
 		return services == 2, nil
 	})
 	if err != nil {
@@ -179,8 +179,8 @@ func TestControllerHeadlessKeptOverRestart(t *testing.T) {
 	for _, s := range contract.BuildHeadless(src, contract.HeadlessEndpoints{Groups: []contract.HeadlessGroup{{
 		Ports: pg, IPv4: []contract.Endpoint{{Address: "10.66.0.66", Hostname: "db-9"}},
 	}}}) {
-		s.Namespace = DefaultSliceNamespace
-		if _, err := a.DiscoveryV1().EndpointSlices(DefaultSliceNamespace).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+		s.Namespace = testfixture.SliceNamespace
+		if _, err := a.DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

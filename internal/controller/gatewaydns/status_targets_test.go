@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"strings"
@@ -159,7 +159,7 @@ func TestControllerSourceDownIsUnreachable(t *testing.T) {
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b")},
 		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": fakeWorkload(true, "10.0.0.2")}, nil,
-		func(cfg *Config) { cfg.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
+		func(cfg *testConfig) { cfg.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 2 })
 
 	d.Down()
@@ -191,7 +191,7 @@ func TestControllerUnreachableTargetIsNotPublished(t *testing.T) {
 		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-t", map[string]string{"other": "yes"}, ""),
 			gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-t": target}, nil,
-		func(c *Config) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
+		func(c *testConfig) { c.ReadLimits.UnreachableAfter = 300 * time.Millisecond })
 	e.eventuallyStatus("gw", func(s v1alpha1.GatewayDNSStatus) bool { return s.ReadyClusters == 1 && len(s.Targets) == 0 })
 
 	d.Down()

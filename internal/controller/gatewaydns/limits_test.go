@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ func TestControllerHostileClusterIsCutOff(t *testing.T) {
 					"cluster-a": fakeWorkload(true, "10.0.0.1"),
 					"cluster-b": fakeWorkload(true, "10.0.0.2"),
 				}, nil,
-				func(cfg *Config) {
+				func(cfg *testConfig) {
 					cfg.ReadLimits = reads
 					fakes := cfg.NewClient
 					cfg.NewClient = func(raw []byte) (workload.Client, error) {

@@ -1,4 +1,4 @@
-package controller
+package gatewaydns
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -10,7 +10,7 @@ import (
 
 // recordWriteFailures emits a Warning Event for each target whose write
 // failed, in the order of targets.
-func (c *Controller) recordWriteFailures(gd *v1alpha1.GatewayDNS, targets []publish.Target, errs map[string]error) {
+func (c *Reconciler) recordWriteFailures(gd *v1alpha1.GatewayDNS, targets []publish.Target, errs map[string]error) {
 	for _, t := range targets {
 		if err := errs[t.Name]; err != nil {
 			c.cfg.Recorder.Eventf(gd, corev1.EventTypeWarning, string(ReasonWriteFailed), "EndpointSlices in cluster %s: %v", t.Name, err)
@@ -27,7 +27,7 @@ func (c *Controller) recordWriteFailures(gd *v1alpha1.GatewayDNS, targets []publ
 // are remembered in the GatewayDNS's memory, as status lists at most
 // maxStatusClusters of them; on the first sync since start they come
 // from the stored status, and a cluster it left out gets no Event then.
-func (c *Controller) recordTransitions(gd *v1alpha1.GatewayDNS, clusters []v1alpha1.ClusterStatus) {
+func (c *Reconciler) recordTransitions(gd *v1alpha1.GatewayDNS, clusters []v1alpha1.ClusterStatus) {
 	now := make(map[string]string, len(clusters))
 	for _, cs := range clusters {
 		now[cs.Name] = cs.Reason
