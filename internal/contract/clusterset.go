@@ -192,6 +192,14 @@ func ClusterSetSelector() string {
 	return klabels.SelectorFromSet(klabels.Set{LabelManagedBy: ManagedByValue, LabelRecord: string(KindClusterSet)}).String()
 }
 
+// IsOwnClusterSet reports whether slice is a clusterset contract slice
+// the controller wrote: what ClusterSetSelector selects, checked on the
+// object itself, since a workload API server is the tenant's and may
+// answer a selector with anything.
+func IsOwnClusterSet(slice *discoveryv1.EndpointSlice) bool {
+	return slice.Labels[LabelManagedBy] == ManagedByValue && IsClusterSet(slice)
+}
+
 // IsClusterSet reports whether slice says it is of KindClusterSet: serve
 // reads such a slice with ParseClusterSet, in the clusterset zone, and
 // never with Parse.

@@ -85,3 +85,29 @@ func TestContractSlicesOfASettledImportAreNotBuilt(t *testing.T) {
 		t.Errorf("the member's slice answers %s; want 10.97.0.5", got)
 	}
 }
+
+// A slice in the slice namespace that is not one of the controller's
+// clusterset slices is never deleted, even when the member's API server
+// hands it over as one (a fake or hostile server that ignores the label
+// selector).
+func TestContractWriteKeepsOthersSlices(t *testing.T) {
+	ctx := context.Background()
+	const ns = "xcc-dns"
+	c := &Reconciler{cfg: Config{SliceNamespace: ns, ClusterSetZone: "clusterset.local"}}
+	gateway := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gateway-of-a-gatewaydns",
+		Labels: map[string]string{"endpointslice.kubernetes.io/managed-by": "xcc-dns-controller", "xcc-dns.io/record": "gateway"}},
+		AddressType: discoveryv1.AddressTypeIPv4}
+	users := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-elses"}, AddressType: discoveryv1.AddressTypeIPv4}
+	kube := fake.NewClientset(gateway, users)
+	client := kube.DiscoveryV1().EndpointSlices(ns)
+	if err := c.writeClusterSetSlices(ctx, "ns/b", client, newDNSMemo(), []*discoveryv1.EndpointSlice{gateway, users}, contractWant{}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 2 {
+		t.Errorf("%d slices left of 2: the write deleted slices it did not write", len(list.Items))
+	}
+}

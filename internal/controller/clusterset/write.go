@@ -411,7 +411,9 @@ func (c *Reconciler) writeClusterSetSlices(ctx context.Context, key string, clie
 	existing []*discoveryv1.EndpointSlice, want contractWant) error {
 	have := map[string]*discoveryv1.EndpointSlice{}
 	for _, s := range existing {
-		if !want.kept[s.Name] {
+		// Only the controller's own clusterset slices are compared and
+		// deleted, whatever the member's API server answered.
+		if contract.IsOwnClusterSet(s) && !want.kept[s.Name] {
 			have[s.Name] = s
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
@@ -44,7 +45,11 @@ const (
 // plans from what the member holds and not from a lagging watch.
 type ownWatch struct {
 	stores [ownStores]*objectWatch
-	mu     sync.Mutex
+	// selectors are the stores' label selectors, checked again on every
+	// object read: the member's API server is the tenant's and may send
+	// a watch anything, and what is read here is what a write may delete.
+	selectors [ownStores]labels.Selector
+	mu        sync.Mutex
 	// written are the writes the watch has not shown yet; obj nil for a
 	// deletion.
 	written map[ownKey]writtenObject
@@ -61,10 +66,23 @@ type writtenObject struct {
 	at  time.Time
 }
 
+// newOwnWatch is an ownWatch without informers yet.
+func newOwnWatch() *ownWatch {
+	o := &ownWatch{written: map[ownKey]writtenObject{}}
+	for i := range o.selectors {
+		s := apply.OursSelector()
+		if ownStore(i) == ownContract {
+			s = contract.ClusterSetSelector()
+		}
+		o.selectors[i], _ = labels.Parse(s) // both are built valid
+	}
+	return o
+}
+
 // watchOwn starts the informers of ownWatch for a member whose slice
 // namespace is sliceNamespace, in ctx; onSynced is called as each lists.
 func watchOwn(ctx context.Context, w *Cluster, mcs MCSClient, sliceNamespace string, onSynced func()) *ownWatch {
-	o := &ownWatch{written: map[ownKey]writtenObject{}}
+	o := newOwnWatch()
 	ours := apply.OursSelector()
 	sel := func(s string) func(metav1.ListOptions) metav1.ListOptions {
 		return func(opts metav1.ListOptions) metav1.ListOptions { opts.LabelSelector = s; return opts }
@@ -223,7 +241,7 @@ func list[T metav1.Object](o *ownWatch, store ownStore) []T {
 	var out []T
 	for _, obj := range o.stores[store].store.List() {
 		m, ok := obj.(T)
-		if !ok {
+		if !ok || !o.selectors[store].Matches(labels.Set(m.GetLabels())) {
 			continue
 		}
 		if _, written := pending[ownKey{store: store, namespace: m.GetNamespace(), name: m.GetName()}]; !written {

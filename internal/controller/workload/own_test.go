@@ -8,17 +8,18 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 )
 
 // A write of the controller stands in for the object its informer holds
 // until the informer shows that write or a newer one; a deletion hides
 // the object until the informer deletes it too.
 func TestOwnWrittenUntilShown(t *testing.T) {
-	o := &ownWatch{written: map[ownKey]writtenObject{}}
+	o := newOwnWatch()
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	o.stores[ownServices] = &objectWatch{store: store}
 	svc := func(name, rv, ip string) *corev1.Service {
-		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, ResourceVersion: rv},
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, ResourceVersion: rv, Labels: ours(name)},
 			Spec: corev1.ServiceSpec{ClusterIP: ip}}
 	}
 	held := func() map[string]string {
@@ -70,4 +71,28 @@ func TestOwnWrittenUntilShown(t *testing.T) {
 		t.Errorf("%d writes kept after the watch showed them all", len(o.written))
 	}
 	check("shown", map[string]string{"a": "9/10.0.0.1", "c": "10/10.0.0.3"})
+}
+
+// ours are the labels of the controller's object of the import name.
+func ours(name string) map[string]string {
+	return map[string]string{objects.LabelManagedBy: objects.ManagedByValue, objects.LabelServiceName: name}
+}
+
+// What the member's API server sends a watch on the controller's objects
+// is checked against the watch's selector again: an object without the
+// controller's labels is never read as one of its own, so no write
+// deletes it.
+func TestOwnReadsOnlyWhatItsSelectorSelects(t *testing.T) {
+	o := newOwnWatch()
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	o.stores[ownServices] = &objectWatch{store: store}
+	_ = store.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "derived", Labels: ours("web")}})
+	_ = store.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "users", Labels: map[string]string{"app": "web"}}})
+	var got []string
+	for _, s := range list[*corev1.Service](o, ownServices) {
+		got = append(got, s.Name)
+	}
+	if len(got) != 1 || got[0] != "derived" {
+		t.Errorf("read %v as the controller's Services; want only derived", got)
+	}
 }
