@@ -17,7 +17,7 @@ import (
 func planned(d objects.Objects, e Existing) []string {
 	seen := map[string]bool{}
 	d.Digests = nil
-	for _, g := range []map[aggregate.Key]uint64{desiredDigests(d), NewSettled().heldDigests(e)} {
+	for _, g := range []map[aggregate.Key]uint64{desiredDigests(d), heldDigests(e)} {
 		for k := range g {
 			seen[k.Name] = true
 		}
