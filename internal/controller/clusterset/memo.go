@@ -136,6 +136,9 @@ func (m *dnsMemo) settled(imp aggregate.Import, endpoints map[string][]*discover
 	if k == nil || !slices.Equal(k.ips, ips) || !k.imp.Equal(imp) || !objects.SameEndpoints(k.endpoints, endpoints, imp.Clusters) {
 		return nil, false
 	}
+	// The newest, equal, as objects.Memo keeps it: older aggregations
+	// are freed.
+	k.imp = imp
 	for name, held := range k.held {
 		if held == nil || have[name] != held {
 			return k, false

@@ -128,6 +128,9 @@ func (m *Memo) known(imp aggregate.Import, endpoints map[string][]*discoveryv1.E
 	if k == nil || !SameEndpoints(k.endpoints, endpoints, imp.Clusters) || !k.imp.Equal(imp) {
 		return nil
 	}
+	// The newest, equal: the memos of every member then share the last
+	// aggregation's imports, and those of older ones are freed.
+	k.imp = imp
 	m.next[imp.Key] = k
 	return k
 }
