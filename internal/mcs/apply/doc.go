@@ -40,6 +40,10 @@
 //     errors are returned joined. The caller goes on to write the
 //     member's DNS slices, and Settled keeps a refused import out of the
 //     writes for a backoff of its own.
+//   - An import the member holds as the last write left it, asked for the
+//     same again, is settled (Settled, Round): Round.Settled, given to
+//     objects.Input.Skip, keeps it from being built at all, and Split
+//     from being planned, so a write costs the imports that changed.
 //   - The requests of each step go writeConcurrency at a time
 //     (Concurrently): the member's client rate bounds a write, not the
 //     round trip of each request.
