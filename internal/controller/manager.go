@@ -27,6 +27,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/gatewaydns"
 	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
@@ -155,13 +156,11 @@ func New(cfg Config) *Manager {
 		Limits:         cfg.ReadLimits,
 		Written:        cfg.Metrics.targetWritten,
 	})
+	// The engine both reconcilers run on.
+	engine := mgmt.Engine{Dynamic: cfg.Dynamic, Informers: m.dynInf, Clusters: m.clusters, Secrets: m.secrets,
+		Workloads: m.workloads, Lanes: m.lanes}
 	m.gatewayDNS = gatewaydns.New(gatewaydns.Config{
-		Dynamic:        cfg.Dynamic,
-		Informers:      m.dynInf,
-		Clusters:       m.clusters,
-		Secrets:        m.secrets,
-		Workloads:      m.workloads,
-		Lanes:          m.lanes,
+		Engine:         engine,
 		SliceNamespace: cfg.SliceNamespace,
 		Domain:         cfg.Domain,
 		Resync:         cfg.Resync,
@@ -178,17 +177,12 @@ func New(cfg Config) *Manager {
 	m.synced = []cache.InformerSynced{m.gatewayDNS.HasSynced, m.clusters.HasSynced, secretInf.Informer().HasSynced}
 	if cfg.ClusterSets {
 		m.sets = clusterset.New(clusterset.Config{
-			Dynamic:             cfg.Dynamic,
-			Informers:           m.dynInf,
-			Clusters:            m.clusters,
-			Secrets:             m.secrets,
-			Workloads:           m.workloads,
+			Engine:              engine,
 			SliceNamespace:      cfg.SliceNamespace,
 			ClusterSetZone:      cfg.ClusterSetZone,
 			AllowedCIDRs:        cfg.AllowedCIDRs,
 			MaxExportsPerMember: cfg.MaxExportsPerMember,
 			MemberLimits:        cfg.MemberLimits,
-			Lanes:               m.lanes,
 			Workers:             cfg.Workers,
 			State:               cfg.State,
 			Recorder:            cfg.Recorder,

@@ -15,9 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -27,7 +24,6 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
-	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
@@ -71,19 +67,9 @@ func hasFinalizer(cs *xccv1alpha1.ClusterSet) bool {
 // already are the seam: a test hands fakes of the clients underneath,
 // env_test.go). Everything else is this package's own.
 type Config struct {
-	// Dynamic is the management cluster: ClusterSet status and finalizers.
-	Dynamic dynamic.Interface
-	// Informers is the controller's dynamic informer factory; New
-	// registers the ClusterSet informer on it and the controller starts
-	// it (HasSynced says when it has listed).
-	Informers dynamicinformer.DynamicSharedInformerFactory
-	// Clusters is the controller's Cluster API Cluster informer.
-	Clusters cache.SharedIndexInformer
-	// Secrets is the controller's cache of kubeconfig Secrets.
-	Secrets corelisters.SecretLister
-	// Workloads are the connections to the workload clusters, shared with
-	// the GatewayDNS reconciler; this one's users are userOf(key).
-	Workloads *workload.Set
+	// Engine is the controller's, shared with the other reconciler:
+	// New registers the ClusterSet informer on its Informers.
+	mgmt.Engine
 	// SliceNamespace is where the contract slices are written in each
 	// member (and whose presence opts a member in).
 	SliceNamespace string
@@ -98,11 +84,6 @@ type Config struct {
 	// MemberLimits bound what one member puts into another over all its
 	// imports; zero fields take the defaults of package objects.
 	MemberLimits objects.Limits
-	// Lanes are the controller's writers into the workload clusters,
-	// shared with the GatewayDNS reconciler (package lane): one backoff
-	// and one bound on the writes per member for both. The controller
-	// starts and stops them.
-	Lanes *lane.Set
 	// Workers syncs this many ClusterSets at once.
 	Workers int
 	// State keeps what each ClusterSet wrote and read across a restart;

@@ -9,8 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -20,7 +18,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
-	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/controller/publish"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
@@ -39,23 +37,9 @@ const queueName = "xcc-dns-controller"
 // reconciler: one watch of each kind, one connection per workload
 // cluster. Everything else is this package's own.
 type Config struct {
-	// Dynamic is the management cluster: GatewayDNS status and finalizers.
-	Dynamic dynamic.Interface
-	// Informers is the controller's dynamic informer factory; New
-	// registers the GatewayDNS informer on it and the controller starts
-	// it (HasSynced says when it has listed).
-	Informers dynamicinformer.DynamicSharedInformerFactory
-	// Clusters is the controller's Cluster API Cluster informer.
-	Clusters cache.SharedIndexInformer
-	// Secrets is the controller's cache of kubeconfig Secrets.
-	Secrets corelisters.SecretLister
-	// Workloads are the connections to the workload clusters, shared with
-	// the ClusterSet reconciler; this one's users are GatewayDNS keys.
-	Workloads *workload.Set
-	// Lanes are the controller's writers into the workload clusters,
-	// shared with the ClusterSet reconciler (package lane); the
-	// controller starts and stops them.
-	Lanes          *lane.Set
+	// Engine is the controller's, shared with the other reconciler:
+	// New registers the GatewayDNS informer on its Informers.
+	mgmt.Engine
 	SliceNamespace string
 	Domain         string
 	// Resync is how often a target last listed more than half of it ago
