@@ -27,6 +27,10 @@
 // waits out its lane's backoff is returned with the error of the write
 // that failed and the time of the next try (Result.Backoff): its sync
 // says why rather than "still writing".
+//
+// A lane whose writes all ended well, and not slowly, is dropped: the
+// Set holds lanes for the clusters being written or backed off, not for
+// every cluster ever written.
 package lane
 
 import (
@@ -253,6 +257,11 @@ func (s *Set) run(cluster string, l *lane, w *Write, ctx context.Context) {
 		l.notBefore = now.Add(s.backoff(l.failures))
 	}
 	s.startLocked(cluster, l)
+	if len(l.running) == 0 && len(l.waiting) == 0 && l.failures == 0 && !l.slow && s.lanes[cluster] == l {
+		// Nothing of it to keep: a cluster that is gone, or written
+		// again later, costs no lane meanwhile.
+		delete(s.lanes, cluster)
+	}
 	s.mu.Unlock()
 	if w.finish(err) && w.done != nil && ctx.Err() == nil {
 		w.done()

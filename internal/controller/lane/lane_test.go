@@ -178,3 +178,28 @@ func TestWriteInBackoffCarriesTheFailure(t *testing.T) {
 		t.Errorf("a write behind a running one after a success: %+v, want not ended, no Backoff", r[0])
 	}
 }
+
+// A lane whose writes ended well is dropped: clusters written once, or
+// gone, cost nothing; a lane backed off after a failure is kept, and
+// so is its backoff.
+func TestIdleLaneIsDropped(t *testing.T) {
+	s, ctx := newTestSet(t, Config{Wait: time.Second, MinBackoff: time.Hour})
+	lanes := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.lanes)
+	}
+	for _, c := range []string{"a", "b", "c"} {
+		s.Wait(ctx, []*Write{s.Submit(c, "set-1", func(context.Context) error { return nil }, nil)})
+	}
+	if n := lanes(); n != 0 {
+		t.Errorf("%d lanes kept after every write ended well", n)
+	}
+	s.Wait(ctx, []*Write{s.Submit("d", "set-1", func(context.Context) error { return errors.New("no answer") }, nil)})
+	if n := lanes(); n != 1 {
+		t.Fatalf("%d lanes kept; want the failed one", n)
+	}
+	if r := s.Wait(ctx, []*Write{s.Submit("d", "set-1", func(context.Context) error { return nil }, nil)}); r[0].Backoff == nil {
+		t.Errorf("%+v: want the failed lane still backed off", r[0])
+	}
+}
