@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
@@ -24,10 +25,12 @@ import (
 
 const (
 	// floorQPS and floorBurst are the controller's rate limit per
-	// workload cluster (workload.clientQPS, clientBurst): the floor
-	// writes at the controller's client rate, no faster.
-	floorQPS   = 50
-	floorBurst = 100
+	// workload cluster, every kind of request together
+	// (workload.clientQPS, clientBurst): the floor writes at the
+	// controller's client rate, no faster, through one limiter as the
+	// controller's clients of a cluster share one.
+	floorQPS   = 100
+	floorBurst = 200
 	// floorLabel marks the floor's objects; no controller or serve
 	// selects them.
 	floorLabel = "xcc-bench-floor"
@@ -85,7 +88,7 @@ func measureMCSFloor(ctx context.Context, sz mcsScaleSize, members []mcsMember, 
 type floorClients benchClients
 
 func newFloorClients(c *lab.Cluster) (floorClients, error) {
-	b, err := newClientsAt(c, floorQPS, floorBurst)
+	b, err := newClientsLimited(c, floorQPS, floorBurst, flowcontrol.NewTokenBucketRateLimiter(floorQPS, floorBurst))
 	return floorClients(b), err
 }
 

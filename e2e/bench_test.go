@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
 )
@@ -94,10 +95,17 @@ func newBenchClients(c *lab.Cluster) (benchClients, error) {
 	return newClientsAt(c, benchQPS, benchBurst)
 }
 
-// newClientsAt are clients of c held to qps requests a second (burst).
+// newClientsAt are clients of c held to qps requests a second (burst),
+// each client on its own.
 func newClientsAt(c *lab.Cluster, qps float32, burst int) (benchClients, error) {
+	return newClientsLimited(c, qps, burst, nil)
+}
+
+// newClientsLimited are clients of c held to qps requests a second
+// (burst), all together by limiter when it is not nil.
+func newClientsLimited(c *lab.Cluster, qps float32, burst int, limiter flowcontrol.RateLimiter) (benchClients, error) {
 	cfg := rest.CopyConfig(c.Config)
-	cfg.QPS, cfg.Burst = qps, burst
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = qps, burst, limiter
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return benchClients{}, fmt.Errorf("clientset of %s: %w", c.Name, err)
