@@ -146,17 +146,32 @@ func (r *Replica) Start(ctx context.Context) error {
 	if err := r.StartServe(ctx, true); err != nil {
 		return err
 	}
-	xcc, err := startProcess(l.LogDir, "xcc-dns-coredns-"+r.Name, r.xccEnv, l.CoreDNSBin(), xccDNSArgs(r.d.xccConf)...)
-	if err != nil {
-		return err
+	// The replica keeps its ports, which the lab took from the ephemeral
+	// range: while it was down, a client's socket may have been given
+	// one as its source port for a moment. Such a socket goes with its
+	// query, so the start is tried again.
+	var err error
+	for attempt := 0; attempt < portAttempts; attempt++ {
+		var xcc *Process
+		if xcc, err = startProcess(l.LogDir, "xcc-dns-coredns-"+r.Name, r.xccEnv, l.CoreDNSBin(), xccDNSArgs(r.d.xccConf)...); err != nil {
+			return err
+		}
+		l.procs.add(xcc)
+		if r.index == 0 {
+			r.d.XCCDNS = xcc
+		} else {
+			r.xcc = xcc
+		}
+		if err = waitFor(ctx, xcc, processReadyTimeout, "CoreDNS of "+r.Name, httpOK(r.xccReady)); err == nil {
+			return nil
+		}
+		xcc.Stop()
+		if !strings.Contains(xcc.Tail(tailLines), "address already in use") {
+			return err
+		}
+		time.Sleep(time.Second)
 	}
-	l.procs.add(xcc)
-	if r.index == 0 {
-		r.d.XCCDNS = xcc
-	} else {
-		r.xcc = xcc
-	}
-	return waitFor(ctx, xcc, processReadyTimeout, "CoreDNS of "+r.Name, httpOK(r.xccReady))
+	return err
 }
 
 // StartServe starts the replica's serve again with the same flags (same
