@@ -70,12 +70,15 @@ func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemor
 		case res.Backoff != nil:
 			// Nothing of it runs: the member failed (for this set or
 			// another reconciler) and its lane waits out the backoff.
-			w.errs[ids[i]] = fmt.Errorf("%w; next try at %s", res.Backoff, res.NextTry.UTC().Format(time.RFC3339))
+			w.errs[ids[i]] = res.BackoffError()
 		case !res.Ended:
 			w.writing[ids[i]] = true
-		case writeError(res.Err, all[i]) != nil:
-			w.errs[ids[i]] = writeError(res.Err, all[i])
 		default:
+			// Ended: all[i] is the write's to read now.
+			if err := writeError(res.Err, all[i]); err != nil {
+				w.errs[ids[i]] = err
+				continue
+			}
 			// Refused imports cost only themselves: the member's lane
 			// does not back off, each waits out its own backoff
 			// (apply.Settled), and the set is synced again when the

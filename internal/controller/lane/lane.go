@@ -36,6 +36,7 @@ package lane
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -308,6 +309,12 @@ type Result struct {
 	// what the sync has to say of it.
 	Backoff error
 	NextTry time.Time
+}
+
+// BackoffError is what a sync reports of a write that waits out its
+// lane's backoff (Backoff not nil): the failure, and when the next try is.
+func (r Result) BackoffError() error {
+	return fmt.Errorf("%w; next try at %s", r.Backoff, r.NextTry.UTC().Format(time.RFC3339))
 }
 
 // Wait waits for the writes, Config.Wait at most in all (not at all for

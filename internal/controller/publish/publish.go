@@ -445,7 +445,7 @@ func collectLocked(wr *write, res lane.Result, out *Results) {
 	switch {
 	case res.Backoff != nil:
 		for _, t := range wr.targets {
-			out.Errs[t.Name] = fmt.Errorf("%w; next try at %s", res.Backoff, res.NextTry.UTC().Format(time.RFC3339))
+			out.Errs[t.Name] = res.BackoffError()
 		}
 		return
 	case !res.Ended || errors.Is(res.Err, lane.ErrReplaced):
