@@ -109,15 +109,14 @@ type dnsMemo struct {
 	imports map[aggregate.Key]*dnsKnown
 }
 
-// dnsKnown is what the contract slices of one import were built from (the
-// import, and its sources' slices (Headless) or the member's
+// dnsKnown is what the contract slices of one import were built from
+// (the import and its sources' slices, objects.Inputs, and the member's
 // ClusterSetIPs) and, by name, the held slice found equal to each; nil
 // for one being written.
 type dnsKnown struct {
-	imp       aggregate.Import
-	endpoints map[string][]*discoveryv1.EndpointSlice
-	ips       []string
-	held      map[string]*discoveryv1.EndpointSlice
+	objects.Inputs
+	ips  []string
+	held map[string]*discoveryv1.EndpointSlice
 }
 
 func newDNSMemo() *dnsMemo {
@@ -133,12 +132,9 @@ func (m *dnsMemo) settled(imp aggregate.Import, endpoints map[string][]*discover
 		return nil, false
 	}
 	k := m.imports[imp.Key]
-	if k == nil || !slices.Equal(k.ips, ips) || !k.imp.Equal(imp) || !objects.SameEndpoints(k.endpoints, endpoints, imp.Clusters) {
+	if k == nil || !slices.Equal(k.ips, ips) || !k.Same(imp, endpoints) {
 		return nil, false
 	}
-	// The newest, equal, as objects.Memo keeps it: older aggregations
-	// are freed.
-	k.imp = imp
 	for name, held := range k.held {
 		if held == nil || have[name] != held {
 			return k, false
@@ -154,9 +150,5 @@ func (m *dnsMemo) know(next map[aggregate.Key]*dnsKnown, imp aggregate.Import, e
 	if m == nil {
 		return
 	}
-	k := &dnsKnown{imp: imp, ips: slices.Clone(ips), endpoints: map[string][]*discoveryv1.EndpointSlice{}, held: held}
-	for _, c := range imp.Clusters {
-		k.endpoints[c] = slices.Clone(endpoints[c])
-	}
-	next[imp.Key] = k
+	next[imp.Key] = &dnsKnown{Inputs: objects.NewInputs(imp, endpoints), ips: slices.Clone(ips), held: held}
 }

@@ -40,8 +40,7 @@ func NewMemo() *Memo { return &Memo{} }
 
 // known is what a Memo keeps of one import.
 type known struct {
-	imp       aggregate.Import
-	endpoints map[string][]*discoveryv1.EndpointSlice
+	Inputs
 	// sizes are, per source in the order of imp.Clusters, the endpoints
 	// of each of its slices before the caps.
 	sizes   [][]int
@@ -58,11 +57,7 @@ type known struct {
 
 // newKnown is what is kept of imp, built as b from endpoints.
 func newKnown(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, b *built) *known {
-	// The inputs as they are now: a caller may change its map after.
-	k := &known{imp: imp, endpoints: make(map[string][]*discoveryv1.EndpointSlice, len(endpoints)), refused: b.refused}
-	for cluster, sl := range endpoints {
-		k.endpoints[cluster] = slices.Clone(sl)
-	}
+	k := &known{Inputs: NewInputs(imp, endpoints), refused: b.refused}
 	for _, sl := range b.slices {
 		sizes := make([]int, len(sl))
 		for i, s := range sl {
@@ -125,12 +120,9 @@ func (m *Memo) known(imp aggregate.Import, endpoints map[string][]*discoveryv1.E
 		return nil
 	}
 	k := m.imports[imp.Key]
-	if k == nil || !SameEndpoints(k.endpoints, endpoints, imp.Clusters) || !k.imp.Equal(imp) {
+	if k == nil || !k.Same(imp, endpoints) {
 		return nil
 	}
-	// The newest, equal: the memos of every member then share the last
-	// aggregation's imports, and those of older ones are freed.
-	k.imp = imp
 	m.next[imp.Key] = k
 	return k
 }
@@ -142,10 +134,40 @@ func (m *Memo) keep(k *known) {
 	}
 }
 
-// SameEndpoints reports whether the sources' slices are the very same
+// Inputs are what the objects of one import were built from, as a memo
+// keeps them: the import as aggregated, and its sources' slices,
+// compared by pointer (an informer replaces an object it sees change,
+// never edits it).
+type Inputs struct {
+	imp       aggregate.Import
+	endpoints map[string][]*discoveryv1.EndpointSlice
+}
+
+// NewInputs keeps imp and, of endpoints, the slices of its clusters as
+// they are now: a caller may change its map after.
+func NewInputs(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice) Inputs {
+	in := Inputs{imp: imp, endpoints: make(map[string][]*discoveryv1.EndpointSlice, len(imp.Clusters))}
+	for _, c := range imp.Clusters {
+		in.endpoints[c] = slices.Clone(endpoints[c])
+	}
+	return in
+}
+
+// Same reports whether imp and endpoints are the inputs kept. When they
+// are, imp, the newest, is kept instead: the memos of every member then
+// share the last aggregation's imports, and older ones are freed.
+func (in *Inputs) Same(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice) bool {
+	if !sameEndpoints(in.endpoints, endpoints, imp.Clusters) || !in.imp.Equal(imp) {
+		return false
+	}
+	in.imp = imp
+	return true
+}
+
+// sameEndpoints reports whether the sources' slices are the very same
 // objects in a and b, for each of clusters: what a memo of an import
 // compares its sources by.
-func SameEndpoints(a, b map[string][]*discoveryv1.EndpointSlice, clusters []string) bool {
+func sameEndpoints(a, b map[string][]*discoveryv1.EndpointSlice, clusters []string) bool {
 	for _, c := range clusters {
 		if !slices.Equal(a[c], b[c]) {
 			return false
