@@ -34,6 +34,7 @@ type scaleFigures struct {
 	syncs, slicesWritten   float64       // controller metrics since the baseline
 	ctlCPU, serveCPU       time.Duration // since the baseline
 	ctlPeak, servePeak     int64         // VmHWM, bytes
+	ctlHeapPeak            int64         // the largest in-use heap sampled while the step converged
 	slices                 int           // the controller's slices in cluster-b
 	keys                   int64         // under /skydns/ in cluster-b's serve etcd
 	dbSize, dbInUse        int64         // that etcd's database file, and the part in use
@@ -77,6 +78,7 @@ func testBenchScale(t *testing.T) {
 	created := 0
 	for _, n := range sizes {
 		start := time.Now()
+		heap := sampleHeap(ctx)
 		err := inParallel(n-created, func(i int) error {
 			i += created
 			return mgmt.createCluster(ctx, benchCluster{
@@ -93,6 +95,7 @@ func testBenchScale(t *testing.T) {
 		createdIn := time.Since(start)
 		t.Logf("%d Clusters and kubeconfig Secrets created in %s", n, createdIn.Round(100*time.Millisecond))
 		have, err := waitScaleRecords(ctx, t, cli, n, start.Add(scaleTimeout))
+		heapPeak := heap.end(t, fmt.Sprintf("scale-%d-heap-peak.txt", n))
 		if err != nil {
 			report(t, scaleTable(rows))
 			t.Fatalf("%d clusters: %d of them complete in cluster-b's etcd after %s: %v", n, have, time.Since(start).Round(time.Second), err)
@@ -101,7 +104,7 @@ func testBenchScale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.clusters, f.createdIn, f.convergedIn = n, createdIn, time.Since(start)
+		f.clusters, f.createdIn, f.convergedIn, f.ctlHeapPeak = n, createdIn, time.Since(start), heapPeak
 		t.Logf("%d clusters converged in %s", n, f.convergedIn.Round(100*time.Millisecond))
 		rows = append(rows, f)
 	}
@@ -160,26 +163,28 @@ func measureScale(ctx context.Context, b *lab.WorkloadDNS, bClients benchClients
 func scaleTable(rows []scaleFigures) string {
 	var tb strings.Builder
 	fmt.Fprintf(&tb, "scale: Clusters selected by one GatewayDNS, kubeconfigs pointing at the %d real workload API servers in turn\n", len(theLab.Workloads))
-	fmt.Fprintf(&tb, "%8s %9s %10s %6s %7s | %8s %8s | %8s %8s | %7s %7s %10s\n",
+	fmt.Fprintf(&tb, "%8s %9s %10s %6s %7s | %8s %8s %8s | %8s %8s | %7s %7s %10s\n",
 		"clusters", "created", "converged", "syncs", "written",
-		"ctl CPU", "ctl MiB", "srv CPU", "srv MiB", "slices", "keys", "etcd MiB")
+		"ctl CPU", "ctl MiB", "ctl heap", "srv CPU", "srv MiB", "slices", "keys", "etcd MiB")
 	for _, r := range rows {
 		// The first row is the zero point of the counters: only its
 		// levels are shown.
-		created, converged, syncs, written, ctlCPU, serveCPU := "-", "-", "-", "-", "-", "-"
+		created, converged, syncs, written, ctlCPU, serveCPU, heap := "-", "-", "-", "-", "-", "-", "-"
 		if r.clusters > 0 {
+			heap = fmt.Sprintf("%.0f", mib(r.ctlHeapPeak))
 			created, converged = r.createdIn.Round(100*time.Millisecond).String(), r.convergedIn.Round(100*time.Millisecond).String()
 			syncs, written = fmt.Sprintf("%.0f", r.syncs), fmt.Sprintf("%.0f", r.slicesWritten)
 			ctlCPU, serveCPU = fmt.Sprintf("%.1fs", r.ctlCPU.Seconds()), fmt.Sprintf("%.1fs", r.serveCPU.Seconds())
 		}
-		fmt.Fprintf(&tb, "%8d %9s %10s %6s %7s | %8s %8.0f | %8s %8.0f | %7d %7d %4.1f/%4.1f\n",
+		fmt.Fprintf(&tb, "%8d %9s %10s %6s %7s | %8s %8.0f %8s | %8s %8.0f | %7d %7d %4.1f/%4.1f\n",
 			r.clusters, created, converged, syncs, written,
-			ctlCPU, mib(r.ctlPeak), serveCPU, mib(r.servePeak),
+			ctlCPU, mib(r.ctlPeak), heap, serveCPU, mib(r.servePeak),
 			r.slices, r.keys, mib(r.dbSize), mib(r.dbInUse))
 	}
 	fmt.Fprintf(&tb, "(converged: from the first create of the step until cluster-b's serve etcd has the gateway and api records of every added Cluster;\n")
 	fmt.Fprintf(&tb, " syncs, written (EndpointSlices, all clusters) and CPU: controller metrics and user+system CPU since the first row; MiB: peak resident\n")
-	fmt.Fprintf(&tb, " (VmHWM) since the process started; slices: the controller's EndpointSlices in cluster-b; etcd MiB: database size/in use)\n")
+	fmt.Fprintf(&tb, " (VmHWM) since the process started; ctl heap: the largest in-use heap of the controller's profile, sampled every %s while the step converged;\n", heapSampleEvery)
+	fmt.Fprintf(&tb, " slices: the controller's EndpointSlices in cluster-b; etcd MiB: database size/in use)\n")
 	for i := 2; i < len(rows); i++ {
 		p, r := rows[i-1], rows[i]
 		ratio := func(a, b float64) string {
