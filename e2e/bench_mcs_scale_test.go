@@ -31,6 +31,10 @@ type mcsCost struct {
 	ctlCPU                              time.Duration
 	ctlHeap, ctlLive, goroutines        float64
 	ctlRSS, ctlPeak                     int64
+	// writes and reads are the controller's requests to workload
+	// clusters, limitWait their time waiting for the clusters' client
+	// rate limits (summed); -1 from a controller without those metrics.
+	writes, reads, limitWait float64
 }
 
 // testBenchMCSScale measures the cost of exports in a ClusterSet (by
@@ -401,6 +405,29 @@ func measureMCS(ctx context.Context, members []mcsMember, cli *clientv3.Client, 
 	if c.goroutines, err = metricValue(ctx, metrics, goroutinesMetric); err != nil {
 		return c, err
 	}
+	isGet := func(labels string) bool { return strings.Contains(labels, `method="GET"`) }
+	for _, m := range []struct {
+		v    *float64
+		name string
+		keep func(string) bool
+	}{
+		{&c.writes, requestsMetric, func(l string) bool { return !isGet(l) }},
+		{&c.reads, requestsMetric, isGet},
+		{&c.limitWait, rateLimitWaitMetric, nil},
+	} {
+		v, err := metricValueOf(ctx, metrics, m.name, m.keep)
+		switch {
+		case errors.Is(err, errNoMetric):
+			*m.v = -1
+		case err != nil:
+			return c, err
+		default:
+			*m.v = v
+		}
+	}
+	if base.writes > 0 || base.reads > 0 {
+		c.writes, c.reads, c.limitWait = c.writes-base.writes, c.reads-base.reads, c.limitWait-base.limitWait
+	}
 	return c, nil
 }
 
@@ -436,6 +463,10 @@ func mcsScaleTable(sz mcsScaleSize, members []mcsMember, base, full mcsCost, cre
 		fmt.Fprintf(&tb, "%-10s %8d %8d %8d %9d %8d %9.1f | %7s %8.0f %8.0f %8.0f %8.0f %10.0f\n", r.label,
 			r.c.imports, r.c.services, r.c.slices, r.c.contract, r.c.keys, mib(r.c.dbInUse),
 			cpu, r.c.ctlHeap/(1<<20), r.c.ctlLive/(1<<20), mib(r.c.ctlRSS), mib(r.c.ctlPeak), r.c.goroutines)
+	}
+	if full.writes >= 0 {
+		fmt.Fprintf(&tb, "controller requests to workload clusters from before until filled: %.0f writes, %.0f reads; %.1f s waited for the clusters' client rate limits (summed over requests)\n",
+			full.writes, full.reads, full.limitWait)
 	}
 	fmt.Fprintf(&tb, "one more export with %d in place, until every member holds it and cluster-b's etcd its name: p50 %s, max %s (%d)\n",
 		sz.exports, ms(percentile(more, 50)), ms(percentile(more, 100)), len(more))

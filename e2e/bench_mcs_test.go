@@ -66,6 +66,8 @@ const (
 	clusterSetSliceSelector = "endpointslice.kubernetes.io/managed-by=xcc-dns-controller,xcc-dns.io/record=clusterset"
 	goroutinesMetric        = "go_goroutines"
 	liveHeapMetric          = "go_gc_heap_live_bytes"
+	requestsMetric          = "xcc_controller_workload_requests_total"
+	rateLimitWaitMetric     = "xcc_controller_workload_rate_limit_wait_seconds_total"
 )
 
 // mcsTimes are the moments of one export in the latency benchmark.

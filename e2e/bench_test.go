@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -274,6 +275,15 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 // text endpoint (the controller's /metrics); labelled series of the name
 // are summed.
 func metricValue(ctx context.Context, url, name string) (float64, error) {
+	return metricValueOf(ctx, url, name, nil)
+}
+
+// errNoMetric: the endpoint has no series of the name.
+var errNoMetric = errors.New("no such metric")
+
+// metricValueOf is metricValue of the series whose labels (the text
+// between the braces, "" for none) keep accepts; nil keeps every one.
+func metricValueOf(ctx context.Context, url, name string, keep func(labels string) bool) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, fmt.Errorf("request %s: %w", url, err)
@@ -298,6 +308,16 @@ func metricValue(ctx context.Context, url, name string) (float64, error) {
 		if rest == "" || (rest[0] != ' ' && rest[0] != '{') {
 			continue // another metric whose name starts with name
 		}
+		if keep != nil {
+			labels := ""
+			if rest[0] == '{' {
+				labels, _, _ = strings.Cut(rest[1:], "}")
+			}
+			if !keep(labels) {
+				found = true
+				continue
+			}
+		}
 		f := strings.Fields(rest)
 		v, err := strconv.ParseFloat(f[len(f)-1], 64)
 		if err != nil {
@@ -309,7 +329,7 @@ func metricValue(ctx context.Context, url, name string) (float64, error) {
 		return 0, fmt.Errorf("read %s: %w", url, err)
 	}
 	if !found {
-		return 0, fmt.Errorf("%s: no metric %s", url, name)
+		return 0, fmt.Errorf("%s: %w %s", url, errNoMetric, name)
 	}
 	return sum, nil
 }

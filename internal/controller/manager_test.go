@@ -74,7 +74,7 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 			if c, ok := workloads[string(raw)]; ok {
 				return c, nil
 			}
-			return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, 0)
+			return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, 0, workload.Requests{})
 		},
 		SliceNamespace: DefaultSliceNamespace, Domain: "xcc.test", Resync: time.Hour, Workers: 2,
 		Recorder: record.NewFakeRecorder(1000), State: &state.ConfigMaps{Client: e.mgmt, Namespace: stateNamespace},

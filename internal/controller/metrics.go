@@ -27,6 +27,14 @@ type Metrics struct {
 	// StateBytes is the size of the last state ConfigMap written, by
 	// kind (package state): a ConfigMap holds at most 1 MiB.
 	StateBytes *prometheus.GaugeVec
+	// WorkloadRequests counts the requests to workload clusters by
+	// method and answer class (workload.AnswerClass), all clusters
+	// together; RateLimitWait is the time they waited for their
+	// cluster's client rate limit. Together they say whether writes are
+	// held by the controller's rate (the wait grows) or by the clusters
+	// (429s, 5xx, no answer).
+	WorkloadRequests *prometheus.CounterVec
+	RateLimitWait    prometheus.Counter
 	// GatewayDNS and ClusterSet are the reconcilers' own (packages
 	// gatewaydns and clusterset).
 	GatewayDNS *gatewaydns.Metrics
@@ -70,12 +78,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "xcc", Subsystem: "controller", Name: "state_configmap_bytes",
 			Help: "Bytes stored by the last write of a state ConfigMap, by kind (headless, clusterset).",
 		}, []string{"kind"}),
+		WorkloadRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "workload_requests_total",
+			Help: "Requests to workload clusters, by method and answer class (2xx, 3xx, 4xx, 429, 5xx, none).",
+		}, []string{"method", "answer"}),
+		RateLimitWait: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "workload_rate_limit_wait_seconds_total",
+			Help: "Time requests to workload clusters waited for their cluster's client rate limit, summed over requests.",
+		}),
 		GatewayDNS: gatewaydns.NewMetrics(),
 		ClusterSet: clusterset.NewMetrics(),
 		live:       newLiveCollector(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ClustersWatched, m.SyncErrors, m.Syncs, m.TargetWrites, m.StateBytes, m.live)
+		reg.MustRegister(m.ClustersWatched, m.SyncErrors, m.Syncs, m.TargetWrites, m.StateBytes, m.WorkloadRequests, m.RateLimitWait, m.live)
 		reg.MustRegister(m.GatewayDNS.Collectors()...)
 		reg.MustRegister(m.ClusterSet.Collectors()...)
 	}
@@ -85,6 +101,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // stateWritten is the state package's ConfigMaps.Written.
 func (m *Metrics) stateWritten(kind string, bytes int) {
 	m.StateBytes.WithLabelValues(kind).Set(float64(bytes))
+}
+
+// requests observes the workload clients' requests.
+func (m *Metrics) requests() workload.Requests {
+	return workload.Requests{
+		Done:      func(method, class string) { m.WorkloadRequests.WithLabelValues(method, class).Inc() },
+		Throttled: func(d time.Duration) { m.RateLimitWait.Add(d.Seconds()) },
+	}
 }
 
 // targetWritten is the workload Set's Config.Written.

@@ -132,7 +132,7 @@ func TestMetricsCutOffCluster(t *testing.T) {
 			fakes := cfg.NewClient
 			cfg.NewClient = func(raw []byte) (workload.Client, error) {
 				if bytes.Equal(raw, srv.Kubeconfig) {
-					return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, reads.MaxResponseBytes)
+					return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, reads.MaxResponseBytes, workload.Requests{})
 				}
 				return fakes(raw)
 			}

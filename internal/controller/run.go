@@ -296,7 +296,7 @@ func (o Options) controllerRunner(mgmt management, metrics *Metrics, recorder re
 	return func(ctx context.Context) error {
 		policy := kubeconfig.Policy{AllowExec: o.AllowKubeconfigExec}
 		newClient := func(data []byte) (workload.Client, error) {
-			return workload.NewClientFromKubeconfig(data, policy, o.ReadLimits.MaxResponseBytes)
+			return workload.NewClientFromKubeconfig(data, policy, o.ReadLimits.MaxResponseBytes, metrics.requests())
 		}
 		c := New(Config{
 			Kube: mgmt.kube, Dynamic: mgmt.dyn, ClusterResource: mgmt.clusterGVR, ClusterSets: mgmt.clusterSets, NewClient: newClient,

@@ -81,7 +81,7 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 			return c, nil
 		}
 		// Anything else goes through the production factory.
-		return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, 0)
+		return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, 0, workload.Requests{})
 	}
 	e.cfg = testConfig{Config: Config{SliceNamespace: testfixture.SliceNamespace, ClusterSetZone: contract.DefaultClusterSetZone,
 		Workers: 2, Recorder: e.events, State: &state.ConfigMaps{Client: e.mgmt, Namespace: stateNamespace}}}

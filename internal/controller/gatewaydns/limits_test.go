@@ -58,7 +58,7 @@ func TestControllerHostileClusterIsCutOff(t *testing.T) {
 					cfg.NewClient = func(raw []byte) (workload.Client, error) {
 						if bytes.Equal(raw, srv.Kubeconfig) {
 							// The production client, as for any tenant's kubeconfig.
-							return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, reads.MaxResponseBytes)
+							return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, reads.MaxResponseBytes, workload.Requests{})
 						}
 						return fakes(raw)
 					}

@@ -131,7 +131,7 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 			}
 			// Anything else goes through the production factory: garbage
 			// is KubeconfigInvalid, an exec kubeconfig KubeconfigRefused.
-			return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, 0)
+			return workload.NewClientFromKubeconfig(raw, kubeconfig.Policy{}, 0, workload.Requests{})
 		},
 	}
 	for _, o := range options {

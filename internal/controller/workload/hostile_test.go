@@ -31,7 +31,7 @@ func hostileSet(t *testing.T, srv *testfixture.HostileAPIServer, limits ReadLimi
 	t.Cleanup(cancel)
 	set := NewSet(Config{
 		NewClient: func(raw []byte) (Client, error) {
-			return NewClientFromKubeconfig(raw, kubeconfig.Policy{}, limits.MaxResponseBytes)
+			return NewClientFromKubeconfig(raw, kubeconfig.Policy{}, limits.MaxResponseBytes, Requests{})
 		},
 		SliceNamespace: "xcc-dns", OnNamespace: func(string) {}, OnService: func([]string) {}, Gauge: func(int) {},
 		Limits: limits,

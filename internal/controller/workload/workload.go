@@ -135,19 +135,26 @@ var (
 //
 // No response body is read past maxResponseBytes (0:
 // DefaultMaxResponseBytes): a tenant's API server may answer anything.
-func NewClientFromKubeconfig(data []byte, policy kubeconfig.Policy, maxResponseBytes int64) (Client, error) {
+// obs sees every request and its wait for the cluster's rate limit.
+func NewClientFromKubeconfig(data []byte, policy kubeconfig.Policy, maxResponseBytes int64, obs Requests) (Client, error) {
 	cfg, err := kubeconfig.RESTConfig(data, policy)
 	if err != nil {
 		return nil, err // it speaks of the kubeconfig and its fields already
 	}
 	most := cmp.Or(maxResponseBytes, DefaultMaxResponseBytes)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return limitBodies(rt, most) })
+	if obs.Done != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countRequests(rt, obs.Done) })
+	}
 	// One limiter for the cluster: three clients, each with its own,
 	// would allow three times the rate, and a write that goes kind by
 	// kind (ServiceImports, then Services, then slices) would still get a
 	// third of it.
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(clientQPS, clientBurst)
+	if obs.Throttled != nil {
+		cfg.RateLimiter = timedLimiter{RateLimiter: cfg.RateLimiter, waited: obs.Throttled}
+	}
 	cfg.UserAgent = "xcc-syncer-controller"
 	// Protobuf: a target's full list of slices decodes faster than JSON,
 	// and every resource the controller uses is built in.
