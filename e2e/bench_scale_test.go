@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
 )
@@ -23,6 +24,9 @@ const (
 	scaleTimeout = 40 * time.Minute
 	// scalePrefix names the Clusters the benchmark adds.
 	scalePrefix = "scale-"
+	// scaleStatusTimeout bounds the wait, once the records converged,
+	// for the GatewayDNS's status to count every selected Cluster.
+	scaleStatusTimeout = 2 * time.Minute
 	// scaleProgressEvery is how often the wait logs how far it got.
 	scaleProgressEvery = 30 * time.Second
 )
@@ -95,10 +99,14 @@ func testBenchScale(t *testing.T) {
 		createdIn := time.Since(start)
 		t.Logf("%d Clusters and kubeconfig Secrets created in %s", n, createdIn.Round(100*time.Millisecond))
 		have, err := waitScaleRecords(ctx, t, cli, n, start.Add(scaleTimeout))
-		heapPeak := heap.end(t, fmt.Sprintf("scale-%d-heap-peak.txt", n))
+		heapPeak := heap.end(t, fmt.Sprintf("scale-%d-heap-peak.pprof", n))
 		if err != nil {
 			report(t, scaleTable(rows))
 			t.Fatalf("%d clusters: %d of them complete in cluster-b's etcd after %s: %v", n, have, time.Since(start).Round(time.Second), err)
+		}
+		if err := waitScaleStatus(ctx, mgmt, n, time.Now().Add(scaleStatusTimeout)); err != nil {
+			report(t, scaleTable(rows))
+			t.Fatalf("%d clusters: %v", n, err)
 		}
 		f, err := measureScale(ctx, b, bClients, cli, metrics, base)
 		if err != nil {
@@ -183,7 +191,7 @@ func scaleTable(rows []scaleFigures) string {
 	}
 	fmt.Fprintf(&tb, "(converged: from the first create of the step until cluster-b's serve etcd has the gateway and api records of every added Cluster;\n")
 	fmt.Fprintf(&tb, " syncs, written (EndpointSlices, all clusters) and CPU: controller metrics and user+system CPU since the first row; MiB: peak resident\n")
-	fmt.Fprintf(&tb, " (VmHWM) since the process started; ctl heap: the largest in-use heap of the controller's profile, sampled every %s while the step converged;\n", heapSampleEvery)
+	fmt.Fprintf(&tb, " (VmHWM) since the process started; ctl heap: the controller's largest heap in use, sampled every %s while the step converged;\n", heapSampleEvery)
 	fmt.Fprintf(&tb, " slices: the controller's EndpointSlices in cluster-b; etcd MiB: database size/in use)\n")
 	for i := 2; i < len(rows); i++ {
 		p, r := rows[i-1], rows[i]
@@ -268,4 +276,32 @@ func waitScaleRecords(ctx context.Context, t *testing.T, cli *clientv3.Client, n
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// waitScaleStatus waits until the walkthrough's GatewayDNS's status counts
+// at least n selected Clusters: the records converging says the slices
+// were written, not that the status was (every added Cluster shares a
+// gateway address with a third of the others, which the status reports).
+func waitScaleStatus(ctx context.Context, mgmt benchClients, n int, deadline time.Time) error {
+	var selected int64
+	var lastErr error
+	for time.Now().Before(deadline) {
+		u, err := mgmt.dyn.Resource(lab.GatewayDNSGVR).Namespace(lab.ClusterNamespace).Get(ctx, lab.GatewayDNSName, metav1.GetOptions{})
+		if err != nil {
+			lastErr = err
+		} else if selected, _, _ = unstructured.NestedInt64(u.Object, "status", "selectedClusters"); selected >= int64(n) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	err := fmt.Errorf("GatewayDNS %s/%s's status counts %d selected Clusters, want at least %d",
+		lab.ClusterNamespace, lab.GatewayDNSName, selected, n)
+	if lastErr != nil {
+		err = fmt.Errorf("%w (last read: %w)", err, lastErr)
+	}
+	return err
 }

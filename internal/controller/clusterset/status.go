@@ -81,7 +81,7 @@ func clusterSetStatus(cs *xccv1alpha1.ClusterSet, res member.Result, members []s
 		case written.writing[m.ClusterID]:
 			msg = "writing: its API server has not finished the write yet"
 		}
-		entries = append(entries, xccv1alpha1.MemberStatus{Name: m.Cluster, ClusterID: m.ClusterID, Reason: m.Reason, Message: msg})
+		entries = append(entries, xccv1alpha1.MemberStatus{Name: m.Cluster, ClusterID: m.ClusterID, Reason: m.Reason, Message: mgmt.Truncate(msg, mgmt.MaxConditionMessage)})
 	}
 	st.SelectedClusters = int32(len(entries))
 	st.Members = int32(len(members))
@@ -106,6 +106,7 @@ func clusterSetStatus(cs *xccv1alpha1.ClusterSet, res member.Result, members []s
 		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonWriting
 		ready.Message = "writes still running in: " + strings.Join(slices.Sorted(maps.Keys(written.writing)), ", ")
 	}
+	ready.Message = mgmt.Truncate(ready.Message, mgmt.MaxConditionMessage)
 	st.Conditions = slices.Clone(cs.Status.Conditions)
 	meta.SetStatusCondition(&st.Conditions, ready)
 	return st

@@ -69,11 +69,47 @@ func (a *AddressClaims) Get(gd string) Claims {
 	return a.byGD[gd]
 }
 
-// Set remembers the claims of gd (nil: it is gone) and returns, by cluster
-// of gd, the other clusters of gd's namespace claiming each of its
-// addresses, and the other GatewayDNS of that namespace whose conflicts the
-// change may have changed: those claiming an address gd gained or lost.
-func (a *AddressClaims) Set(gd string, now Claims) (shared map[string]map[string][]string, affected []string) {
+// Shared tells, for the clusters of one GatewayDNS, which other clusters
+// of its namespace claim their addresses. It keeps each shared address's
+// holders once, not a list of the others per cluster: n clusters on one
+// address would make that n*n names, in memory and in status.
+type Shared struct {
+	claims  Claims              // the GatewayDNS's clusters' addresses
+	holders map[string][]string // address -> every cluster claiming it, sorted; only shared addresses
+}
+
+// Conflicts returns the addresses of cluster id that other clusters
+// claim too, sorted.
+func (s Shared) Conflicts(id string) []string {
+	var out []string
+	for _, addr := range s.claims[id] {
+		if len(s.holders[addr]) > 1 {
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
+// Others returns the first n (by name) of the clusters other than id that
+// claim addr, and how many more there are.
+func (s Shared) Others(id, addr string, n int) (names []string, more int) {
+	for _, h := range s.holders[addr] {
+		switch {
+		case h == id:
+		case len(names) < n:
+			names = append(names, h)
+		default:
+			more++
+		}
+	}
+	return names, more
+}
+
+// Set remembers the claims of gd (nil: it is gone) and returns which
+// other clusters of gd's namespace claim the addresses of gd's clusters,
+// and the other GatewayDNS of that namespace whose conflicts the change
+// may have changed: those claiming an address gd gained or lost.
+func (a *AddressClaims) Set(gd string, now Claims) (shared Shared, affected []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	namespace, _, _ := strings.Cut(gd, "/")
@@ -113,48 +149,54 @@ func (a *AddressClaims) Set(gd string, now Claims) (shared map[string]map[string
 			}
 		}
 	}
-	shared = map[string]map[string][]string{}
-	for id, addrs := range now {
+	shared = Shared{claims: now, holders: map[string][]string{}}
+	for _, addrs := range now {
 		for _, addr := range addrs {
-			var others []string
-			for h := range holders[addr] {
-				if h != id {
-					others = append(others, h)
-				}
-			}
-			if len(others) == 0 {
+			if _, done := shared.holders[addr]; done || len(holders[addr]) < 2 {
 				continue
 			}
-			sort.Strings(others)
-			if shared[id] == nil {
-				shared[id] = map[string][]string{}
-			}
-			shared[id][addr] = others
+			shared.holders[addr] = slices.Sorted(maps.Keys(holders[addr]))
 		}
 	}
 	sort.Strings(affected)
 	return shared, affected
 }
 
+// How much of a conflict one status entry names: the rest is counted.
+// Clusters a tenant points at one address would otherwise make each
+// entry name all the others, and the status grow with their square.
+const (
+	maxConflictAddressesNamed = 3
+	maxConflictClustersNamed  = 3
+)
+
 // MarkAddressConflicts reports, on the status entry of every cluster of
-// namespace in shared, the addresses other clusters of the namespace claim
-// too, by cluster name. A Published
-// cluster becomes AddressConflict (still Ready: its names are published);
-// any other reason stays, with the note added to its message.
-func MarkAddressConflicts(clusters []v1alpha1.ClusterStatus, namespace string, shared map[string]map[string][]string) []v1alpha1.ClusterStatus {
+// namespace that shares an address, the addresses other clusters of the
+// namespace claim too, by cluster name (a few of each, and how many
+// more). A Published cluster becomes AddressConflict (still Ready: its
+// names are published); any other reason stays, with the note added to
+// its message.
+func MarkAddressConflicts(clusters []v1alpha1.ClusterStatus, namespace string, shared Shared) []v1alpha1.ClusterStatus {
 	out := slices.Clone(clusters)
 	for i, st := range out {
-		byAddr := shared[namespace+"/"+st.Name]
-		if len(byAddr) == 0 {
+		id := namespace + "/" + st.Name
+		addrs := shared.Conflicts(id)
+		if len(addrs) == 0 {
 			continue
 		}
 		var notes []string
-		for _, addr := range slices.Sorted(maps.Keys(byAddr)) {
-			var names []string
-			for _, id := range byAddr[addr] {
-				names = append(names, strings.TrimPrefix(id, namespace+"/"))
+		for _, addr := range addrs[:min(len(addrs), maxConflictAddressesNamed)] {
+			others, more := shared.Others(id, addr, maxConflictClustersNamed)
+			for j, o := range others {
+				others[j] = strings.TrimPrefix(o, namespace+"/")
 			}
-			notes = append(notes, fmt.Sprintf("%s also claimed by %s", addr, strings.Join(names, ", ")))
+			if more > 0 {
+				others = append(others, fmt.Sprintf("%d more", more))
+			}
+			notes = append(notes, fmt.Sprintf("%s also claimed by %s", addr, strings.Join(others, ", ")))
+		}
+		if more := len(addrs) - maxConflictAddressesNamed; more > 0 {
+			notes = append(notes, fmt.Sprintf("%d more shared addresses", more))
 		}
 		note := "address conflict: " + strings.Join(notes, "; ") + "; no PTR is published for a shared address"
 		if st.Reason == ReasonPublished {

@@ -1,8 +1,10 @@
 package desired
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -48,8 +50,8 @@ func TestAddressClaims(t *testing.T) {
 	}
 	for _, s := range steps {
 		shared, affected := a.Set(s.gd, s.claims)
-		if !maps.EqualFunc(shared, s.shared, func(x, y map[string][]string) bool { return maps.EqualFunc(x, y, slices.Equal) }) {
-			t.Errorf("%s: shared %v, want %v", s.name, shared, s.shared)
+		if !maps.EqualFunc(shared.all(), s.shared, func(x, y map[string][]string) bool { return maps.EqualFunc(x, y, slices.Equal) }) {
+			t.Errorf("%s: shared %v, want %v", s.name, shared.all(), s.shared)
 		}
 		if !slices.Equal(affected, s.affected) {
 			t.Errorf("%s: affected %v, want %v", s.name, affected, s.affected)
@@ -58,6 +60,21 @@ func TestAddressClaims(t *testing.T) {
 	if _, ok := a.byGD["team-a/gw"]; ok {
 		t.Error("claims of a gone GatewayDNS kept")
 	}
+}
+
+// all is, by cluster, every other cluster claiming each of its shared
+// addresses.
+func (s Shared) all() map[string]map[string][]string {
+	out := map[string]map[string][]string{}
+	for id := range s.claims {
+		for _, addr := range s.Conflicts(id) {
+			if out[id] == nil {
+				out[id] = map[string][]string{}
+			}
+			out[id][addr], _ = s.Others(id, addr, len(s.holders[addr]))
+		}
+	}
+	return out
 }
 
 func TestClusterClaims(t *testing.T) {
@@ -82,9 +99,9 @@ func TestMarkAddressConflicts(t *testing.T) {
 		{Name: "c2", Reason: ReasonInvalidServiceRef, Message: "spec.service: bad"},
 		{Name: "c3", Reason: ReasonPublished, Ready: true},
 	}
-	shared := map[string]map[string][]string{
-		"ns/c1": {"192.0.2.10": {"ns/x"}},
-		"ns/c2": {"192.0.2.20": {"ns/c9", "ns/y"}},
+	shared := Shared{
+		claims:  Claims{"ns/c1": {"192.0.2.10"}, "ns/c2": {"192.0.2.20"}, "ns/c3": {"192.0.2.30"}},
+		holders: map[string][]string{"192.0.2.10": {"ns/c1", "ns/x"}, "192.0.2.20": {"ns/c2", "ns/c9", "ns/y"}},
 	}
 	got := MarkAddressConflicts(in, "ns", shared)
 	want := []v1alpha1.ClusterStatus{
@@ -99,5 +116,39 @@ func TestMarkAddressConflicts(t *testing.T) {
 	}
 	if in[0].Reason != ReasonPublished {
 		t.Error("the input was changed")
+	}
+}
+
+// Clusters a tenant points at one address: each entry names a few of the
+// others and counts the rest, so the status grows with the clusters, not
+// with their square; so do the claims kept to find them.
+func TestAddressConflictsOfManyClustersAreBounded(t *testing.T) {
+	const n = 1000
+	a := NewAddressClaims()
+	claims := Claims{}
+	var clusters []v1alpha1.ClusterStatus
+	for i := range n {
+		name := fmt.Sprintf("c%04d", i)
+		claims["ns/"+name] = []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4", "192.0.2.5"}
+		clusters = append(clusters, v1alpha1.ClusterStatus{Name: name, Reason: ReasonPublished, Ready: true})
+	}
+	shared, _ := a.Set("ns/gw", claims)
+	if got := len(shared.holders); got != 5 {
+		t.Fatalf("%d shared addresses kept, want 5", got)
+	}
+	got := MarkAddressConflicts(clusters, "ns", shared)
+	want := "address conflict: 192.0.2.1 also claimed by c0001, c0002, c0003, 996 more; " +
+		"192.0.2.2 also claimed by c0001, c0002, c0003, 996 more; 192.0.2.3 also claimed by c0001, c0002, c0003, 996 more; " +
+		"2 more shared addresses; no PTR is published for a shared address"
+	if got[0].Message != want || got[0].Reason != ReasonAddressConflict {
+		t.Errorf("first entry %s: %q\nwant %q", got[0].Reason, got[0].Message, want)
+	}
+	if m := got[1].Message; !strings.Contains(m, "also claimed by c0000, c0002, c0003, 996 more") {
+		t.Errorf("second entry names %q, want the first three others", m)
+	}
+	for _, c := range got {
+		if len(c.Message) > 300 {
+			t.Fatalf("entry %s: message of %d bytes", c.Name, len(c.Message))
+		}
 	}
 }

@@ -61,6 +61,11 @@ func buildStatus(gd *v1alpha1.GatewayDNS, d desired.Result, w writes) (v1alpha1.
 	behind, failed := targetsBehind(w, &next)
 	clusters := stampSince(markUnwritten(d.Clusters, behind), d.Keep, w, &next)
 	st.Clusters, st.OmittedClusters = listedClusters(clusters, maxStatusClusters)
+	for i := range st.Clusters {
+		// maxStatusClusters entries fit in one object only while each is
+		// short; what a message quotes comes from tenants.
+		st.Clusters[i].Message = mgmt.Truncate(st.Clusters[i].Message, mgmt.MaxConditionMessage)
+	}
 	st.Targets, st.OmittedTargets = listedTargets(behind, maxStatusClusters)
 	st.Names, st.OmittedNames = listedNames(d.Names, v1alpha1.MaxNameStatuses)
 	var notReady []string

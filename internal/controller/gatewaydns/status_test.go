@@ -1,6 +1,7 @@
 package gatewaydns
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -218,5 +219,30 @@ func TestBuildStatusAcrossSyncs(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(back.Conditions, v1alpha1.ConditionReady); c.Reason != string(ReasonPublished) {
 		t.Errorf("Ready %s, want Published", c.Reason)
+	}
+}
+
+// A tenant's Clusters all pointed at one load balancer, with a target
+// whose write fails with a long error: the status still fits in one
+// object (etcd's default limit is 1.5 MiB). Naming every other cluster
+// on every entry made it grow with the square of the clusters.
+func TestStatusOfClustersOnOneAddressFits(t *testing.T) {
+	gd := testfixture.GatewayDNS("gw")
+	for _, n := range []int{maxStatusClusters, 5000} {
+		d := desired.Compute(gd, "xcc.test", nil, benchClusters(n, func(int) string { return "192.0.2.10" }))
+		shared, _ := desired.NewAddressClaims().Set(gd.Namespace+"/"+gd.Name, desired.ClusterClaims(gd.Namespace, d, nil))
+		d.Clusters = desired.MarkAddressConflicts(d.Clusters, gd.Namespace, shared)
+		long := errors.New(strings.Repeat("a tenant's webhook says no at length. ", 1000))
+		st, _ := buildStatus(gd, d, writes{errs: map[string]error{"cluster-00001": long}, now: statusNow()})
+		raw, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(raw) > 1<<20 {
+			t.Errorf("%d clusters on one address: status of %d bytes", n, len(raw))
+		}
+		if st.Clusters[0].Reason != desired.ReasonAddressConflict && st.Clusters[0].Reason != string(ReasonWriteFailed) {
+			t.Errorf("%d clusters on one address: first entry %s, want the conflict or the failed write said", n, st.Clusters[0].Reason)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package mgmt
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,12 +16,18 @@ import (
 // MaxConditionMessage keeps a condition message readable in kubectl describe.
 const MaxConditionMessage = 1024
 
-// Truncate cuts s to n bytes, the last three "...", when it is longer.
+// Truncate cuts s to at most n bytes, the last three "...", when it is
+// longer; never inside a UTF-8 sequence, which the API server would
+// refuse to store.
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-3] + "..."
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Object is a typed object of the management cluster (a GatewayDNS, a
