@@ -3,7 +3,9 @@ package publish
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
@@ -155,5 +158,76 @@ func TestRefusedTargetDoesNotBackOffItsCluster(t *testing.T) {
 	w := e.lanes.Submit(targets[0].Cluster.Key(), "dev-team/prod", func(context.Context) error { return nil }, nil)
 	if r := e.lanes.Wait(e.ctx, []*lane.Write{w}); !r[0].Ended || r[0].Err != nil {
 		t.Errorf("another writer's write of the refusing cluster: %+v; want it run at once", r[0])
+	}
+}
+
+// refusingSlices is a workload client of a shared API server whose
+// credentials may not write EndpointSlices: each create takes a while,
+// is counted while it runs, and is refused.
+type refusingSlices struct {
+	*fake.Clientset
+	inflight, most *atomic.Int32
+}
+
+func (r refusingSlices) DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface {
+	return refusingDiscovery{r.Clientset.DiscoveryV1(), r}
+}
+
+type refusingDiscovery struct {
+	typeddiscoveryv1.DiscoveryV1Interface
+	r refusingSlices
+}
+
+func (d refusingDiscovery) EndpointSlices(namespace string) typeddiscoveryv1.EndpointSliceInterface {
+	return refusingSliceClient{d.DiscoveryV1Interface.EndpointSlices(namespace), d.r}
+}
+
+type refusingSliceClient struct {
+	typeddiscoveryv1.EndpointSliceInterface
+	r refusingSlices
+}
+
+func (c refusingSliceClient) Create(context.Context, *discoveryv1.EndpointSlice, metav1.CreateOptions) (*discoveryv1.EndpointSlice, error) {
+	n := c.r.inflight.Add(1)
+	defer c.r.inflight.Add(-1)
+	for {
+		most := c.r.most.Load()
+		if n <= most || c.r.most.CompareAndSwap(most, n) {
+			break
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	return nil, apierrors.NewForbidden(schema.GroupResource{Group: discoveryv1.GroupName, Resource: "endpointslices"}, "x", errors.New("read-only credentials"))
+}
+
+// Clusters whose kubeconfigs reach one destination are tried one at a
+// time until one writes it: the destination gets one write at a time,
+// however many Clusters reach it; the Clusters tried before keep their
+// own refusal, those after take the written state.
+func TestSameDestinationIsTriedOneTargetAtATime(t *testing.T) {
+	e := newLanesEnv(t)
+	shared := workloadClient("uid-shared")
+	var inflight, most atomic.Int32
+	clients := map[string]workload.Client{"writer": shared}
+	names := []string{"reader-1", "reader-2", "reader-3", "reader-4", "writer", "zz-after"}
+	for _, n := range names[:4] {
+		clients[n] = refusingSlices{shared, &inflight, &most}
+	}
+	clients["zz-after"] = shared
+	targets := e.targets(t, clients, names...)
+	res := e.writer.Publish(e.ctx, "dev-team/gw", oneSlice(), targets)
+	for _, n := range names[:4] {
+		if !apierrors.IsForbidden(res.Errs[n]) {
+			t.Errorf("%s: %v, want its own refusal", n, res.Errs[n])
+		}
+	}
+	if !slices.Equal(res.Done, []string{"writer", "zz-after"}) {
+		t.Errorf("done %v, want the writer and the target after it", res.Done)
+	}
+	if got := most.Load(); got != 1 {
+		t.Errorf("%d writes of the destination at once, want 1", got)
+	}
+	if l, err := shared.DiscoveryV1().EndpointSlices(testfixture.SliceNamespace).List(e.ctx, metav1.ListOptions{}); err != nil || len(l.Items) == 0 {
+		t.Errorf("the destination holds %d slices (%v), want the written ones", len(l.Items), err)
 	}
 }

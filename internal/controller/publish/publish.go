@@ -301,8 +301,8 @@ func (w *Writer) Remove(ctx context.Context, ref string, targets []Target, withS
 // same slice namespace of the same API server) are written once, through
 // one of them; the others take its state. Written one by one, each would
 // create the slices the first had just made and list the namespace again.
-// When that write fails, the others are written on their own, as any
-// target; when it timed out, they share its error (same API server).
+// When that write fails, the next target writes it, and so on, one at a
+// time; once one timed out, the rest share its error (same API server).
 func (w *Writer) Publish(ctx context.Context, ref string, d desired.Result, targets []Target) Results {
 	w.mu.Lock()
 	p := w.recordLocked(ref)
@@ -517,29 +517,32 @@ func (w *Writer) run(ctx context.Context, ref string, p *record, wr *write, snap
 	return kubeclient.MemberFailure(wr.results[0].err)
 }
 
-// writeSlot writes the first target of wr, then gives the others its
-// state, its failure, or their own writes.
+// writeSlot writes the destination of wr through its targets in turn
+// until one succeeds, and gives that one's state to the rest. A target
+// tried before it keeps its own failure (its kubeconfig's, since the
+// destination took a write); once one timed out, the rest share that
+// error (same API server). One at a time: however many Clusters reach a
+// destination, it gets one write at a time from this slot, as a lane
+// would allow.
 func (w *Writer) writeSlot(ctx context.Context, ref string, wr *write, snap snapshot) {
-	first := w.writeTarget(ctx, snap, wr.old[0], wr.known[0], wr.targets[0], wr.uids[0], ref)
-	wr.results[0] = first
-	var alone sync.WaitGroup
-	for i := 1; i < len(wr.targets); i++ {
+	var through *targetResult
+	for i := range wr.targets {
 		switch {
-		case first.err == nil && first.state != nil:
+		case through != nil:
 			// The same slice namespace: the same slices and marker.
-			st := *first.state
+			st := *through.state
 			st.client = wr.targets[i].Cluster.Client()
-			wr.results[i].state, wr.results[i].selfErr = &st, first.selfErr
-		case kubeclient.IsTimeout(first.err):
+			wr.results[i].state, wr.results[i].selfErr = &st, through.selfErr
+		case i > 0 && kubeclient.IsTimeout(wr.results[i-1].err):
 			// The same API server: it would not answer either.
-			wr.results[i].err = first.err
+			wr.results[i].err = wr.results[i-1].err
 		default:
-			alone.Go(func() {
-				wr.results[i] = w.writeTarget(ctx, snap, wr.old[i], wr.known[i], wr.targets[i], wr.uids[i], ref)
-			})
+			wr.results[i] = w.writeTarget(ctx, snap, wr.old[i], wr.known[i], wr.targets[i], wr.uids[i], ref)
+			if r := wr.results[i]; r.err == nil && r.state != nil {
+				through = &wr.results[i]
+			}
 		}
 	}
-	alone.Wait()
 }
 
 // recordLocked records the targets' states after wr ended: a target that
