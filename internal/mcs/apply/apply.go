@@ -71,7 +71,8 @@ func Apply(ctx context.Context, m Member, desired objects.Objects, existing Exis
 	p.Slices.Update = unheld(p.Slices.Update, unwritten)
 	w.slices(ctx, p.Slices)
 	// The status goes last, when it is known whose slices were written.
-	w.importStatus(ctx, importStatus(withoutSlices(owned.Imports, unwritten), imports, now))
+	w.importStatus(ctx, slices.DeleteFunc(importStatus(withoutSlices(owned.Imports, unwritten), imports, now),
+		func(si *mcsv1beta1.ServiceImport) bool { return addressComing(si, ips) }))
 	w.exports(ctx, p.Exports)
 	deleteAll(ctx, w, "EndpointSlice", p.Slices.Delete, w.m.Slices)
 	deleteAll(ctx, w, "Service", p.Services.Delete, w.m.Services)
@@ -79,6 +80,15 @@ func Apply(ctx context.Context, m Member, desired objects.Objects, existing Exis
 		return w.m.Imports(ns)
 	})
 	return Result{ClusterIPs: ips, Refused: w.refused}, errors.Join(w.errs...)
+}
+
+// addressComing reports whether si's derived Service has an address its
+// spec does not hold yet: the caller computes the objects again with it
+// (Result.ClusterIPs) and writes the spec, which moves si's generation.
+// Its status is written then, once, with the address and that
+// generation; written now it would say Pending and be written again.
+func addressComing(si *mcsv1beta1.ServiceImport, ips map[aggregate.Key][]string) bool {
+	return len(si.Spec.IPs) == 0 && len(ips[importKey(si)]) > 0
 }
 
 // onlyDesired keeps the ClusterIPs of the derived Services still desired:

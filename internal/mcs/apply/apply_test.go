@@ -286,9 +286,10 @@ func readyView(si mcsv1beta1.ServiceImport) string {
 	return fmt.Sprintf("%s Ready=%s/%s@%v", si.Status.EndpointSliceObjects, c.Status, c.Reason, c.LastTransitionTime.Sub(t0).Hours())
 }
 
-// TestApplyImportReady: a ClusterSetIP import is written Pending until the
-// derived Service's ClusterIP is read back, then Ready; a sync that
-// changes nothing writes nothing and keeps the transition time.
+// TestApplyImportReady: a ClusterSetIP import's status waits while its
+// derived Service's ClusterIP is read back (the caller writes it into the
+// spec next), then is written once, Ready; a sync that changes nothing
+// writes nothing and keeps the transition time.
 func TestApplyImportReady(t *testing.T) {
 	f := newFakeMember(nil, nil)
 	at := func(h int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(h) * time.Hour)) }
@@ -299,9 +300,9 @@ func TestApplyImportReady(t *testing.T) {
 		want    string
 		writes  []string
 	}{
-		{"first round, no ClusterIP yet: Pending", pendingOf(t, "cart"), at(1), "Present Ready=False/Pending@1",
-			[]string{"create services/", "create endpointslices/", "create endpointslices/", "create serviceimports/", "update serviceimports/status"}},
-		{"again: nothing written, time kept", pendingOf(t, "cart"), at(2), "Present Ready=False/Pending@1", nil},
+		{"first round, the ClusterIP read back: no status yet", pendingOf(t, "cart"), at(1), "no Ready",
+			[]string{"create services/", "create endpointslices/", "create endpointslices/", "create serviceimports/"}},
+		{"again without it: still no status", pendingOf(t, "cart"), at(2), "no Ready", nil},
 		{"ClusterIP read back: Ready", desiredOf(t, true, "cart"), at(3), "Present Ready=True/Ready@3",
 			[]string{"update serviceimports/", "update serviceimports/status"}},
 		{"again: nothing written, time kept", desiredOf(t, true, "cart"), at(4), "Present Ready=True/Ready@3", nil},

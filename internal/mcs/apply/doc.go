@@ -27,7 +27,10 @@
 //   - A ServiceImport's status is written after its slices, so it says
 //     whether they are: endpointSliceObjects Absent, and Ready False, for
 //     an import whose derived Service could not be created (its name held
-//     by another's Service), whose slices are therefore not written.
+//     by another's Service), whose slices are therefore not written. The
+//     status of an import whose derived Service has just got its
+//     ClusterIP waits for the caller's write of that address into its
+//     spec: written before, it would be written twice.
 //   - A condition (of a ServiceImport or an export) keeps its
 //     lastTransitionTime while its status stays the same
 //     (meta.SetStatusCondition), and observes the object's generation; an
