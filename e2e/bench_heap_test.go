@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,8 +9,8 @@ import (
 	"time"
 )
 
-// heapSampleEvery is how often heapPeak reads the controller's heap
-// profile: often enough to catch a peak of a step that converges in tens
+// heapSampleEvery is how often heapPeak reads the controller's heap in
+// use: often enough to catch a peak of a step that converges in tens
 // of seconds, seldom enough that the reads cost the controller little.
 const heapSampleEvery = 2 * time.Second
 
@@ -56,7 +53,7 @@ func (h *heapPeak) sample(ctx context.Context) {
 	inuse := int64(v)
 	var body []byte
 	if err == nil && inuse > h.largest() {
-		body, err = controllerHeapProfile(ctx)
+		body, err = controllerProfile(ctx, "heap")
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -95,25 +92,4 @@ func (h *heapPeak) end(t *testing.T, file string) int64 {
 		}
 	}
 	return h.inuse
-}
-
-// controllerHeapProfile reads the controller's heap profile.
-func controllerHeapProfile(ctx context.Context) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+theLab.ControllerHTTP+"/debug/pprof/heap", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("heap profile: %s", resp.Status)
-	}
-	return body, nil
 }

@@ -208,20 +208,9 @@ func saveProfile(ctx context.Context, t *testing.T, path, file string) {
 	if out == "" {
 		return
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+theLab.ControllerHTTP+"/debug/pprof/"+path, nil)
+	body, err := controllerProfile(ctx, path)
 	if err != nil {
 		t.Logf("profile %s: %v", path, err)
-		return
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Logf("profile %s: %v", path, err)
-		return
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Logf("profile %s: %s %v", path, resp.Status, err)
 		return
 	}
 	dst := filepath.Join(filepath.Dir(out), file)
@@ -230,4 +219,25 @@ func saveProfile(ctx context.Context, t *testing.T, path, file string) {
 		return
 	}
 	t.Logf("controller profile %s saved in %s", path, dst)
+}
+
+// controllerProfile reads the controller's Go profile path.
+func controllerProfile(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+theLab.ControllerHTTP+"/debug/pprof/"+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("profile %s: %s", path, resp.Status)
+	}
+	return body, nil
 }
