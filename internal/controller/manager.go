@@ -3,20 +3,13 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -26,12 +19,10 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/controller/gatewaydns"
-	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
-	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
 // Defaults of the controller role.
@@ -103,16 +94,11 @@ type Config struct {
 // a kubeconfig Secret, a workload cluster's slice namespace or Service)
 // are sent to each from here.
 type Manager struct {
-	cfg       Config
-	dynInf    dynamicinformer.DynamicSharedInformerFactory
-	kubeInf   informers.SharedInformerFactory
-	clusters  cache.SharedIndexInformer
-	secrets   corelisters.SecretLister
-	synced    []cache.InformerSynced
-	workloads *workload.Set
-	// lanes are the one writer into the workload clusters, shared by
-	// both reconcilers (package lane).
-	lanes *lane.Set
+	cfg Config
+	// engine is what both reconcilers run on (package mgmt): the
+	// management informers, the workload connections, the lanes.
+	engine mgmt.Engine
+	synced []cache.InformerSynced
 
 	gatewayDNS *gatewaydns.Reconciler
 	// sets is the ClusterSet reconciler; nil when the CRD is not served.
@@ -137,28 +123,22 @@ func New(cfg Config) *Manager {
 	if cfg.Recorder == nil {
 		cfg.Recorder = &record.FakeRecorder{}
 	}
-	m := &Manager{
-		cfg:     cfg,
-		dynInf:  dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, cfg.Resync),
-		kubeInf: informers.NewSharedInformerFactory(cfg.Kube, 0),
-		lanes:   lane.NewSet(lane.Config{}),
-	}
-	m.clusters = m.dynInf.ForResource(cfg.ClusterResource).Informer()
-	secretInf := m.kubeInf.Core().V1().Secrets()
-	_ = secretInf.Informer().SetTransform(secretForCache)
-	m.secrets = secretInf.Lister()
-	m.workloads = workload.NewSet(workload.Config{
-		NewClient:      cfg.NewClient,
-		SliceNamespace: cfg.SliceNamespace,
-		OnNamespace:    m.enqueueIn,
-		OnService:      m.serviceChanged,
-		Gauge:          func(n int) { cfg.Metrics.ClustersWatched.Set(float64(n)) },
-		Limits:         cfg.ReadLimits,
-		Written:        cfg.Metrics.targetWritten,
-	})
+	m := &Manager{cfg: cfg}
 	// The engine both reconcilers run on.
-	engine := mgmt.Engine{Dynamic: cfg.Dynamic, Informers: m.dynInf, Clusters: m.clusters, Secrets: m.secrets,
-		Workloads: m.workloads, Lanes: m.lanes}
+	engine := mgmt.NewEngine(mgmt.EngineConfig{
+		Dynamic:         cfg.Dynamic,
+		Kube:            cfg.Kube,
+		ClusterResource: cfg.ClusterResource,
+		Resync:          cfg.Resync,
+		NewClient:       cfg.NewClient,
+		SliceNamespace:  cfg.SliceNamespace,
+		ReadLimits:      cfg.ReadLimits,
+		Gauge:           func(n int) { cfg.Metrics.ClustersWatched.Set(float64(n)) },
+		Written:         cfg.Metrics.targetWritten,
+		EnqueueIn:       m.enqueueIn,
+		OnService:       m.serviceChanged,
+	})
+	m.engine = engine
 	m.gatewayDNS = gatewaydns.New(gatewaydns.Config{
 		Engine:         engine,
 		SliceNamespace: cfg.SliceNamespace,
@@ -174,7 +154,7 @@ func New(cfg Config) *Manager {
 		Syncs:          cfg.Metrics.Syncs,
 		SyncErrors:     cfg.Metrics.SyncErrors,
 	})
-	m.synced = []cache.InformerSynced{m.gatewayDNS.HasSynced, m.clusters.HasSynced, secretInf.Informer().HasSynced}
+	m.synced = append(engine.Synced(), m.gatewayDNS.HasSynced)
 	if cfg.ClusterSets {
 		m.sets = clusterset.New(clusterset.Config{
 			Engine:              engine,
@@ -192,25 +172,7 @@ func New(cfg Config) *Manager {
 		})
 		m.synced = append(m.synced, m.sets.HasSynced)
 	}
-	// A Cluster or a kubeconfig Secret changes the result of every
-	// GatewayDNS and the members of every ClusterSet of its namespace.
-	onClusterish := watch.OnEvent(func(obj any) {
-		meta := watch.Meta(obj)
-		if meta == nil {
-			utilruntime.HandleError(fmt.Errorf("informer delivered %T", obj))
-			return
-		}
-		m.enqueueIn(meta.GetNamespace())
-	})
-	_, _ = m.clusters.AddEventHandler(onClusterish)
-	_, _ = secretInf.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
-		FilterFunc: func(obj any) bool {
-			meta := watch.Meta(obj)
-			return meta != nil && strings.HasSuffix(meta.GetName(), workload.KubeconfigSecretSuffix)
-		},
-		Handler: onClusterish,
-	})
-	cfg.Metrics.attach(m.workloads)
+	cfg.Metrics.attach(engine.Workloads)
 	return m
 }
 
@@ -240,19 +202,15 @@ func (m *Manager) serviceChanged(users []string) {
 func (m *Manager) Run(ctx context.Context, ready chan<- struct{}) error {
 	defer utilruntime.HandleCrash()
 	logger := klog.FromContext(ctx)
-	m.workloads.Start(ctx)
-	m.lanes.Start(ctx)
-
 	logger.Info("Starting controller", "clusterResource", m.cfg.ClusterResource.String(),
 		"sliceNamespace", m.cfg.SliceNamespace, "domain", m.cfg.Domain, "allowedCIDRs", m.cfg.AllowedCIDRs.String())
-	m.dynInf.Start(ctx.Done())
-	m.kubeInf.Start(ctx.Done())
+	m.engine.Start(ctx)
 	logger.Info("Waiting for informer caches to sync")
 	if !cache.WaitForCacheSync(ctx.Done(), m.synced...) {
 		return errors.New("informer caches did not sync")
 	}
 	logger.Info("Caches synced; starting workers", "count", m.cfg.Workers,
-		"gatewayDNS", m.gatewayDNS.Count(), "clusters", len(m.clusters.GetStore().ListKeys()))
+		"gatewayDNS", m.gatewayDNS.Count(), "clusters", len(m.engine.Clusters.GetStore().ListKeys()))
 	if ready != nil {
 		close(ready)
 	}
@@ -263,33 +221,7 @@ func (m *Manager) Run(ctx context.Context, ready chan<- struct{}) error {
 	}
 	running.Wait()
 	// Writes still running in the background end with ctx.
-	m.lanes.Stop()
+	m.engine.Stop()
 	logger.Info("Workers stopped")
 	return nil
-}
-
-// secretForCache is the transform of the Secret informer: of every Secret
-// it keeps only what the controller reads, and of a <cluster>-kubeconfig
-// Secret also its key `value`. Everything else, such as other keys,
-// labels, managedFields and the annotation
-// kubectl.kubernetes.io/last-applied-configuration (the whole data of a
-// Secret made with kubectl apply), is dropped before it is cached, so the
-// cache stays small and holds no credentials the controller does not use.
-// Idempotent, as client-go asks of a transform.
-func secretForCache(obj any) (any, error) {
-	s, ok := obj.(*corev1.Secret)
-	if !ok {
-		return obj, nil
-	}
-	kept := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
-		Name:              s.Name,
-		Namespace:         s.Namespace,
-		UID:               s.UID,
-		ResourceVersion:   s.ResourceVersion,
-		DeletionTimestamp: s.DeletionTimestamp,
-	}}
-	if value, ok := s.Data[workload.KubeconfigSecretKey]; ok && strings.HasSuffix(s.Name, workload.KubeconfigSecretSuffix) {
-		kept.Data = map[string][]byte{workload.KubeconfigSecretKey: value}
-	}
-	return kept, nil
 }

@@ -8,21 +8,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
-	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
 // clusterGVR is the served version of Cluster API Clusters in the tests.
@@ -98,55 +95,38 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 // its caches.
 func (e *testEnv) start() {
 	e.t.Helper()
-	dynInf := dynamicinformer.NewDynamicSharedInformerFactory(e.dyn, time.Hour)
-	kubeInf := informers.NewSharedInformerFactory(e.mgmt, 0)
-	clusters := dynInf.ForResource(clusterGVR).Informer()
-	secrets := kubeInf.Core().V1().Secrets()
 	var rec *Reconciler
-	e.workloads = workload.NewSet(workload.Config{
-		NewClient:      e.newClient,
-		SliceNamespace: e.cfg.SliceNamespace,
-		OnNamespace:    func(namespace string) { rec.EnqueueIn(namespace) },
+	engine := mgmt.NewEngine(mgmt.EngineConfig{
+		Dynamic: e.dyn, Kube: e.mgmt, ClusterResource: clusterGVR, Resync: time.Hour,
+		NewClient: e.newClient, SliceNamespace: e.cfg.SliceNamespace, ReadLimits: e.cfg.ReadLimits,
+		EnqueueIn: func(namespace string) { rec.EnqueueIn(namespace) },
 		OnService: func(users []string) {
 			_, sets := Users(users)
 			for _, key := range sets {
 				rec.Add(key)
 			}
 		},
-		Gauge:  func(int) {},
-		Limits: e.cfg.ReadLimits,
 	})
+	e.workloads = engine.Workloads
 	cfg := e.cfg.Config
-	cfg.Dynamic, cfg.Informers, cfg.Clusters, cfg.Secrets, cfg.Workloads = e.dyn, dynInf, clusters, secrets.Lister(), e.workloads
-	// The lanes are the controller's, shared with the GatewayDNS
-	// reconciler; they stop after the reconciler.
-	lanes := lane.NewSet(lane.Config{})
-	cfg.Lanes = lanes
+	cfg.Engine = engine
 	cfg.Metrics = NewMetrics()
 	cfg.Syncs = prometheus.NewCounter(prometheus.CounterOpts{Name: "syncs"})
 	cfg.SyncErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "sync_errors"})
 	rec = New(cfg)
 	e.rec = rec
-	onClusterish := watch.OnEvent(func(obj any) {
-		if m := watch.Meta(obj); m != nil {
-			rec.EnqueueIn(m.GetNamespace())
-		}
-	})
-	_, _ = clusters.AddEventHandler(onClusterish)
-	_, _ = secrets.Informer().AddEventHandler(onClusterish)
 	ctx := e.ctx
-	lanes.Start(ctx)
-	e.workloads.Start(ctx)
-	dynInf.Start(ctx.Done())
-	kubeInf.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), clusters.HasSynced, secrets.Informer().HasSynced, rec.HasSynced) {
+	engine.Start(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), append(engine.Synced(), rec.HasSynced)...) {
 		e.t.Fatal("caches did not sync")
 	}
 	e.done = make(chan struct{})
 	done := e.done
 	go func() {
 		defer close(done)
-		defer lanes.Stop()
+		// The lanes are shared with the GatewayDNS reconciler; they
+		// stop after the reconciler.
+		defer engine.Stop()
 		rec.Run(ctx)
 	}()
 }

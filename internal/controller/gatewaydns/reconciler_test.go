@@ -19,9 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	k8stesting "k8s.io/client-go/testing"
@@ -34,12 +32,11 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
-	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
-	"github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
 var clusterGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
@@ -150,47 +147,29 @@ func newTestEnvClients(t *testing.T, mgmtObjs []runtime.Object, dynObjs []runtim
 // reconciler.
 func (e *testEnv) start() {
 	e.t.Helper()
-	dynInf := dynamicinformer.NewDynamicSharedInformerFactory(e.dyn, e.cfg.Resync)
-	kubeInf := informers.NewSharedInformerFactory(e.mgmt, 0)
-	clusters := dynInf.ForResource(clusterGVR).Informer()
-	secrets := kubeInf.Core().V1().Secrets()
 	var rec *Reconciler
-	workloads := workload.NewSet(workload.Config{
-		NewClient:      e.cfg.NewClient,
-		SliceNamespace: e.cfg.SliceNamespace,
-		OnNamespace:    func(namespace string) { rec.EnqueueIn(namespace) },
-		OnService:      func(users []string) { rec.ServiceChanged(users) },
-		Gauge:          func(int) {},
-		Limits:         e.cfg.ReadLimits,
+	engine := mgmt.NewEngine(mgmt.EngineConfig{
+		Dynamic: e.dyn, Kube: e.mgmt, ClusterResource: clusterGVR, Resync: e.cfg.Resync,
+		NewClient: e.cfg.NewClient, SliceNamespace: e.cfg.SliceNamespace, ReadLimits: e.cfg.ReadLimits,
+		EnqueueIn: func(namespace string) { rec.EnqueueIn(namespace) },
+		OnService: func(users []string) { rec.ServiceChanged(users) },
 	})
 	cfg := e.cfg.Config
-	cfg.Dynamic, cfg.Informers, cfg.Clusters, cfg.Secrets, cfg.Workloads = e.dyn, dynInf, clusters, secrets.Lister(), workloads
-	// The lanes are the controller's, shared with the ClusterSet
-	// reconciler; they stop after the reconciler.
-	lanes := lane.NewSet(lane.Config{})
-	cfg.Lanes = lanes
+	cfg.Engine = engine
 	rec = New(cfg)
 	e.rec = rec
-	onClusterish := watch.OnEvent(func(obj any) {
-		if m := watch.Meta(obj); m != nil {
-			rec.EnqueueIn(m.GetNamespace())
-		}
-	})
-	_, _ = clusters.AddEventHandler(onClusterish)
-	_, _ = secrets.Informer().AddEventHandler(onClusterish)
 	ctx := e.ctx
-	lanes.Start(ctx)
-	workloads.Start(ctx)
-	dynInf.Start(ctx.Done())
-	kubeInf.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), clusters.HasSynced, secrets.Informer().HasSynced, rec.HasSynced) {
+	engine.Start(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), append(engine.Synced(), rec.HasSynced)...) {
 		e.t.Fatal("caches did not sync")
 	}
 	e.done = make(chan struct{})
 	done := e.done
 	go func() {
 		defer close(done)
-		defer lanes.Stop()
+		// The lanes are shared with the ClusterSet reconciler; they
+		// stop after the reconciler.
+		defer engine.Stop()
 		rec.Run(ctx)
 	}()
 }
