@@ -43,10 +43,8 @@ type Engine struct {
 	// one backoff and one bound on the writes per cluster for both.
 	Lanes *lane.Set
 
-	// kubeInf is the Secret informer's factory; synced are the
-	// management caches a sync needs.
+	// kubeInf is the Secret informer's factory.
 	kubeInf informers.SharedInformerFactory
-	synced  []cache.InformerSynced
 }
 
 // EngineConfig is what NewEngine builds an Engine from. The callbacks
@@ -103,7 +101,6 @@ func NewEngine(cfg EngineConfig) Engine {
 		Limits:         cfg.ReadLimits,
 		Written:        cfg.Written,
 	})
-	e.synced = []cache.InformerSynced{e.Clusters.HasSynced, secrets.Informer().HasSynced}
 	// A Cluster or a kubeconfig Secret changes the result of every
 	// GatewayDNS and the members of every ClusterSet of its namespace.
 	onClusterish := watch.OnEvent(func(obj any) {
@@ -136,8 +133,11 @@ func (e Engine) Start(ctx context.Context) {
 }
 
 // Synced are the management caches a sync needs: the Clusters and the
-// kubeconfig Secrets.
-func (e Engine) Synced() []cache.InformerSynced { return e.synced }
+// kubeconfig Secrets. The slice is the caller's to append to.
+func (e Engine) Synced() []cache.InformerSynced {
+	// The factory hands back the one Secret informer NewEngine made.
+	return []cache.InformerSynced{e.Clusters.HasSynced, e.kubeInf.Core().V1().Secrets().Informer().HasSynced}
+}
 
 // Stop waits for the writes still running in the lanes; they end with
 // Start's context. Call it once both reconcilers have stopped.
