@@ -116,6 +116,7 @@ func endpointsForCache(obj any) (any, error) {
 	for _, ep := range s.Endpoints {
 		kept.Endpoints = append(kept.Endpoints, discoveryv1.Endpoint{Addresses: ep.Addresses, Hostname: ep.Hostname, Conditions: ep.Conditions})
 	}
+	internMeta(&kept.ObjectMeta)
 	return kept, nil
 }
 

@@ -290,6 +290,7 @@ func exportForCache(obj any) (any, error) {
 	if cut := labelsCut + annotationsCut + ExportedCut(e); cut > 0 {
 		out.Annotations = map[string]string{AnnotationExportedCut: strconv.Itoa(cut)}
 	}
+	internMeta(&out.ObjectMeta)
 	return out, nil
 }
 

@@ -100,6 +100,7 @@ func namesEndpoints(obj any) (any, error) {
 	if n := desired.ReadyEndpoints([]*discoveryv1.EndpointSlice{s}); n > 0 {
 		kept.Endpoints = make([]discoveryv1.Endpoint, n)
 	}
+	internMeta(&kept.ObjectMeta)
 	return kept, nil
 }
 

@@ -130,15 +130,21 @@ func (o *ownWatch) informer(r *reads, store ownStore, what string, obj runtime.O
 			UpdateFunc: func(_, obj any) { seen(obj, false) },
 			DeleteFunc: func(obj any) { seen(obj, true) },
 		},
-		Transform: withoutManagedFields,
+		Transform: ownForCache,
 	})
 }
 
-// withoutManagedFields drops the managed fields, the largest part of an
-// object the controller reads back and never uses.
-func withoutManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok {
+// ownForCache drops the managed fields, the largest part of an object
+// the controller reads back and never uses, and interns the strings its
+// objects repeat (internMeta). Nothing else is cut: a write of the
+// controller starts from the cached object and sends it whole.
+func ownForCache(obj any) (any, error) {
+	if o, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		m := o.GetObjectMeta()
 		m.SetManagedFields(nil)
+		if meta, ok := m.(*metav1.ObjectMeta); ok {
+			internMeta(meta)
+		}
 	}
 	return obj, nil
 }

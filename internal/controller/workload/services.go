@@ -165,5 +165,6 @@ func serviceForReaders(obj any) (any, error) {
 		return kept, err
 	}
 	out.Annotations, out.Status = n.Annotations, n.Status
+	internMeta(&out.ObjectMeta)
 	return out, nil
 }
