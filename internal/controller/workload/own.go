@@ -16,6 +16,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
 )
 
@@ -53,7 +54,17 @@ type ownWatch struct {
 	// written are the writes the watch has not shown yet; obj nil for a
 	// deletion.
 	written map[ownKey]writtenObject
+	// held is, per import, the sum of apply.HeldDigest over the objects
+	// of the import, ServiceImport and Services and slices stores that
+	// match their selector, kept as their events come: a write reads the
+	// digests of every import of the member, and hashing thousands of
+	// objects at every write was the larger part of its cost.
+	held map[aggregate.Key]uint64
 }
+
+// oursIndex indexes, in each store, the objects that match the store's
+// selector under one value, so that a read checks no label.
+const oursIndex = "ours"
 
 type ownKey struct {
 	store           ownStore
@@ -68,7 +79,7 @@ type writtenObject struct {
 
 // newOwnWatch is an ownWatch without informers yet.
 func newOwnWatch() *ownWatch {
-	o := &ownWatch{written: map[ownKey]writtenObject{}}
+	o := &ownWatch{written: map[ownKey]writtenObject{}, held: map[aggregate.Key]uint64{}}
 	for i := range o.selectors {
 		s := apply.OursSelector()
 		if ownStore(i) == ownContract {
@@ -122,16 +133,72 @@ func (o *ownWatch) informer(r *reads, store ownStore, what string, obj runtime.O
 			return watchFn(ctx, sel(opts))
 		},
 	}
-	seen := func(obj any, deleted bool) { o.shown(store, obj, deleted) }
 	return newInformer(r, what, lw, cache.InformerOptions{
 		ObjectType: obj,
 		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { seen(obj, false) },
-			UpdateFunc: func(_, obj any) { seen(obj, false) },
-			DeleteFunc: func(obj any) { seen(obj, true) },
+			AddFunc: func(obj any) {
+				o.count(store, nil, obj)
+				o.shown(store, obj, false)
+			},
+			UpdateFunc: func(old, obj any) {
+				o.count(store, old, obj)
+				o.shown(store, obj, false)
+			},
+			DeleteFunc: func(obj any) {
+				o.count(store, obj, nil)
+				o.shown(store, obj, true)
+			},
 		},
+		Indexers:  o.indexers(store),
 		Transform: ownForCache,
 	})
+}
+
+// indexers index the objects of store that are the controller's
+// (oursIndex).
+func (o *ownWatch) indexers(store ownStore) cache.Indexers {
+	return cache.Indexers{oursIndex: func(obj any) ([]string, error) {
+		if o.ours(store, obj) != nil {
+			return []string{oursIndex}, nil
+		}
+		return nil, nil
+	}}
+}
+
+// ours returns obj as the controller's object of store: an object of
+// the store's selector, nil for any other.
+func (o *ownWatch) ours(store ownStore, obj any) metav1.Object {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok || !o.selectors[store].Matches(labels.Set(m.GetLabels())) {
+		return nil
+	}
+	return m
+}
+
+// count keeps held as the store's object old (nil: none) becomes cur
+// (nil: deleted). The informer calls it in the order its store changes.
+func (o *ownWatch) count(store ownStore, old, cur any) {
+	if store == ownContract {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if m := o.ours(store, old); m != nil {
+		if k, d, ok := apply.HeldDigest(m); ok {
+			o.held[k] -= d
+			if o.held[k] == 0 {
+				delete(o.held, k)
+			}
+		}
+	}
+	if m := o.ours(store, cur); m != nil {
+		if k, d, ok := apply.HeldDigest(m); ok {
+			o.held[k] += d
+		}
+	}
 }
 
 // ownForCache drops the managed fields, the largest part of an object
@@ -169,12 +236,22 @@ func (o *ownWatch) shown(store ownStore, obj any, deleted bool) {
 	}
 	if w.obj == nil {
 		if deleted {
-			delete(o.written, k)
+			o.retire(k)
 		}
 		return
 	}
 	if c, err := resourceversion.CompareResourceVersion(m.GetResourceVersion(), w.rv); err != nil || c >= 0 {
-		delete(o.written, k)
+		o.retire(k)
+	}
+}
+
+// retire forgets the write of k; o.mu is held.
+func (o *ownWatch) retire(k ownKey) {
+	delete(o.written, k)
+	if len(o.written) == 0 {
+		// A map keeps the room it grew to: a fill's thousands of writes
+		// on the way would stay allocated for good.
+		o.written = map[ownKey]writtenObject{}
 	}
 }
 
@@ -200,6 +277,9 @@ func (o *ownWatch) seen(kind apply.Kind, namespace, name string, obj metav1.Obje
 	w := writtenObject{obj: obj, at: time.Now()}
 	if obj != nil {
 		w.rv = obj.GetResourceVersion()
+		// Kept as the informer would keep it: the API server's answer
+		// carries the managed fields, the larger part of it.
+		_, _ = ownForCache(obj)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -228,38 +308,83 @@ func (o *ownWatch) cut() bool {
 	return false
 }
 
-// list returns the objects of store as the member holds them: the
-// store's, with the controller's writes the watch has not shown yet in
-// their place. The objects are shared: read only.
-func list[T metav1.Object](o *ownWatch, store ownStore) []T {
+// pending returns the writes the watch has not shown yet, forgetting
+// those older than writtenTTL.
+func (o *ownWatch) pending() map[ownKey]writtenObject {
 	now := time.Now()
 	o.mu.Lock()
-	pending := map[ownKey]writtenObject{}
+	defer o.mu.Unlock()
+	out := make(map[ownKey]writtenObject, len(o.written))
 	for k, w := range o.written {
-		switch {
-		case now.Sub(w.at) > writtenTTL:
-			delete(o.written, k)
-		case k.store == store:
-			pending[k] = w
+		if now.Sub(w.at) > writtenTTL {
+			o.retire(k)
+			continue
 		}
+		out[k] = w
 	}
-	o.mu.Unlock()
+	return out
+}
+
+// list returns the objects of store as the member holds them: the
+// store's, with the controller's writes the watch has not shown yet
+// (pending) in their place. The objects are shared: read only.
+func list[T metav1.Object](o *ownWatch, store ownStore, pending map[ownKey]writtenObject) []T {
 	var out []T
-	for _, obj := range o.stores[store].store.List() {
+	held, _ := o.stores[store].store.(cache.Indexer).ByIndex(oursIndex, oursIndex) //nolint:forcetypeassert // Indexers set: the store is an Indexer
+	for _, obj := range held {
 		m, ok := obj.(T)
-		if !ok || !o.selectors[store].Matches(labels.Set(m.GetLabels())) {
+		if !ok {
 			continue
 		}
 		if _, written := pending[ownKey{store: store, namespace: m.GetNamespace(), name: m.GetName()}]; !written {
 			out = append(out, m)
 		}
 	}
-	for _, w := range pending {
-		if m, ok := w.obj.(T); ok && w.obj != nil {
+	for k, w := range pending {
+		if m, ok := w.obj.(T); ok && k.store == store && w.obj != nil {
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// digest returns the apply.Existing.Digest of the lists read with
+// pending: held, with each pending write in place of what the store
+// holds at its key. A write the watch shows after pending was read is
+// counted twice, so its import is planned once more than it needs, never
+// less.
+func (o *ownWatch) digest(pending map[ownKey]writtenObject) func(aggregate.Key) uint64 {
+	adjust := map[aggregate.Key]uint64{}
+	for k, w := range pending {
+		if k.store == ownContract {
+			continue
+		}
+		if obj, exists, _ := o.stores[k.store].store.GetByKey(cacheKey(k.namespace, k.name)); exists {
+			if m := o.ours(k.store, obj); m != nil {
+				if ik, d, ok := apply.HeldDigest(m); ok {
+					adjust[ik] -= d
+				}
+			}
+		}
+		if w.obj != nil {
+			if ik, d, ok := apply.HeldDigest(w.obj); ok {
+				adjust[ik] += d
+			}
+		}
+	}
+	return func(k aggregate.Key) uint64 {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.held[k] + adjust[k]
+	}
+}
+
+// cacheKey is the informer's key of a namespaced object.
+func cacheKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 // Own returns the controller's own objects in member w as its informers
@@ -278,10 +403,12 @@ func (m *Set) Own(w *Cluster) (existing apply.Existing, contractSlices []*discov
 	if o == nil || !o.synced() {
 		return existing, nil, false
 	}
-	existing.Imports = list[*mcsv1beta1.ServiceImport](o, ownImports)
-	existing.Services = list[*corev1.Service](o, ownServices)
-	existing.Slices = list[*discoveryv1.EndpointSlice](o, ownSlices)
-	return existing, list[*discoveryv1.EndpointSlice](o, ownContract), true
+	pending := o.pending()
+	existing.Imports = list[*mcsv1beta1.ServiceImport](o, ownImports, pending)
+	existing.Services = list[*corev1.Service](o, ownServices, pending)
+	existing.Slices = list[*discoveryv1.EndpointSlice](o, ownSlices, pending)
+	existing.Digest = o.digest(pending)
+	return existing, list[*discoveryv1.EndpointSlice](o, ownContract, pending), true
 }
 
 // Seen is the apply.Seen of member w: its writes are kept beside its

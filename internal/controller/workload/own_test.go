@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 )
@@ -16,15 +17,30 @@ import (
 // the object until the informer deletes it too.
 func TestOwnWrittenUntilShown(t *testing.T) {
 	o := newOwnWatch()
-	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	store := &informerStore{o: o, store: ownServices, Indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, o.indexers(ownServices))}
 	o.stores[ownServices] = &objectWatch{store: store}
 	svc := func(name, rv, ip string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, ResourceVersion: rv, Labels: ours(name)},
 			Spec: corev1.ServiceSpec{ClusterIP: ip}}
 	}
 	held := func() map[string]string {
+		pending := o.pending()
+		listed := list[*corev1.Service](o, ownServices, pending)
+		// The digests kept as events come are those of the objects listed.
+		sums := map[aggregate.Key]uint64{}
+		for _, s := range listed {
+			k, d, _ := apply.HeldDigest(s)
+			sums[k] += d
+		}
+		digest := o.digest(pending)
+		for _, name := range []string{"a", "b", "c", "d"} {
+			k := aggregate.Key{Namespace: "shop", Name: name}
+			if got := digest(k); got != sums[k] {
+				t.Errorf("digest of %s: %d kept, %d of the objects listed", name, got, sums[k])
+			}
+		}
 		out := map[string]string{}
-		for _, s := range list[*corev1.Service](o, ownServices) {
+		for _, s := range listed {
 			out[s.Name] = s.ResourceVersion + "/" + s.Spec.ClusterIP
 		}
 		return out
@@ -45,6 +61,10 @@ func TestOwnWrittenUntilShown(t *testing.T) {
 	}
 	_ = store.Add(svc("a", "5", ""))
 	_ = store.Add(svc("b", "6", "10.0.0.2"))
+	// Not the controller's: neither listed nor digested.
+	foreign := svc("d", "4", "")
+	foreign.Labels = nil
+	_ = store.Add(foreign)
 	check("the informer's", map[string]string{"a": "5/", "b": "6/10.0.0.2"})
 
 	o.seen(apply.KindService, "shop", "a", svc("a", "9", "10.0.0.1"))
@@ -54,23 +74,52 @@ func TestOwnWrittenUntilShown(t *testing.T) {
 
 	// An older event of a (the watch lags) does not retire the write.
 	_ = store.Update(svc("a", "7", ""))
-	o.shown(ownServices, svc("a", "7", ""), false)
 	check("an older event", map[string]string{"a": "9/10.0.0.1", "c": "10/10.0.0.3"})
 
 	// b's update before the deletion does not bring it back.
-	o.shown(ownServices, svc("b", "8", "10.0.0.2"), false)
+	_ = store.Update(svc("b", "8", "10.0.0.2"))
 	check("an update before the deletion", map[string]string{"a": "9/10.0.0.1", "c": "10/10.0.0.3"})
 
 	for _, s := range []*corev1.Service{svc("a", "9", "10.0.0.1"), svc("c", "10", "10.0.0.3")} {
 		_ = store.Update(s)
-		o.shown(ownServices, s, false)
 	}
 	_ = store.Delete(svc("b", "8", ""))
-	o.shown(ownServices, svc("b", "8", ""), true)
 	if len(o.written) != 0 {
 		t.Errorf("%d writes kept after the watch showed them all", len(o.written))
 	}
 	check("shown", map[string]string{"a": "9/10.0.0.1", "c": "10/10.0.0.3"})
+}
+
+// informerStore is an Indexer whose changes reach the ownWatch as an
+// informer's handler passes them on: held counted, writes shown.
+type informerStore struct {
+	cache.Indexer
+	o     *ownWatch
+	store ownStore
+}
+
+func (s *informerStore) Add(obj any) error { return s.Update(obj) }
+
+func (s *informerStore) Update(obj any) error {
+	old, exists, _ := s.GetByKey(cacheKey(obj.(metav1.Object).GetNamespace(), obj.(metav1.Object).GetName())) //nolint:forcetypeassert // objects only
+	if err := s.Indexer.Update(obj); err != nil {
+		return err
+	}
+	if !exists {
+		old = nil
+	}
+	s.o.count(s.store, old, obj)
+	s.o.shown(s.store, obj, false)
+	return nil
+}
+
+func (s *informerStore) Delete(obj any) error {
+	if err := s.Indexer.Delete(obj); err != nil {
+		return err
+	}
+	s.o.count(s.store, obj, nil)
+	s.o.shown(s.store, obj, true)
+	return nil
 }
 
 // ours are the labels of the controller's object of the import name.
@@ -84,12 +133,18 @@ func ours(name string) map[string]string {
 // deletes it.
 func TestOwnReadsOnlyWhatItsSelectorSelects(t *testing.T) {
 	o := newOwnWatch()
-	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	store := &informerStore{o: o, store: ownServices, Indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, o.indexers(ownServices))}
 	o.stores[ownServices] = &objectWatch{store: store}
 	_ = store.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "derived", Labels: ours("web")}})
 	_ = store.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "users", Labels: map[string]string{"app": "web"}}})
+	// One that was the controller's and is no longer.
+	_ = store.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "taken", Labels: ours("db")}})
+	_ = store.Update(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "taken", Labels: map[string]string{"app": "db"}}})
+	if d := o.digest(nil)(aggregate.Key{Namespace: "shop", Name: "db"}); d != 0 {
+		t.Errorf("an object that is no longer the controller's still counts in its import's digest (%d)", d)
+	}
 	var got []string
-	for _, s := range list[*corev1.Service](o, ownServices) {
+	for _, s := range list[*corev1.Service](o, ownServices, nil) {
 		got = append(got, s.Name)
 	}
 	if len(got) != 1 || got[0] != "derived" {

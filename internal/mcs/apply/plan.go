@@ -30,6 +30,11 @@ type Existing struct {
 	Services []*corev1.Service
 	Slices   []*discoveryv1.EndpointSlice
 	Exports  []*mcsv1beta1.ServiceExport
+	// Digest, when set, is the digest of what the member holds of an
+	// import: the sum of HeldDigest over its objects in the lists above,
+	// kept by whoever keeps the lists as they change, so that a write
+	// reads it instead of digesting every object of the member (Settled).
+	Digest func(aggregate.Key) uint64
 }
 
 // Changes are the writes of one kind. Update holds the existing object

@@ -105,37 +105,60 @@ func desiredDigests(d objects.Objects) map[aggregate.Key]uint64 {
 // this process only.
 var heldSeed = maphash.MakeSeed()
 
-// heldDigests are, per import, a digest of which of its objects a member
-// holds and at which resourceVersion: any write to one of them changes
-// it. Each object's digest is summed, so the order they come in does not
-// matter and nothing is sorted. Nothing is cached: maphash digests the
-// objects of 1,000 imports in a third of the time a cache of their
-// digests, keyed by UID and resourceVersion, took to look them up
-// (BenchmarkHeldDigests), and the cache was 6 MiB of the heap at 1,000
-// imports in five members.
-func heldDigests(e Existing) map[aggregate.Key]uint64 {
-	out := make(map[aggregate.Key]uint64, len(e.Imports))
+// HeldDigest is the digest of one object the controller holds in a
+// member, and the import it belongs to: its kind, namespace, name, UID and
+// resourceVersion, so that any write of it changes the digest. An
+// import's digest is the sum of its objects' (Existing.Digest), so the
+// order they come in does not matter and nothing is sorted; ok is false
+// for an object of no kind the controller writes.
+func HeldDigest(o metav1.Object) (k aggregate.Key, digest uint64, ok bool) {
+	var kind byte
+	switch o.(type) {
+	case *mcsv1beta1.ServiceImport:
+		kind = 'i'
+	case *corev1.Service:
+		kind = 's'
+	case *discoveryv1.EndpointSlice:
+		kind = 'e'
+	default:
+		return k, 0, false
+	}
 	var h maphash.Hash
 	h.SetSeed(heldSeed)
-	add := func(kind byte, o metav1.Object) {
-		h.Reset()
-		_ = h.WriteByte(kind)
-		for _, part := range []string{o.GetNamespace(), o.GetName(), string(o.GetUID()), o.GetResourceVersion()} {
-			_, _ = h.WriteString(part)
-			_ = h.WriteByte(0)
+	_ = h.WriteByte(kind)
+	for _, part := range []string{o.GetNamespace(), o.GetName(), string(o.GetUID()), o.GetResourceVersion()} {
+		_, _ = h.WriteString(part)
+		_ = h.WriteByte(0)
+	}
+	return importKey(o), h.Sum64(), true
+}
+
+// heldDigests are, per import, the digest of which of its objects a
+// member holds (HeldDigest): e.Digest when it is kept, else summed here.
+// Summing costs a hash of every object the controller holds in the
+// member at every write: at 5,000 imports in ten members it was a fifth
+// of the controller's CPU while one export was added
+// (docs/benchmarks.md).
+func heldDigests(e Existing) func(aggregate.Key) uint64 {
+	if e.Digest != nil {
+		return e.Digest
+	}
+	out := make(map[aggregate.Key]uint64, len(e.Imports))
+	add := func(o metav1.Object) {
+		if k, d, ok := HeldDigest(o); ok {
+			out[k] += d
 		}
-		out[importKey(o)] += h.Sum64()
 	}
 	for _, o := range e.Imports {
-		add('i', o)
+		add(o)
 	}
 	for _, o := range e.Services {
-		add('s', o)
+		add(o)
 	}
 	for _, o := range e.Slices {
-		add('e', o)
+		add(o)
 	}
-	return out
+	return func(k aggregate.Key) uint64 { return out[k] }
 }
 
 // Round is one write of a member: what it holds when the write begins,
@@ -143,7 +166,7 @@ func heldDigests(e Existing) map[aggregate.Key]uint64 {
 // once written (Done).
 type Round struct {
 	s       *Settled
-	have    map[aggregate.Key]uint64
+	have    func(aggregate.Key) uint64
 	desired map[aggregate.Key]uint64
 	// waiting are the refused imports left out while they wait out their
 	// backoff.
@@ -162,7 +185,7 @@ func (s *Settled) Begin(existing Existing) *Round {
 func (r *Round) Settled(k aggregate.Key, d uint64) bool {
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
-	if was, ok := r.s.imports[k]; ok && was.desired == d && was.held == r.have[k] {
+	if was, ok := r.s.imports[k]; ok && was.desired == d && was.held == r.have(k) {
 		return true
 	}
 	if was, ok := r.s.refused[k]; ok && was.desired == d && r.s.now().Before(was.retry) {
@@ -206,7 +229,7 @@ func (r *Round) Split(desired objects.Objects, existing Existing) (objects.Objec
 			Slices: filter(desired.Slices, keep), Exports: desired.Exports, Refused: desired.Refused, Digests: desired.Digests}
 	}
 	e := Existing{Imports: filter(existing.Imports, keep), Services: filter(existing.Services, keep),
-		Slices: filter(existing.Slices, keep), Exports: existing.Exports}
+		Slices: filter(existing.Slices, keep), Exports: existing.Exports, Digest: existing.Digest}
 	keys := make([]aggregate.Key, 0, len(settled))
 	for k := range settled {
 		keys = append(keys, k)
@@ -243,7 +266,7 @@ func (r *Round) Done(held Existing, refused map[aggregate.Key]error) {
 			tries := r.s.refused[k].tries + 1
 			nextRefused[k] = refusedImport{desired: d, err: err, tries: tries, retry: now.Add(lane.Backoff(MinRefusedBackoff, MaxRefusedBackoff, tries))}
 		default:
-			next[k] = settledImport{desired: d, held: have[k]}
+			next[k] = settledImport{desired: d, held: have(k)}
 		}
 	}
 	r.s.imports, r.s.refused = next, nextRefused

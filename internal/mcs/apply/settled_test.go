@@ -17,10 +17,17 @@ import (
 func planned(d objects.Objects, e Existing) []string {
 	seen := map[string]bool{}
 	d.Digests = nil
-	for _, g := range []map[aggregate.Key]uint64{desiredDigests(d), heldDigests(e)} {
-		for k := range g {
-			seen[k.Name] = true
-		}
+	for k := range desiredDigests(d) {
+		seen[k.Name] = true
+	}
+	for _, o := range e.Imports {
+		seen[importKey(o).Name] = true
+	}
+	for _, o := range e.Services {
+		seen[importKey(o).Name] = true
+	}
+	for _, o := range e.Slices {
+		seen[importKey(o).Name] = true
 	}
 	var out []string
 	for k := range seen {
