@@ -138,7 +138,13 @@ func testBenchMCSScale(t *testing.T) {
 	readyIn := time.Since(start)
 	t.Logf("every export Ready %s after the first create", readyIn.Round(100*time.Millisecond))
 
-	saveProfile(ctx, t, "heap", sz.file("heap-filled.pprof"))
+	// The heap the controller keeps at rest, after a collection: the
+	// live column above is read mid-write, with what a sync holds then.
+	saveProfile(ctx, t, "heap?gc=1", sz.file("heap-filled.pprof"))
+	restLive, err := metricValue(ctx, metrics, liveHeapMetric)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// One more export at a time, with the others in place, profiled.
 	profiled := make(chan struct{})
 	go func() {
@@ -176,7 +182,7 @@ func testBenchMCSScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	report(t, mcsScaleTable(sz, members, base, full, createdIn, filledIn, readyIn, emptiedIn, more)+floorLines(floor, filledIn, emptiedIn))
+	report(t, mcsScaleTable(sz, members, base, full, createdIn, filledIn, readyIn, emptiedIn, more, restLive)+floorLines(floor, filledIn, emptiedIn))
 }
 
 // mcsScaleMembers labels the lab's workload clusters and starts and
@@ -439,7 +445,8 @@ func floorLines(f mcsFloor, filledIn, emptiedIn time.Duration) string {
 		filledIn.Seconds()/f.fill.Seconds(), emptiedIn.Seconds()/f.del.Seconds())
 }
 
-func mcsScaleTable(sz mcsScaleSize, members []mcsMember, base, full mcsCost, createdIn, filledIn, readyIn, emptiedIn time.Duration, more []time.Duration) string {
+func mcsScaleTable(sz mcsScaleSize, members []mcsMember, base, full mcsCost, createdIn, filledIn, readyIn, emptiedIn time.Duration,
+	more []time.Duration, restLive float64) string {
 	var tb strings.Builder
 	var names []string
 	for _, m := range members {
@@ -468,6 +475,7 @@ func mcsScaleTable(sz mcsScaleSize, members []mcsMember, base, full mcsCost, cre
 		fmt.Fprintf(&tb, "controller requests to workload clusters from before until filled: %.0f writes, %.0f reads; %.1f s waited for the clusters' client rate limits (summed over requests)\n",
 			full.writes, full.reads, full.limitWait)
 	}
+	fmt.Fprintf(&tb, "controller heap live at rest once every export is Ready, after a forced GC: %.0f MiB\n", restLive/(1<<20))
 	fmt.Fprintf(&tb, "one more export with %d in place, until every member holds it and cluster-b's etcd its name: p50 %s, max %s (%d)\n",
 		sz.exports, ms(percentile(more, 50)), ms(percentile(more, 100)), len(more))
 	fmt.Fprintf(&tb, "ClusterSet deleted: every import and name gone from every member in %s\n", emptiedIn.Round(100*time.Millisecond))
