@@ -54,17 +54,18 @@ type ownWatch struct {
 	// written are the writes the watch has not shown yet; obj nil for a
 	// deletion.
 	written map[ownKey]writtenObject
-	// held is, per import, the sum of apply.HeldDigest over the objects
-	// of the import, ServiceImport and Services and slices stores that
-	// match their selector, kept as their events come: a write reads the
-	// digests of every import of the member, and hashing thousands of
-	// objects at every write was the larger part of its cost.
+	// mine are, per store, the objects that match its selector, and
+	// held, per import, the sum of apply.HeldDigest over those of the
+	// ServiceImport, Service and slice stores: both kept as the events
+	// come. A write reads every import of the member, and checking the
+	// labels of thousands of objects and hashing them at every write was
+	// the larger part of its cost.
+	mine [ownStores]map[objectName]metav1.Object
 	held map[aggregate.Key]uint64
 }
 
-// oursIndex indexes, in each store, the objects that match the store's
-// selector under one value, so that a read checks no label.
-const oursIndex = "ours"
+// objectName is a namespaced object's name.
+type objectName struct{ namespace, name string }
 
 type ownKey struct {
 	store           ownStore
@@ -80,6 +81,9 @@ type writtenObject struct {
 // newOwnWatch is an ownWatch without informers yet.
 func newOwnWatch() *ownWatch {
 	o := &ownWatch{written: map[ownKey]writtenObject{}, held: map[aggregate.Key]uint64{}}
+	for i := range o.mine {
+		o.mine[i] = map[objectName]metav1.Object{}
+	}
 	for i := range o.selectors {
 		s := apply.OursSelector()
 		if ownStore(i) == ownContract {
@@ -149,20 +153,8 @@ func (o *ownWatch) informer(r *reads, store ownStore, what string, obj runtime.O
 				o.shown(store, obj, true)
 			},
 		},
-		Indexers:  o.indexers(store),
 		Transform: ownForCache,
 	})
-}
-
-// indexers index the objects of store that are the controller's
-// (oursIndex).
-func (o *ownWatch) indexers(store ownStore) cache.Indexers {
-	return cache.Indexers{oursIndex: func(obj any) ([]string, error) {
-		if o.ours(store, obj) != nil {
-			return []string{oursIndex}, nil
-		}
-		return nil, nil
-	}}
 }
 
 // ours returns obj as the controller's object of store: an object of
@@ -178,16 +170,15 @@ func (o *ownWatch) ours(store ownStore, obj any) metav1.Object {
 	return m
 }
 
-// count keeps held as the store's object old (nil: none) becomes cur
-// (nil: deleted). The informer calls it in the order its store changes.
+// count keeps mine and held as the store's object old (nil: none)
+// becomes cur (nil: deleted). The informer calls it in the order its
+// store changes.
 func (o *ownWatch) count(store ownStore, old, cur any) {
-	if store == ownContract {
-		return
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if m := o.ours(store, old); m != nil {
-		if k, d, ok := apply.HeldDigest(m); ok {
+		delete(o.mine[store], objectName{m.GetNamespace(), m.GetName()})
+		if k, d, ok := o.digestOf(store, m); ok {
 			o.held[k] -= d
 			if o.held[k] == 0 {
 				delete(o.held, k)
@@ -195,10 +186,20 @@ func (o *ownWatch) count(store ownStore, old, cur any) {
 		}
 	}
 	if m := o.ours(store, cur); m != nil {
-		if k, d, ok := apply.HeldDigest(m); ok {
+		o.mine[store][objectName{m.GetNamespace(), m.GetName()}] = m
+		if k, d, ok := o.digestOf(store, m); ok {
 			o.held[k] += d
 		}
 	}
+}
+
+// digestOf is apply.HeldDigest of m, an object of store; the contract
+// slices are no import's.
+func (o *ownWatch) digestOf(store ownStore, m metav1.Object) (aggregate.Key, uint64, bool) {
+	if store == ownContract {
+		return aggregate.Key{}, 0, false
+	}
+	return apply.HeldDigest(m)
 }
 
 // ownForCache drops the managed fields, the largest part of an object
@@ -329,17 +330,25 @@ func (o *ownWatch) pending() map[ownKey]writtenObject {
 // store's, with the controller's writes the watch has not shown yet
 // (pending) in their place. The objects are shared: read only.
 func list[T metav1.Object](o *ownWatch, store ownStore, pending map[ownKey]writtenObject) []T {
-	var out []T
-	held, _ := o.stores[store].store.(cache.Indexer).ByIndex(oursIndex, oursIndex) //nolint:forcetypeassert // Indexers set: the store is an Indexer
-	for _, obj := range held {
-		m, ok := obj.(T)
-		if !ok {
+	// The store's objects a pending write stands in for, by pointer: a
+	// few, where the objects are thousands.
+	replaced := map[metav1.Object]bool{}
+	o.mu.Lock()
+	for k := range pending {
+		if k.store != store {
 			continue
 		}
-		if _, written := pending[ownKey{store: store, namespace: m.GetNamespace(), name: m.GetName()}]; !written {
+		if m, ok := o.mine[store][objectName{k.namespace, k.name}]; ok {
+			replaced[m] = true
+		}
+	}
+	out := make([]T, 0, len(o.mine[store]))
+	for _, obj := range o.mine[store] {
+		if m, ok := obj.(T); ok && (len(replaced) == 0 || !replaced[obj]) {
 			out = append(out, m)
 		}
 	}
+	o.mu.Unlock()
 	for k, w := range pending {
 		if m, ok := w.obj.(T); ok && k.store == store && w.obj != nil {
 			out = append(out, m)
@@ -355,36 +364,25 @@ func list[T metav1.Object](o *ownWatch, store ownStore, pending map[ownKey]writt
 // less.
 func (o *ownWatch) digest(pending map[ownKey]writtenObject) func(aggregate.Key) uint64 {
 	adjust := map[aggregate.Key]uint64{}
+	o.mu.Lock()
 	for k, w := range pending {
-		if k.store == ownContract {
-			continue
-		}
-		if obj, exists, _ := o.stores[k.store].store.GetByKey(cacheKey(k.namespace, k.name)); exists {
-			if m := o.ours(k.store, obj); m != nil {
-				if ik, d, ok := apply.HeldDigest(m); ok {
-					adjust[ik] -= d
-				}
+		if m, ok := o.mine[k.store][objectName{k.namespace, k.name}]; ok {
+			if ik, d, ok := o.digestOf(k.store, m); ok {
+				adjust[ik] -= d
 			}
 		}
 		if w.obj != nil {
-			if ik, d, ok := apply.HeldDigest(w.obj); ok {
+			if ik, d, ok := o.digestOf(k.store, w.obj); ok {
 				adjust[ik] += d
 			}
 		}
 	}
+	o.mu.Unlock()
 	return func(k aggregate.Key) uint64 {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		return o.held[k] + adjust[k]
 	}
-}
-
-// cacheKey is the informer's key of a namespaced object.
-func cacheKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }
 
 // Own returns the controller's own objects in member w as its informers

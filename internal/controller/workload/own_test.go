@@ -17,7 +17,7 @@ import (
 // the object until the informer deletes it too.
 func TestOwnWrittenUntilShown(t *testing.T) {
 	o := newOwnWatch()
-	store := &informerStore{o: o, store: ownServices, Indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, o.indexers(ownServices))}
+	store := &informerStore{o: o, store: ownServices, Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	o.stores[ownServices] = &objectWatch{store: store}
 	svc := func(name, rv, ip string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, ResourceVersion: rv, Labels: ours(name)},
@@ -90,10 +90,10 @@ func TestOwnWrittenUntilShown(t *testing.T) {
 	check("shown", map[string]string{"a": "9/10.0.0.1", "c": "10/10.0.0.3"})
 }
 
-// informerStore is an Indexer whose changes reach the ownWatch as an
+// informerStore is a Store whose changes reach the ownWatch as an
 // informer's handler passes them on: held counted, writes shown.
 type informerStore struct {
-	cache.Indexer
+	cache.Store
 	o     *ownWatch
 	store ownStore
 }
@@ -101,8 +101,8 @@ type informerStore struct {
 func (s *informerStore) Add(obj any) error { return s.Update(obj) }
 
 func (s *informerStore) Update(obj any) error {
-	old, exists, _ := s.GetByKey(cacheKey(obj.(metav1.Object).GetNamespace(), obj.(metav1.Object).GetName())) //nolint:forcetypeassert // objects only
-	if err := s.Indexer.Update(obj); err != nil {
+	old, exists, _ := s.Get(obj)
+	if err := s.Store.Update(obj); err != nil {
 		return err
 	}
 	if !exists {
@@ -114,7 +114,7 @@ func (s *informerStore) Update(obj any) error {
 }
 
 func (s *informerStore) Delete(obj any) error {
-	if err := s.Indexer.Delete(obj); err != nil {
+	if err := s.Store.Delete(obj); err != nil {
 		return err
 	}
 	s.o.count(s.store, obj, nil)
@@ -133,7 +133,7 @@ func ours(name string) map[string]string {
 // deletes it.
 func TestOwnReadsOnlyWhatItsSelectorSelects(t *testing.T) {
 	o := newOwnWatch()
-	store := &informerStore{o: o, store: ownServices, Indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, o.indexers(ownServices))}
+	store := &informerStore{o: o, store: ownServices, Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	o.stores[ownServices] = &objectWatch{store: store}
 	_ = store.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "derived", Labels: ours("web")}})
 	_ = store.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "users", Labels: map[string]string{"app": "web"}}})
