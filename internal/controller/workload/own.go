@@ -18,6 +18,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
+	informer "github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
 // writtenTTL is how long a write of the controller is preferred to what
@@ -160,11 +161,8 @@ func (o *ownWatch) informer(r *reads, store ownStore, what string, obj runtime.O
 // ours returns obj as the controller's object of store: an object of
 // the store's selector, nil for any other.
 func (o *ownWatch) ours(store ownStore, obj any) metav1.Object {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, ok := obj.(metav1.Object)
-	if !ok || !o.selectors[store].Matches(labels.Set(m.GetLabels())) {
+	m := informer.Meta(obj)
+	if m == nil || !o.selectors[store].Matches(labels.Set(m.GetLabels())) {
 		return nil
 	}
 	return m
@@ -221,11 +219,8 @@ func ownForCache(obj any) (any, error) {
 // deletion once the watch deletes it, an object once the watch has its
 // resourceVersion or a newer one (or one that cannot be compared).
 func (o *ownWatch) shown(store ownStore, obj any, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, ok := obj.(metav1.Object)
-	if !ok {
+	m := informer.Meta(obj)
+	if m == nil {
 		return
 	}
 	k := ownKey{store: store, namespace: m.GetNamespace(), name: m.GetName()}
