@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -57,6 +58,8 @@ type testEnv struct {
 	newClient workload.ClientFactory
 	// base is the test's context, which outlives each reconciler's.
 	base context.Context
+	// syncCount counts the running reconciler's syncs (Config.Syncs).
+	syncCount prometheus.Counter
 }
 
 // newTestEnvClients runs a reconciler on a management cluster holding
@@ -112,6 +115,7 @@ func (e *testEnv) start() {
 	cfg.Engine = engine
 	cfg.Metrics = NewMetrics()
 	cfg.Syncs = prometheus.NewCounter(prometheus.CounterOpts{Name: "syncs"})
+	e.syncCount = cfg.Syncs
 	cfg.SyncErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "sync_errors"})
 	rec = New(cfg)
 	e.rec = rec
@@ -129,6 +133,15 @@ func (e *testEnv) start() {
 		defer engine.Stop()
 		rec.Run(ctx)
 	}()
+}
+
+// syncs is how many syncs of a ClusterSet the running reconciler began.
+func (e *testEnv) syncs() float64 {
+	var m dto.Metric
+	if err := e.syncCount.Write(&m); err != nil {
+		e.t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 // stop stops the reconciler and waits until its Run returned.

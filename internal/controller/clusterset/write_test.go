@@ -270,3 +270,59 @@ func TestControllerClusterSetWritesListNothing(t *testing.T) {
 		t.Errorf("%d lists by label in cluster-b for one more export, want none", n)
 	}
 }
+
+// TestControllerClusterSetResyncWritesNothing: once every member holds
+// its objects, syncs with nothing changed (a resync, another set's
+// event) send no write to any member: every object, status and contract
+// slice is already as the plan wants it.
+func TestControllerClusterSetResyncWritesNothing(t *testing.T) {
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
+	var writes atomic.Int32
+	var last atomic.Value
+	countWrites := func(act k8stesting.Action) (bool, runtime.Object, error) {
+		switch act.GetVerb() {
+		case "create", "update", "patch", "delete":
+			writes.Add(1)
+			last.Store(fmt.Sprintf("%s %s/%s", act.GetVerb(), act.GetResource().Resource, act.GetSubresource()))
+		}
+		return false, nil, nil
+	}
+	for _, m := range []testfixture.Member{a, b} {
+		m.PrependReactor("*", "*", countWrites)
+		m.MCS.PrependReactor("*", "*", countWrites)
+	}
+	sel := map[string]string{"set": "prod"}
+	e := newTestEnvClients(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", sel, ""), testfixture.CAPICluster("cluster-b", sel, ""), testfixture.ClusterSetObject("prod")},
+		nil, map[string]workload.Client{"ka": a, "kb": b})
+	testfixture.Eventually(t, "shop/web Ready in both members", func() bool {
+		for _, m := range []testfixture.Member{a, b} {
+			si, err := m.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+			if err != nil || !meta.IsStatusConditionTrue(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady)) {
+				return false
+			}
+		}
+		return true
+	})
+	// Quiet: no write for a while, so the writes that settle the set
+	// (statuses written back, Ready) are over.
+	for n := writes.Load(); ; n = writes.Load() {
+		time.Sleep(500 * time.Millisecond)
+		if writes.Load() == n {
+			break
+		}
+	}
+	before, syncs := writes.Load(), e.syncs()
+	// A key is synced by one worker at a time: once sync i+1 began,
+	// sync i has ended. The lanes' writes may outlast it a little.
+	const resyncs = 3
+	for i := range resyncs + 1 {
+		e.rec.Add("dev-team/prod")
+		testfixture.Eventually(t, fmt.Sprintf("resync %d", i+1), func() bool { return e.syncs() >= syncs+float64(i+1) })
+		time.Sleep(300 * time.Millisecond)
+	}
+	if n := writes.Load() - before; n != 0 {
+		t.Errorf("%d writes in the members at %d syncs of an unchanged set (the last: %v), want none", n, resyncs, last.Load())
+	}
+}
