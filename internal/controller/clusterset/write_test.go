@@ -224,11 +224,7 @@ func TestControllerClusterSetWritesListNothing(t *testing.T) {
 	}
 	b.PrependReactor("list", "*", countLists)
 	b.MCS.PrependReactor("list", "*", countLists)
-	sel := map[string]string{"set": "prod"}
-	e := newTestEnvClients(t,
-		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{testfixture.CAPICluster("cluster-a", sel, ""), testfixture.CAPICluster("cluster-b", sel, ""), testfixture.ClusterSetObject("prod")},
-		nil, map[string]workload.Client{"ka": a, "kb": b})
+	e := twoMembers(t, a, b)
 	imported := func(name string) bool {
 		si, err := b.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil || len(si.Spec.IPs) == 0 {
@@ -291,11 +287,7 @@ func TestControllerClusterSetResyncWritesNothing(t *testing.T) {
 		m.PrependReactor("*", "*", countWrites)
 		m.MCS.PrependReactor("*", "*", countWrites)
 	}
-	sel := map[string]string{"set": "prod"}
-	e := newTestEnvClients(t,
-		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "ka"), testfixture.KubeconfigSecret("cluster-b", "kb")},
-		[]runtime.Object{testfixture.CAPICluster("cluster-a", sel, ""), testfixture.CAPICluster("cluster-b", sel, ""), testfixture.ClusterSetObject("prod")},
-		nil, map[string]workload.Client{"ka": a, "kb": b})
+	e := twoMembers(t, a, b)
 	testfixture.Eventually(t, "shop/web Ready in both members", func() bool {
 		for _, m := range []testfixture.Member{a, b} {
 			si, err := m.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
