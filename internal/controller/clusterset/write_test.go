@@ -298,13 +298,13 @@ func TestControllerClusterSetResyncWritesNothing(t *testing.T) {
 		return true
 	})
 	// Quiet: no write for a while, so the writes that settle the set
-	// (statuses written back, Ready) are over.
-	for n := writes.Load(); ; n = writes.Load() {
+	// (statuses written back, Ready) are over. Syncs that never stop
+	// writing fail here, not at the test's timeout.
+	testfixture.Eventually(t, "no write in the members for 500ms", func() bool {
+		n := writes.Load()
 		time.Sleep(500 * time.Millisecond)
-		if writes.Load() == n {
-			break
-		}
-	}
+		return writes.Load() == n
+	})
 	before, syncs := writes.Load(), e.syncs()
 	// A key is synced by one worker at a time: once sync i+1 began,
 	// sync i has ended. The lanes' writes may outlast it a little.
