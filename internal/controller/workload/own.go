@@ -326,26 +326,30 @@ func (o *ownWatch) pending() map[ownKey]writtenObject {
 // (pending) in their place. The objects are shared: read only.
 func list[T metav1.Object](o *ownWatch, store ownStore, pending map[ownKey]writtenObject) []T {
 	// The store's objects a pending write stands in for, by pointer: a
-	// few, where the objects are thousands.
-	replaced := map[metav1.Object]bool{}
+	// few, where the objects are thousands; nil (none) reads as empty.
+	var replaced map[metav1.Object]bool
 	o.mu.Lock()
 	for k := range pending {
 		if k.store != store {
 			continue
 		}
 		if m, ok := o.mine[store][objectName{k.namespace, k.name}]; ok {
+			if replaced == nil {
+				replaced = map[metav1.Object]bool{}
+			}
 			replaced[m] = true
 		}
 	}
 	out := make([]T, 0, len(o.mine[store]))
 	for _, obj := range o.mine[store] {
-		if m, ok := obj.(T); ok && (len(replaced) == 0 || !replaced[obj]) {
+		if m, ok := obj.(T); ok && !replaced[obj] {
 			out = append(out, m)
 		}
 	}
 	o.mu.Unlock()
 	for k, w := range pending {
-		if m, ok := w.obj.(T); ok && k.store == store && w.obj != nil {
+		// A pending deletion (obj nil) is no T: left out.
+		if m, ok := w.obj.(T); ok && k.store == store {
 			out = append(out, m)
 		}
 	}
