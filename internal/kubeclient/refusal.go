@@ -20,6 +20,9 @@ var ErrNotOurs = errors.New("an object of that name exists and is not labelled a
 // Every writer into a workload cluster uses it: a refusal costs its
 // object, a failure backs off the cluster.
 func Refusal(err error) bool {
+	if _, counted := err.(moreErrors); counted { //nolint:errorlint // only Join's own count, never one wrapped
+		return true
+	}
 	if errors.Is(err, ErrNotOurs) {
 		return true
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
@@ -298,4 +300,47 @@ func TestHostileBytesAreBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A hostile API server answering every write with HTTP 500 and a message
+// of megabytes costs no more than a bounded body per answer: 1,000
+// refused creates, every error kept, grow the heap by less than 50 MiB,
+// and each error is still an internal error, its text short and free of
+// escape sequences.
+func TestHostileWriteErrorsAreCut(t *testing.T) {
+	srv := testfixture.NewHostileAPIServer(t, testfixture.HangingWatch)
+	srv.WriteErrorBytes.Store(2 << 20)
+	_, w := hostileSet(t, srv, ReadLimits{})
+	ctx := context.Background()
+	const creates, budget = 1000, 50 << 20
+	peak := heapPeak()
+	kept := make([]error, 0, creates)
+	for i := range creates {
+		s := &discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4}
+		s.Name, s.Namespace = "s-"+strconv.Itoa(i), "xcc-dns"
+		_, err := w.Client().DiscoveryV1().EndpointSlices("xcc-dns").Create(ctx, s, metav1.CreateOptions{})
+		if err == nil {
+			t.Fatal("a create the server refused succeeded")
+		}
+		kept = append(kept, err)
+		if i%100 == 99 {
+			runtime.GC()
+		}
+	}
+	grew := peak()
+	if grew > budget {
+		t.Errorf("%d refused creates grew the heap by %d MiB, want under %d MiB", creates, grew>>20, budget>>20)
+	}
+	if n := srv.Writes.Load(); n < creates {
+		t.Errorf("the server saw %d writes, want %d", n, creates)
+	}
+	for _, err := range kept[:10] {
+		if !apierrors.IsInternalError(err) {
+			t.Errorf("the cut answer is no internal error: %v", err)
+		}
+		if len(err.Error()) > 1<<10 || strings.Contains(err.Error(), "\x1b") {
+			t.Errorf("the error kept is %d bytes, escapes in it: %.200q", len(err.Error()), err.Error())
+		}
+	}
+	runtime.KeepAlive(kept)
 }

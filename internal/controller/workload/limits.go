@@ -156,6 +156,9 @@ func (b *bodyLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
+	if resp.StatusCode >= http.StatusBadRequest {
+		return cutErrorBody(req, resp)
+	}
 	if resp.ContentLength > b.most {
 		_ = resp.Body.Close()
 		return nil, fmt.Errorf("%s %s: %w: %d bytes announced, the limit is %d", req.Method, req.URL.Path, ErrResponseTooLarge, resp.ContentLength, b.most)
