@@ -14,10 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
@@ -224,7 +226,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 		}
 		if errors.Is(applyErr, apply.ErrNotAnswering) {
 			memo.settled.Forget()
-			return errors.Join(errs...)
+			return kubeclient.Join(errs...)
 		}
 		for _, k := range same {
 			if v, ok := ips[k]; ok {
@@ -239,7 +241,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 			// written is there (apply.Observed).
 			if existing, contractSlices, cached, err = c.ownObjects(ctx, m, client); err != nil {
 				memo.settled.Forget()
-				return errors.Join(append(errs, err)...)
+				return kubeclient.Join(append(errs, err)...)
 			}
 		}
 		if applyErr == nil {
@@ -258,7 +260,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 	}
 	want := c.clusterSetSlices(memo.dns, objs, agg, endpoints, ips, contractSlices)
 	errs = append(errs, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), memo.dns, contractSlices, want))
-	return errors.Join(errs...)
+	return kubeclient.Join(errs...)
 }
 
 // ownObjects are the controller's objects in member m, from its
@@ -454,7 +456,7 @@ func (c *Reconciler) writeClusterSetSlices(ctx context.Context, key string, clie
 		memo.imports = want.next
 	}
 	apply.Concurrently(len(creates), func(i int) {
-		if _, err := client.Create(ctx, creates[i], metav1.CreateOptions{}); err != nil {
+		if err := createClusterSetSlice(ctx, client, creates[i]); err != nil {
 			failed(fmt.Errorf("write EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, creates[i].Name, key, err))
 		}
 	})
@@ -465,11 +467,33 @@ func (c *Reconciler) writeClusterSetSlices(ctx context.Context, key string, clie
 	})
 	gone := slices.Sorted(maps.Keys(have))
 	apply.Concurrently(len(gone), func(i int) {
-		if err := client.Delete(ctx, gone[i], metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		// Only the very slice read as the controller's is deleted: one
+		// made anew under its name meanwhile is not.
+		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(have[gone[i]].UID)}}
+		if err := client.Delete(ctx, gone[i], opts); err != nil && !apierrors.IsNotFound(err) {
 			failed(fmt.Errorf("delete EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, gone[i], key, err))
 		}
 	})
-	return errors.Join(errs...)
+	return kubeclient.Join(errs...)
+}
+
+// createClusterSetSlice creates s. Where its name is taken, the holder is
+// read: one of the controller's clusterset slices not yet seen is written
+// at the next sync; any other is never overwritten (kubeclient.ErrNotOurs,
+// a refusal of this slice only).
+func createClusterSetSlice(ctx context.Context, client apply.SliceClient, s *discoveryv1.EndpointSlice) error {
+	_, err := client.Create(ctx, s, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	holder, gerr := client.Get(ctx, s.Name, metav1.GetOptions{})
+	switch {
+	case gerr != nil:
+		return kubeclient.Join(err, gerr)
+	case !contract.IsOwnClusterSet(holder):
+		return kubeclient.ErrNotOurs
+	}
+	return nil
 }
 
 func corev1Protocol(p string) corev1.Protocol { return corev1.Protocol(p) }

@@ -655,7 +655,38 @@ func (w *Writer) removeTarget(ctx context.Context, snap snapshot, old targetStat
 
 // slices returns the slice client of a target's slice namespace.
 func (w *Writer) slices(t Target) discoveryclient.EndpointSliceInterface {
-	return t.Cluster.Client().DiscoveryV1().EndpointSlices(w.cfg.SliceNamespace)
+	return cutSlices{t.Cluster.Client().DiscoveryV1().EndpointSlices(w.cfg.SliceNamespace)}
+}
+
+// cutSlices is a target's slice client whose errors are cut
+// (kubeclient.Cut): the target's answers are its admin's, and are kept,
+// joined and logged.
+type cutSlices struct {
+	discoveryclient.EndpointSliceInterface
+}
+
+func (c cutSlices) Get(ctx context.Context, name string, opts metav1.GetOptions) (*discoveryv1.EndpointSlice, error) {
+	s, err := c.EndpointSliceInterface.Get(ctx, name, opts)
+	return s, kubeclient.Cut(err)
+}
+
+func (c cutSlices) List(ctx context.Context, opts metav1.ListOptions) (*discoveryv1.EndpointSliceList, error) {
+	l, err := c.EndpointSliceInterface.List(ctx, opts)
+	return l, kubeclient.Cut(err)
+}
+
+func (c cutSlices) Create(ctx context.Context, s *discoveryv1.EndpointSlice, opts metav1.CreateOptions) (*discoveryv1.EndpointSlice, error) {
+	s, err := c.EndpointSliceInterface.Create(ctx, s, opts)
+	return s, kubeclient.Cut(err)
+}
+
+func (c cutSlices) Update(ctx context.Context, s *discoveryv1.EndpointSlice, opts metav1.UpdateOptions) (*discoveryv1.EndpointSlice, error) {
+	s, err := c.EndpointSliceInterface.Update(ctx, s, opts)
+	return s, kubeclient.Cut(err)
+}
+
+func (c cutSlices) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return kubeclient.Cut(c.EndpointSliceInterface.Delete(ctx, name, opts))
 }
 
 // writeFull lists the target's slices and writes the difference to d
@@ -724,7 +755,7 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 		}
 		n++
 	}
-	return kept, marker, n, errors.Join(errs...)
+	return kept, marker, n, kubeclient.Join(errs...)
 }
 
 // errUnknownSlices is returned by writeDelta when the target has a slice
@@ -813,7 +844,7 @@ func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 	if len(next) == 0 {
 		next = nil
 	}
-	return next, n, errors.Join(errs...)
+	return next, n, kubeclient.Join(errs...)
 }
 
 // put makes the target's slice equal s. With isNew it is created, and read

@@ -55,7 +55,8 @@ type writer struct {
 }
 
 // Apply makes the member hold desired, given what it holds (List); see
-// the package doc for the order. It returns every error, joined.
+// the package doc for the order. It returns its errors, joined (at most
+// kubeclient.MaxErrorsJoined of them, the rest counted).
 func Apply(ctx context.Context, m Member, desired objects.Objects, existing Existing, now metav1.Time) (Result, error) {
 	w := &writer{m: m, now: now, refused: map[aggregate.Key]error{}}
 	p := ComputePlan(desired, existing, now)
@@ -79,7 +80,7 @@ func Apply(ctx context.Context, m Member, desired objects.Objects, existing Exis
 	deleteAll(ctx, w, "ServiceImport", p.Imports.Delete, func(ns string) ObjectClient[*mcsv1beta1.ServiceImport, *mcsv1beta1.ServiceImportList] {
 		return w.m.Imports(ns)
 	})
-	return Result{ClusterIPs: ips, Refused: w.refused}, errors.Join(w.errs...)
+	return Result{ClusterIPs: ips, Refused: w.refused}, kubeclient.Join(w.errs...)
 }
 
 // addressComing reports whether si's derived Service has an address its

@@ -62,6 +62,9 @@ func do[T any](ctx context.Context, g *gate, call func(context.Context) (T, erro
 		defer cancel()
 	}
 	out, err := call(ctx)
+	// The member's answer is the tenant's: its text is cut before any
+	// writer keeps, joins or logs it.
+	err = kubeclient.Cut(err)
 	// Only the client's own deadline trips the gate: a server that says it
 	// timed out (a slow webhook) has answered.
 	if kubeclient.IsTimeout(err) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
