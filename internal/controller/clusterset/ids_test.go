@@ -2,12 +2,14 @@ package clusterset
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -183,4 +185,33 @@ func (s slowProperty) ClusterIDProperty(ctx context.Context) (*string, error) {
 		}
 	}
 	return s.Member.ClusterIDProperty(ctx)
+}
+
+// refusedProperty is a member whose property read fails with err.
+type refusedProperty struct {
+	testfixture.Member
+	err error
+}
+
+func (r refusedProperty) ClusterIDProperty(context.Context) (*string, error) { return nil, r.err }
+
+// A member whose ClusterProperty read is refused (a body past its cap)
+// is not read, and its status entry and the Ready condition say why; the
+// other member is read and written as before.
+func TestControllerClusterSetPropertyRefusedSaysWhy(t *testing.T) {
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
+	refusal := errors.New("get ClusterProperty cluster.clusterset.k8s.io: response body too large: more than 65536 bytes")
+	e := olderAndNewer(t, a, refusedProperty{Member: b, err: refusal})
+	testfixture.Eventually(t, "cluster-b's entry names the refused property", func() bool {
+		e.rec.Add("dev-team/prod")
+		st := clusterSetStatusOf(e.ctx, t, e, "prod")
+		ready := meta.FindStatusCondition(st.Conditions, xccv1alpha1.ConditionReady)
+		for _, m := range st.Clusters {
+			if m.Name == "cluster-b" {
+				return strings.Contains(m.Message, "its ClusterProperty cannot be read: "+refusal.Error()) &&
+					ready != nil && ready.Reason == ReasonUnreachable && strings.Contains(ready.Message, "cluster-b")
+			}
+		}
+		return false
+	})
 }

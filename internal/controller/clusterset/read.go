@@ -55,8 +55,9 @@ func (c *Reconciler) readMembers(mem *setMemory, members []setMember, user strin
 
 // readMember reads member w (cluster id id) for user, the clusterset's
 // key, starting the informers it needs: every ServiceExport, Namespace
-// and Service, and the EndpointSlices of each namespace with an export
-// admitted under MaxExportsPerMember. The keep map (cluster key -> refs)
+// and Service, and, while it has an export admitted under
+// MaxExportsPerMember, its EndpointSlices (one watch of the member, read
+// only for the admitted exports' Services). The keep map (cluster key -> refs)
 // gets every ref read, for Release.
 func (c *Reconciler) readMember(w *workload.Cluster, id, user string, keep map[string]map[string]bool) memberRead {
 	refs := keep[w.Key()]

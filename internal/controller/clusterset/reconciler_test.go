@@ -238,8 +238,8 @@ func TestControllerClusterSetExportLimit(t *testing.T) {
 		_, err := b.MCS.MulticlusterV1beta1().ServiceImports("shop").Get(e.ctx, "web", metav1.GetOptions{})
 		return err == nil
 	})
-	if namespaces, exports := e.workloads.ExportReads(); namespaces != 1 || exports != 1 {
-		t.Errorf("endpoints of %d exports read in %d namespaces, want 1 in 1: a refused export's endpoints are not read", exports, namespaces)
+	if informers, exports := e.workloads.ExportReads(); informers != 1 || exports != 1 {
+		t.Errorf("endpoints of %d exports read by %d informers, want 1 by 1: a refused export's endpoints are not read", exports, informers)
 	}
 }
 

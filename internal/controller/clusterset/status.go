@@ -73,6 +73,10 @@ func clusterSetStatus(cs *xccv1alpha1.ClusterSet, res member.Result, members []s
 		case m.cluster.Unreachable() != "" || m.cluster.CutOff() != "":
 			msg = m.cluster.Unreachable() + m.cluster.CutOff() + "; its last known exports are kept"
 			unreachable = append(unreachable, m.ClusterID)
+		case !m.idKnown && m.cluster.PropertyError() != "":
+			// Never read without its id: why it cannot be read is why.
+			msg = "its ClusterProperty cannot be read: " + m.cluster.PropertyError() + "; its last known exports are kept"
+			unreachable = append(unreachable, m.ClusterID)
 		case !reads[m.ClusterID].synced:
 			msg = "not read yet: its last known exports are kept"
 			unreachable = append(unreachable, m.ClusterID)

@@ -3,9 +3,9 @@ package workload
 import (
 	"context"
 	"maps"
-	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/cache"
@@ -14,12 +14,15 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
-// namespaceSlices is the one EndpointSlice informer of a namespace of a
-// clusterset member in which an admitted export's Service lives. One
-// informer per namespace, not per export: 1,000 exports in ten namespaces
-// are ten watches, and an export added in a watched namespace is read
-// from the cache at once, with no list of its own.
-type namespaceSlices struct {
+// exportSlices is the one EndpointSlice informer of a clusterset member
+// for the endpoints of its admitted exports: cluster-wide, selected on
+// the server by exportSliceSelector. One watch per member, not one per
+// exporting namespace: 1,000 exporting namespaces were 1,000 watches and
+// 4,000 goroutines that no budget of the member counted. An export
+// admitted later is read from the cache at once, with no list of its
+// own. It caches every Service's slices of the member (trimmed by
+// endpointsForCache), all counted in the member's objects and bytes.
+type exportSlices struct {
 	informer *objectWatch
 	cancel   context.CancelFunc
 }
@@ -35,9 +38,9 @@ func exportSliceSelector() string {
 
 // WatchExportEndpoints makes the EndpointSlices of the Services of keys
 // ("<namespace>/<name>", the exports of user admitted in w) read: one
-// informer per namespace of them, started here (again after a cut-off,
-// once the cluster is no longer cut off) and stopped once no user's key
-// is in its namespace. Call it after WatchExports; reading is
+// informer of the member's slices, started here once some user has a
+// key (again after a cut-off, once the cluster is no longer cut off) and
+// stopped once none has. Call it after WatchExports; reading is
 // ExportEndpoints.
 func (m *Set) WatchExportEndpoints(w *Cluster, user string, keys map[string]bool) {
 	m.mu.Lock()
@@ -47,49 +50,39 @@ func (m *Set) WatchExportEndpoints(w *Cluster, user string, keys map[string]bool
 		return
 	}
 	ew.wanted[user] = keys
-	m.syncNamespaceSlicesLocked(w, ew)
+	m.syncExportSlicesLocked(w, ew)
 }
 
-// syncNamespaceSlicesLocked starts the informers of the namespaces some
-// user wants and stops the others. m.mu is held.
-func (m *Set) syncNamespaceSlicesLocked(w *Cluster, ew *exportsWatch) {
-	want := map[string]bool{}
+// syncExportSlicesLocked starts the slice informer while some user wants
+// a key and stops it when none does, or it was cut off. m.mu is held.
+func (m *Set) syncExportSlicesLocked(w *Cluster, ew *exportsWatch) {
+	wanted := false
 	for _, keys := range ew.wanted {
-		for k := range keys {
-			ns, _, _ := strings.Cut(k, "/")
-			want[ns] = true
-		}
+		wanted = wanted || len(keys) > 0
 	}
-	for ns, s := range ew.slices {
-		if !want[ns] || s.informer.cut() {
-			s.cancel()
-			delete(ew.slices, ns)
-		}
+	if s := ew.slices; s != nil && (!wanted || s.informer.cut()) {
+		s.cancel()
+		ew.slices = nil
 	}
-	if w.reads.cut() != "" {
-		return
-	}
-	for ns := range want {
-		if ew.slices[ns] == nil {
-			ew.slices[ns] = m.watchNamespaceSlices(w, ew, ns)
-		}
+	if wanted && ew.slices == nil && w.reads.cut() == "" {
+		ew.slices = m.watchExportSlices(w, ew)
 	}
 }
 
-// watchNamespaceSlices starts the informer of namespace's slices. Of its
+// watchExportSlices starts the informer of the member's slices. Of its
 // events only those of a wanted Service are passed on, and of updates
 // only those that change what is cached (endpointsChanged): the pods of
 // Services nobody exports come and go without a sync.
-func (m *Set) watchNamespaceSlices(w *Cluster, ew *exportsWatch, namespace string) *namespaceSlices {
+func (m *Set) watchExportSlices(w *Cluster, ew *exportsWatch) *exportSlices {
 	ctx, cancel := context.WithCancel(ew.ctx)
-	lw := sliceListWatch(w.client, namespace, exportSliceSelector())
+	lw := sliceListWatch(w.client, metav1.NamespaceAll, exportSliceSelector())
 	notify := func() { m.onService(m.exportsUsersOf(ew)) }
 	onSlice := func(obj any) {
 		if m.wantsSlice(ew, obj) {
 			notify()
 		}
 	}
-	informer := newInformer(w.reads, "EndpointSlices of namespace "+namespace, lw, cache.InformerOptions{
+	informer := newInformer(w.reads, "EndpointSlices of exported Services", lw, cache.InformerOptions{
 		ObjectType: &discoveryv1.EndpointSlice{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: onSlice,
@@ -104,8 +97,8 @@ func (m *Set) watchNamespaceSlices(w *Cluster, ew *exportsWatch, namespace strin
 		Indexers:  cache.Indexers{byService: indexByService},
 	})
 	informer.run(ctx, notify)
-	klog.FromContext(m.ctx).V(2).Info("Watching the EndpointSlices of an exporting namespace", "cluster", w.key, "namespace", namespace)
-	return &namespaceSlices{informer: informer, cancel: cancel}
+	klog.FromContext(m.ctx).V(2).Info("Watching the EndpointSlices of exported Services", "cluster", w.key)
+	return &exportSlices{informer: informer, cancel: cancel}
 }
 
 // wantsSlice reports whether obj, a slice or its tombstone, is of a
@@ -131,13 +124,13 @@ func (m *Set) wantsSlice(ew *exportsWatch, obj any) bool {
 
 // ExportEndpoints returns the cached EndpointSlices of the exported
 // Service namespace/name of w (read only: they are the informer's);
-// synced is false until its namespace's informer, started by
+// synced is false until the member's slice informer, started by
 // WatchExportEndpoints, has listed.
 func (m *Set) ExportEndpoints(w *Cluster, namespace, name string) (out []*discoveryv1.EndpointSlice, synced bool) {
 	m.mu.Lock()
-	var s *namespaceSlices
+	var s *exportSlices
 	if ew := w.exports; ew != nil {
-		s = ew.slices[namespace]
+		s = ew.slices
 	}
 	m.mu.Unlock()
 	if s == nil || !s.informer.HasSynced() {
@@ -154,9 +147,9 @@ func (m *Set) ExportEndpoints(w *Cluster, namespace, name string) (out []*discov
 	return out, true
 }
 
-// ExportReads counts, over every cluster, the namespaces whose slices
-// are watched for exports and the exports read from them.
-func (m *Set) ExportReads() (namespaces, exports int) {
+// ExportReads counts, over every cluster, the slice informers of exports
+// (one per member at most) and the exports read from them.
+func (m *Set) ExportReads() (informers, exports int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, w := range m.clusters {
@@ -168,8 +161,10 @@ func (m *Set) ExportReads() (namespaces, exports int) {
 		for _, keys := range ew.wanted {
 			maps.Copy(all, keys)
 		}
-		namespaces += len(ew.slices)
+		if ew.slices != nil {
+			informers++
+		}
 		exports += len(all)
 	}
-	return namespaces, exports
+	return informers, exports
 }

@@ -54,10 +54,10 @@ type exportsWatch struct {
 	// release tells the shared Service informer exports no longer read it.
 	release func()
 	users   map[string]bool
-	// slices are the EndpointSlice informers of the namespaces with an
-	// admitted export (export_slices.go), wanted the exports each user
-	// reads ("<namespace>/<name>").
-	slices map[string]*namespaceSlices
+	// slices is the member's EndpointSlice informer of admitted exports
+	// (export_slices.go), nil while no user wants one; wanted are the
+	// exports each user reads ("<namespace>/<name>").
+	slices *exportSlices
 	wanted map[string]map[string]bool
 	// own are the controller's own objects in the member (own.go).
 	own *ownWatch
@@ -91,7 +91,7 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 		}
 		ctx, cancel := context.WithCancel(w.ctx)
 		ew = &exportsWatch{ctx: ctx, cancel: cancel, users: map[string]bool{}, services: services.informer,
-			slices: map[string]*namespaceSlices{}, wanted: map[string]map[string]bool{}}
+			wanted: map[string]map[string]bool{}}
 		notify := func() { m.onService(m.exportsUsersOf(ew)) }
 		ew.exports = watchExports(mcs, w.reads, notify)
 		ew.namespaces = watchNamespaces(w.client, w.reads, notify)

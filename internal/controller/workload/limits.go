@@ -159,13 +159,29 @@ func (b *bodyLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode >= http.StatusBadRequest {
 		return cutErrorBody(req, resp)
 	}
-	if resp.ContentLength > b.most {
+	most := b.most
+	if c, ok := req.Context().Value(bodyCapKey{}).(int64); ok && c < most {
+		most = c
+	}
+	if resp.ContentLength > most {
 		_ = resp.Body.Close()
-		return nil, fmt.Errorf("%s %s: %w: %d bytes announced, the limit is %d", req.Method, req.URL.Path, ErrResponseTooLarge, resp.ContentLength, b.most)
+		return nil, fmt.Errorf("%s %s: %w: %d bytes announced, the limit is %d", req.Method, req.URL.Path, ErrResponseTooLarge, resp.ContentLength, most)
 	}
 	list, _ := req.Context().Value(listReadKey{}).(*listRead)
-	resp.Body = &limitedBody{rc: resp.Body, left: b.most, most: b.most, what: req.Method + " " + req.URL.Path, list: list}
+	resp.Body = &limitedBody{rc: resp.Body, left: most, most: most, what: req.Method + " " + req.URL.Path, list: list}
 	return resp, nil
+}
+
+// bodyCapKey is the context key of a request's own body limit, below
+// the client's (withBodyCap).
+type bodyCapKey struct{}
+
+// withBodyCap makes the requests of ctx read no more than most bytes of
+// their response body, whatever the client's limit: for a read of one
+// small object, which should not be read to the client's limit before
+// it is refused.
+func withBodyCap(ctx context.Context, most int64) context.Context {
+	return context.WithValue(ctx, bodyCapKey{}, most)
 }
 
 // WrappedRoundTripper lets client-go's debugging see the transport below.
@@ -213,6 +229,8 @@ type listReadKey struct{}
 // keeps every page until the last.
 type listRead struct {
 	c *counter
+	// what names the read in errors ("a list of ...").
+	what string
 
 	mu    sync.Mutex
 	bytes int64
@@ -231,12 +249,21 @@ func (l *listRead) charge(n int64) error {
 	l.bytes += n
 	all := l.c.r.bytes.Add(n)
 	if l.bytes > lim.MaxListBytes {
-		return fmt.Errorf("%w: the pages of one list of %s are more than %d bytes", ErrTooManyBytes, l.c.what, lim.MaxListBytes)
+		return fmt.Errorf("%w: the pages of %s are more than %d bytes", ErrTooManyBytes, l.what, lim.MaxListBytes)
 	}
 	if all > lim.MaxBytesPerCluster {
-		return fmt.Errorf("%w: the cluster's informers would hold more than %d bytes (a list of %s)", ErrTooManyBytes, lim.MaxBytesPerCluster, l.c.what)
+		return fmt.Errorf("%w: the cluster's informers would hold more than %d bytes (%s)", ErrTooManyBytes, lim.MaxBytesPerCluster, l.what)
 	}
 	return nil
+}
+
+// chargedRead makes the response bodies of the requests of ctx count,
+// as they are read, against the bytes of r's cluster, as a list's pages
+// do; end gives them back. For a read that is not an informer's: what
+// it reads is dropped once parsed.
+func chargedRead(ctx context.Context, r *reads, what string) (context.Context, func()) {
+	l := &listRead{c: &counter{r: r, what: what}, what: what}
+	return context.WithValue(ctx, listReadKey{}, l), l.end
 }
 
 // end gives the list's bytes back to the cluster: its pages are dropped
@@ -565,7 +592,7 @@ func (c *counter) list(inner cache.ListWithContextFunc) cache.ListWithContextFun
 		}
 		c.mu.Lock()
 		if c.current == nil {
-			c.current = &listRead{c: c}
+			c.current = &listRead{c: c, what: "one list of " + c.what}
 		}
 		current := c.current
 		c.mu.Unlock()

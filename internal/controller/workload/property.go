@@ -27,8 +27,9 @@ const PropertyRefresh = time.Minute
 
 var _ PropertyClient = (*typedClient)(nil)
 
-// maxPropertyBytes bounds the ClusterProperty read: a tenant's API server
-// may answer anything.
+// maxPropertyBytes bounds the ClusterProperty read, while it is read
+// (withBodyCap): a tenant's API server may answer anything, and the
+// property is one small object.
 const maxPropertyBytes = 64 << 10
 
 // property is the last read of a member's cluster id property.
@@ -40,6 +41,8 @@ type property struct {
 	value   *string
 	readAt  time.Time
 	reading bool
+	// err is why the last read failed, nil once one answers.
+	err error
 }
 
 // PropertyClient reads a member's cluster id property: value nil when it
@@ -74,21 +77,46 @@ func (m *Set) ClusterProperty(w *Cluster) (value *string, known bool) {
 func (m *Set) readProperty(w *Cluster, pc PropertyClient) {
 	ctx, cancel := context.WithTimeout(w.ctx, RequestTimeout)
 	defer cancel()
+	// The body is cut at maxPropertyBytes while it is read, and counts
+	// against the cluster's bytes meanwhile, as its informers' lists do.
+	ctx, end := chargedRead(withBodyCap(ctx, maxPropertyBytes), w.reads, "the read of the ClusterProperty "+ClusterIDProperty)
+	defer end()
 	value, err := pc.ClusterIDProperty(ctx)
 	p := &w.property
 	p.mu.Lock()
 	p.reading = false
 	if err != nil {
+		first := p.err == nil
+		p.err = err
 		p.mu.Unlock()
-		klog.FromContext(m.ctx).V(2).Info("Reading the cluster id property failed", "cluster", w.key, "err", err)
+		logger := klog.FromContext(m.ctx)
+		if first {
+			logger.Info("Reading the cluster id property failed", "cluster", w.key, "err", err)
+			// Its status says why the member is not read.
+			w.notifyNamespace()
+		} else {
+			logger.V(2).Info("Reading the cluster id property failed again", "cluster", w.key, "err", err)
+		}
 		return
 	}
 	changed := !p.known || !equalValue(p.value, value)
-	p.known, p.value, p.readAt = true, value, time.Now()
+	p.known, p.value, p.readAt, p.err = true, value, time.Now(), nil
 	p.mu.Unlock()
 	if changed {
 		w.notifyNamespace()
 	}
+}
+
+// PropertyError is why the last read of w's cluster id property failed
+// (the last known value, if any, stands meanwhile), or "" when it
+// answered.
+func (w *Cluster) PropertyError() string {
+	w.property.mu.Lock()
+	defer w.property.mu.Unlock()
+	if w.property.err == nil {
+		return ""
+	}
+	return w.property.err.Error()
 }
 
 // ClusterIDProperty GETs the ClusterProperty: its value, or nil when the

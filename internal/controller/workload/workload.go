@@ -527,7 +527,7 @@ func (m *Set) Release(user string, keep map[string]map[string]bool) {
 		}
 		if ew := w.exports; ew != nil && !refs[ExportsRef] && ew.wanted[user] != nil {
 			delete(ew.wanted, user)
-			m.syncNamespaceSlicesLocked(w, ew)
+			m.syncExportSlicesLocked(w, ew)
 		}
 		if ew := w.exports; ew != nil && unused(ew.users, user, refs[ExportsRef]) {
 			ew.stop()
