@@ -39,6 +39,14 @@ func TestEndpointAddress(t *testing.T) {
 		{v6, "10.1.0.1", allowed, "", ErrAddressFamily},
 		{v4, "fd00:1::1", allowed, "", ErrAddressFamily},
 		{discoveryv1.AddressTypeFQDN, "db.example.com", nil, "", nil},
+		// Cloud metadata addresses are refused even inside the allowed CIDRs.
+		{v6, "fd00:ec2::254", nil, "", skydnsrecord.ErrInvalidAddress},
+		{v6, "fd00:ec2::254", cidr.MustParse("fd00::/8"), "", skydnsrecord.ErrInvalidAddress},
+		{v6, "fd20:ce::254", nil, "", skydnsrecord.ErrInvalidAddress},
+		{v4, "100.100.100.200", cidr.MustParse("100.64.0.0/10"), "", skydnsrecord.ErrInvalidAddress},
+		{v4, "168.63.129.16", nil, "", skydnsrecord.ErrInvalidAddress},
+		{v4, "0.1.2.3", nil, "", skydnsrecord.ErrInvalidAddress},
+		{v6, "::a9fe:a9fe", nil, "", skydnsrecord.ErrInvalidAddress},
 	}
 	for _, tt := range tests {
 		got, err := EndpointAddress(tt.t, tt.in, tt.allowed)

@@ -159,7 +159,7 @@ func ExportProblems(cs xccv1alpha1.ClusterSet, kept *state.ClusterSet) ([]Member
 	var exports []aggregate.Export
 	for id, m := range kept.Members {
 		for _, k := range m.Exports {
-			exports = append(exports, aggregate.Export{Cluster: id, Namespace: k.Namespace, Name: k.Name, Created: k.Created,
+			exports = append(exports, aggregate.Export{Cluster: id, Namespace: k.Namespace, Name: k.Name, Created: k.Created, Seen: k.Seen,
 				Service: k.Service, OverLimit: k.OverLimit, Labels: k.Labels, Annotations: k.Annotations})
 		}
 	}

@@ -79,13 +79,24 @@ func RecordKey(name, owner, host string) string {
 	return Key(name) + "/" + Leaf(owner, host)
 }
 
+// thisNetwork and ipv4Compatible are ranges no packet may be sent to:
+// "this network" (RFC 1122, Linux takes 0.0.0.0 itself as the local host)
+// and the deprecated IPv4-compatible IPv6 addresses (RFC 4291), which
+// would only spell an IPv4 address past its own checks.
+var (
+	thisNetwork    = netip.MustParsePrefix("0.0.0.0/8")
+	ipv4Compatible = netip.MustParsePrefix("::/96")
+)
+
 // ErrInvalidAddress is wrapped by every address validation error.
 var ErrInvalidAddress = errors.New("invalid address")
 
 // ParseAddress parses an IPv4 or IPv6 address a load balancer reports and
 // refuses the ones that can never be a gateway another cluster reaches:
-// unspecified, loopback, link-local and multicast. IPv4-mapped IPv6
-// addresses are unmapped, so ::ffff:127.0.0.1 is refused as loopback.
+// unspecified (and the rest of 0.0.0.0/8), loopback, link-local,
+// multicast, broadcast, IPv4-compatible IPv6, and the cloud metadata
+// addresses (MetadataAddresses). IPv4-mapped IPv6 addresses are
+// unmapped, so ::ffff:127.0.0.1 is refused as loopback.
 func ParseAddress(s string) (netip.Addr, error) {
 	ip, err := netip.ParseAddr(s)
 	if err != nil {
@@ -97,6 +108,8 @@ func ParseAddress(s string) (netip.Addr, error) {
 	ip = ip.Unmap()
 	var why string
 	switch {
+	case IsMetadataAddress(ip):
+		why = "cloud metadata"
 	case ip.IsUnspecified():
 		why = "unspecified"
 	case ip.IsLoopback():
@@ -107,6 +120,10 @@ func ParseAddress(s string) (netip.Addr, error) {
 		why = "multicast"
 	case ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 		why = "broadcast"
+	case thisNetwork.Contains(ip):
+		why = "\"this network\" (0.0.0.0/8)"
+	case ipv4Compatible.Contains(ip):
+		why = "IPv4-compatible IPv6 (::/96)"
 	}
 	if why != "" {
 		return netip.Addr{}, fmt.Errorf("%w %q: %s addresses are refused", ErrInvalidAddress, s, why)

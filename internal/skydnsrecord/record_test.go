@@ -3,6 +3,7 @@ package skydnsrecord
 import (
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -67,6 +68,28 @@ func TestParseAddress(t *testing.T) {
 		{"192.0.2.1/32", ""},
 		{"192.0.2.256", ""},
 		{" 192.0.2.1", ""},
+		// "This network": no packet may be sent to it (RFC 1122).
+		{"0.1.2.3", ""},
+		{"0.255.255.254", ""},
+		// IPv4-compatible IPv6 (deprecated, RFC 4291): never routed as such.
+		{"::7f00:1", ""},
+		{"::a9fe:a9fe", ""},
+		// Cloud metadata addresses outside link-local (MetadataAddresses).
+		{"fd00:ec2::254", ""},
+		{"FD00:EC2:0::254", ""},
+		{"fd00:ec2::23", ""},
+		{"fd20:ce::254", ""},
+		{"fd00:c1::a9fe:a9fe", ""},
+		{"100.100.100.200", ""},
+		{"::ffff:100.100.100.200", ""},
+		{"168.63.129.16", ""},
+		{"192.0.0.192", ""},
+		// Their neighbours are ordinary addresses.
+		{"fd00:ec3::254", "fd00:ec3::254"},
+		{"fd20:ce::253", "fd20:ce::253"},
+		{"100.100.100.201", "100.100.100.201"},
+		{"100.64.0.1", "100.64.0.1"},
+		{"1.0.0.1", "1.0.0.1"},
 	}
 	for _, tt := range tests {
 		ip, err := ParseAddress(tt.in)
@@ -82,6 +105,40 @@ func TestParseAddress(t *testing.T) {
 			t.Errorf("ParseAddress(%q) = %v, %v; want %s", tt.in, ip, err, tt.want)
 		}
 	}
+}
+
+// TestMetadataAddressesRefused: every address of the list is refused by
+// ParseAddress, of either family and in any spelling, and the error says
+// why in words an operator reads in a status.
+func TestMetadataAddressesRefused(t *testing.T) {
+	for _, p := range MetadataAddresses {
+		pfx := netip.MustParsePrefix(p)
+		for _, a := range []netip.Addr{pfx.Addr(), lastOf(pfx)} {
+			spellings := []string{a.String(), a.StringExpanded()}
+			if a.Is4() {
+				spellings = append(spellings, "::ffff:"+a.String())
+			}
+			for _, s := range spellings {
+				_, err := ParseAddress(s)
+				if err == nil || !errors.Is(err, ErrInvalidAddress) || !strings.Contains(err.Error(), "cloud metadata") {
+					t.Errorf("ParseAddress(%q) = %v: want refused as a cloud metadata address", s, err)
+				}
+			}
+		}
+		if !IsMetadataAddress(pfx.Addr()) {
+			t.Errorf("IsMetadataAddress(%s) = false", pfx.Addr())
+		}
+	}
+}
+
+// lastOf is the last address of p.
+func lastOf(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
 }
 
 func TestParseTarget(t *testing.T) {

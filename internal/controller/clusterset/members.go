@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,8 +27,11 @@ type setMember struct {
 	member.Member
 	cluster *workload.Cluster
 	// uid is the Cluster's, for the id it holds.
-	uid    types.UID
-	access string
+	uid types.UID
+	// registered is the Cluster's creation time, set by the management
+	// API server: no export of the member is ranked older (seenOf).
+	registered time.Time
+	access     string
 	// idKnown: the member's cluster id property has been read.
 	idKnown bool
 	// settled: so have those of every older selected Cluster, which
@@ -78,7 +82,7 @@ func (c *Reconciler) membership(cs *xccv1alpha1.ClusterSet, mem *setMemory, user
 			if err != nil {
 				return member.Result{}, nil, nil, err
 			}
-			sm.uid = u.GetUID()
+			sm.uid, sm.registered = u.GetUID(), u.GetCreationTimestamp().UTC()
 			if sm.cluster != nil {
 				if _, has, synced := sm.cluster.SliceNamespace(c.cfg.SliceNamespace); synced {
 					mc.Installed = has

@@ -1,6 +1,8 @@
 package clusterset
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -28,6 +30,7 @@ type memberRead struct {
 // cannot be read what it last exported, and remembers each read.
 func (c *Reconciler) readMembers(mem *setMemory, members []setMember, user string, keep map[string]map[string]bool) map[string]memberRead {
 	reads := map[string]memberRead{}
+	now := time.Now().UTC()
 	for _, m := range members {
 		var r memberRead
 		if m.cluster != nil && keep[m.cluster.Key()] == nil {
@@ -35,7 +38,8 @@ func (c *Reconciler) readMembers(mem *setMemory, members []setMember, user strin
 			keep[m.cluster.Key()] = map[string]bool{}
 		}
 		if m.cluster != nil && m.idKnown {
-			r = c.readMember(m.cluster, m.ClusterID, user, keep)
+			last, known := mem.exports[m.ClusterID]
+			r = c.readMember(m.cluster, m.ClusterID, user, keep, seenOf(last, known, m.registered, now))
 		}
 		if r.synced && m.cluster.CutOff() == "" {
 			mem.exports[m.ClusterID] = r
@@ -58,8 +62,10 @@ func (c *Reconciler) readMembers(mem *setMemory, members []setMember, user strin
 // and Service, and, while it has an export admitted under
 // MaxExportsPerMember, its EndpointSlices (one watch of the member, read
 // only for the admitted exports' Services). The keep map (cluster key -> refs)
-// gets every ref read, for Release.
-func (c *Reconciler) readMember(w *workload.Cluster, id, user string, keep map[string]map[string]bool) memberRead {
+// gets every ref read, for Release. seen gives each export the time the
+// controller vouches for (aggregate.Export.Seen).
+func (c *Reconciler) readMember(w *workload.Cluster, id, user string, keep map[string]map[string]bool,
+	seen func(aggregate.Key) time.Time) memberRead {
 	refs := keep[w.Key()]
 	if refs == nil {
 		refs = map[string]bool{}
@@ -81,7 +87,9 @@ func (c *Reconciler) readMember(w *workload.Cluster, id, user string, keep map[s
 	// read. The others' Services are known from one member-wide informer.
 	read := make([]aggregate.Export, 0, len(live))
 	for _, e := range live {
-		read = append(read, exportOf(id, e, c.cfg.Workloads.ExportedService(w, e.Namespace, e.Name)))
+		x := exportOf(id, e, c.cfg.Workloads.ExportedService(w, e.Namespace, e.Name))
+		x.Seen = seen(aggregate.Key{Namespace: e.Namespace, Name: e.Name})
+		read = append(read, x)
 	}
 	admitted := aggregate.Admit(read, c.cfg.MaxExportsPerMember)
 	keys := map[string]bool{}
@@ -106,6 +114,37 @@ func (c *Reconciler) readMember(w *workload.Cluster, id, user string, keep map[s
 		r.endpoints[aggregate.Key{Namespace: e.Namespace, Name: e.Name}] = eps
 	}
 	return r
+}
+
+// seenOf gives each export of a member read now the earliest time the
+// controller vouches for, which precedence never ranks it older than: the
+// time kept of it in the member's last read (known; kept across restarts
+// in the controller's state); for an export that read lacked, now; for
+// every export of the member's first read, and one kept before these
+// times were, the creation time of the member's Cluster, which the
+// management API server set. So a member that claims a creationTimestamp
+// of 1970 ranks from when the controller first saw the export, and at
+// the first read from when it became a Cluster; exports found in the
+// first read keep their order among themselves.
+func seenOf(last memberRead, known bool, registered, now time.Time) func(aggregate.Key) time.Time {
+	prev := make(map[aggregate.Key]time.Time, len(last.exports))
+	for _, x := range last.exports {
+		prev[aggregate.Key{Namespace: x.Namespace, Name: x.Name}] = x.Seen
+	}
+	return func(k aggregate.Key) time.Time {
+		t, ok := prev[k]
+		switch {
+		case ok:
+		case known:
+			t = now
+		default:
+			t = registered
+		}
+		if t.Before(registered) {
+			t = registered
+		}
+		return t
+	}
 }
 
 // exportOf is a member's ServiceExport and the Service it names (nil when

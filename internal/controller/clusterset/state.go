@@ -142,7 +142,7 @@ func keptOf(mem *setMemory) state.ClusterSet {
 func keptRead(r memberRead) state.MemberRead {
 	var m state.MemberRead
 	for _, x := range r.exports {
-		k := state.Export{Namespace: x.Namespace, Name: x.Name, Created: x.Created.UTC(), OverLimit: x.OverLimit, Service: x.Service,
+		k := state.Export{Namespace: x.Namespace, Name: x.Name, Created: x.Created.UTC(), Seen: x.Seen.UTC(), OverLimit: x.OverLimit, Service: x.Service,
 			Labels: x.Labels, Annotations: x.Annotations}
 		for _, s := range r.endpoints[aggregate.Key{Namespace: x.Namespace, Name: x.Name}] {
 			if s != nil {
@@ -168,7 +168,7 @@ func readOfKept(id string, m state.MemberRead) memberRead {
 	r := memberRead{id: id, endpoints: map[aggregate.Key][]*discoveryv1.EndpointSlice{}}
 	for _, k := range m.Exports {
 		r.exports = append(r.exports, aggregate.Export{Cluster: id, Namespace: k.Namespace, Name: k.Name,
-			Created: k.Created, Service: k.Service, OverLimit: k.OverLimit, Labels: k.Labels, Annotations: k.Annotations})
+			Created: k.Created, Seen: k.Seen, Service: k.Service, OverLimit: k.OverLimit, Labels: k.Labels, Annotations: k.Annotations})
 		if len(k.Slices) == 0 {
 			continue
 		}

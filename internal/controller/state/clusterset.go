@@ -90,9 +90,13 @@ type MemberRead struct {
 // Export is one ServiceExport of a member as aggregate.Export has it
 // (the cluster is the member's id), with its Service's EndpointSlices.
 type Export struct {
-	Namespace string             `json:"namespace"`
-	Name      string             `json:"name"`
-	Created   time.Time          `json:"created"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Created   time.Time `json:"created"`
+	// Seen is the earliest time the controller vouches for
+	// (aggregate.Export.Seen): when it first saw the export, kept so a
+	// restart does not reorder precedence.
+	Seen      time.Time          `json:"seen,omitzero"`
 	OverLimit bool               `json:"overLimit,omitempty"`
 	Service   *aggregate.Service `json:"service,omitempty"`
 	// Labels and Annotations are the export's exportedLabels and

@@ -25,7 +25,7 @@ func Admit(exports []Export, limit int) []Export {
 		}
 	}
 	older := func(i, j int) int {
-		return cmp.Or(out[i].Created.Compare(out[j].Created), cmp.Compare(out[i].Namespace, out[j].Namespace),
+		return cmp.Or(out[i].Since().Compare(out[j].Since()), cmp.Compare(out[i].Namespace, out[j].Namespace),
 			cmp.Compare(out[i].Name, out[j].Name))
 	}
 	queues := make([][]int, 0, len(byNamespace))

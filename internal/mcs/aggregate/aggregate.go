@@ -100,11 +100,12 @@ func CompareKeys(a, b Key) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
-// comparePrecedence orders exports oldest first; exports created in the
-// same instant (timestamps have one-second resolution in the API) by
-// cluster id, which is unique in a clusterset.
+// comparePrecedence orders exports oldest first (Since: never older than
+// the controller saw them); exports of the same instant (timestamps have
+// one-second resolution in the API) by cluster id, which is unique in a
+// clusterset.
 func comparePrecedence(a, b Export) int {
-	return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Cluster, b.Cluster))
+	return cmp.Or(a.Since().Compare(b.Since()), cmp.Compare(a.Cluster, b.Cluster))
 }
 
 // normalize applies the API server's defaults to a copy of the export's

@@ -575,3 +575,56 @@ func TestExportedMetadataLeftOut(t *testing.T) {
 		})
 	}
 }
+
+// TestPrecedenceIsBoundBySeen: precedence takes an export's creation time
+// as its member reports it only as far back as Seen, the earliest time
+// the controller vouches for: a member claiming 1970 for an export the
+// controller first saw after another does not win, nor does it get the
+// oldest place in the import's Created (the caps in other members keep
+// the oldest) or in its own member's limit (Admit).
+func TestPrecedenceIsBoundBySeen(t *testing.T) {
+	epoch := time.Unix(0, 0).UTC()
+	honest := exp("b", 10, svc(nil, tcp("http", 80)))
+	honest.Seen = at(5) // seen in the controller's first read: its own time counts
+	forged := exp("a", 0, svc(headless, tcp("http", 80)))
+	forged.Created, forged.Seen = epoch, at(60) // first seen a minute later
+	for _, tc := range []struct {
+		name    string
+		exports []Export
+		winner  string
+		since   time.Time
+	}{
+		{"a forged 1970 loses to an export seen first", []Export{forged, honest}, "b", at(60)},
+		{"without Seen the reported time counts", []Export{{Cluster: "a", Namespace: "shop", Name: "cart", Created: epoch,
+			Service: svc(headless, tcp("http", 80))}, honest}, "a", epoch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Aggregate(tc.exports)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Imports) != 1 || r.Imports[0].Winner != tc.winner {
+				t.Fatalf("imports %+v: want one won by %s", r.Imports, tc.winner)
+			}
+			if got := r.Imports[0].Created["a"]; !got.Equal(tc.since) {
+				t.Errorf("Created[a] = %v, want %v", got, tc.since)
+			}
+		})
+	}
+	if s := forged.Since(); !s.Equal(at(60)) {
+		t.Errorf("Since() = %v, want the time first seen", s)
+	}
+	future := exp("a", 3600, nil)
+	future.Seen = at(60)
+	if s := future.Since(); !s.Equal(at(3600)) {
+		t.Errorf("a future creation time: Since() = %v, want it kept (it only makes the export younger)", s)
+	}
+
+	// Admit: of one member's exports the one seen first is admitted.
+	ok := svc(nil, tcp("http", 80))
+	old := Export{Cluster: "a", Namespace: "shop", Name: "old", Created: at(10), Seen: at(5), Service: ok}
+	claim := Export{Cluster: "a", Namespace: "shop", Name: "claim", Created: epoch, Seen: at(60), Service: ok}
+	if got := admitted(t, []Export{claim, old}, 1); !slices.Equal(got, []string{"shop/old"}) {
+		t.Errorf("admitted %v, want the export seen first", got)
+	}
+}

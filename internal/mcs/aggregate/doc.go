@@ -12,7 +12,11 @@
 //     part in conflicts and alone makes no import.
 //   - Precedence: the oldest valid export (creation time of the
 //     ServiceExport) first; exports of one instant are ordered by cluster
-//     id, so every controller replica computes the same winner.
+//     id, so every controller replica computes the same winner. The
+//     creation time is the member's word, so it counts only as far back
+//     as Export.Seen, the earliest time the controller vouches for
+//     (Export.Since): a member claiming 1970 is ranked from when the
+//     controller first saw its export.
 //   - Type (ClusterSetIP or Headless), sessionAffinity and its config,
 //     internalTrafficPolicy and trafficDistribution are global: the
 //     winner's values are the import's.

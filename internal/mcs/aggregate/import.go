@@ -56,7 +56,7 @@ func newImport(k Key, valid []Export, ports []Port) *Import {
 	for _, e := range valid {
 		imp.Clusters = append(imp.Clusters, e.Cluster)
 		imp.Served[e.Cluster] = served(ports, e.Service.Ports)
-		imp.Created[e.Cluster] = e.Created
+		imp.Created[e.Cluster] = e.Since()
 	}
 	slices.Sort(imp.Clusters)
 	return imp

@@ -69,8 +69,16 @@ type Export struct {
 	Cluster   string
 	Namespace string
 	Name      string
-	Created   time.Time
-	Service   *Service
+	// Created is the creationTimestamp the member's API server reports:
+	// the member's word, which it can set to any time.
+	Created time.Time
+	// Seen is the earliest time the controller itself vouches for: when
+	// it first saw the export, or, for one it found in its first read of
+	// the member, the management cluster's creation time of the member's
+	// Cluster. Precedence never ranks the export older (Since); zero
+	// bounds nothing.
+	Seen    time.Time
+	Service *Service
 	// OverLimit: the member exports more than it may, and this export is
 	// one of the newest past the limit; it is invalid.
 	OverLimit bool
@@ -94,6 +102,17 @@ type Key struct {
 
 func (e Export) key() Key { return Key{Namespace: e.Namespace, Name: e.Name} }
 
+// Since is the time precedence ranks e by: its creation time as reported,
+// but no earlier than Seen, so a member cannot make an export older than
+// the controller saw it by claiming an old creationTimestamp. A time in
+// the future is kept: it only makes the export younger.
+func (e Export) Since() time.Time {
+	if e.Seen.After(e.Created) {
+		return e.Seen
+	}
+	return e.Created
+}
+
 // Import is what every member gets for one namespace/name that at least
 // one valid export names.
 type Import struct {
@@ -114,8 +133,9 @@ type Import struct {
 	// client of a port reaches only Services that expose it (the
 	// conformance suite's StrictPortConflict).
 	Served map[string][]Port
-	// Created are, per cluster id of Clusters, the creation time of its
-	// export: a member's caps in the others keep its oldest exports.
+	// Created are, per cluster id of Clusters, the time its export is
+	// ranked by (Export.Since): a member's caps in the others keep its
+	// oldest exports.
 	Created map[string]time.Time
 	// Winner is the cluster id of the export with precedence.
 	Winner string

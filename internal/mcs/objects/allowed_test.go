@@ -68,6 +68,16 @@ func TestComputeAllowedCIDRs(t *testing.T) {
 		{"no allowed CIDRs: loopback still refused", "m", false, nil,
 			[]*discoveryv1.EndpointSlice{slice("s", v4, http, ep("127.0.0.1"), ep("10.1.0.1"))},
 			[]string{"a IPv4 ports=http/TCP/8080 eps=10.1.0.1"}, []string{"loopback"}},
+		{"no allowed CIDRs: cloud metadata addresses still refused", "m", false, nil,
+			[]*discoveryv1.EndpointSlice{slice("s", v4, http, ep("100.100.100.200"), ep("10.1.0.1")),
+				slice("t", v6, http, ep("fd00:ec2::254"), ep("fd20:ce::254"), ep("fd00:1::1"))},
+			[]string{"a IPv4 ports=http/TCP/8080 eps=10.1.0.1", "a IPv6 ports=http/TCP/8080 eps=fd00:1::1"},
+			[]string{"100.100.100.200\": cloud metadata", "fd00:ec2::254\": cloud metadata", "fd20:ce::254\": cloud metadata"}},
+		{"metadata addresses refused inside the allowed CIDRs too", "m", true, cidr.MustParse("100.64.0.0/10,fd00::/8"),
+			[]*discoveryv1.EndpointSlice{slice("s", v4, http, ep("100.100.100.200"), ep("100.64.0.1")),
+				slice("t", v6, http, ep("fd00:ec2::254"), ep("fd00:1::1"))},
+			[]string{"a IPv4 headless ports=http/TCP/8080 eps=100.64.0.1", "a IPv6 headless ports=http/TCP/8080 eps=fd00:1::1"},
+			[]string{"100.100.100.200\": cloud metadata", "fd00:ec2::254\": cloud metadata"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -103,6 +113,8 @@ func TestAddressVerdictsAgree(t *testing.T) {
 		{v4, "10.1.0.300"}, {v4, "fd00:1::1"}, {v4, " 10.1.0.1"}, {v4, ""},
 		{v6, "fd00:1::1"}, {v6, "FD00:1::2"}, {v6, "fd00:2::1"}, {v6, "2001:db8::1"}, {v6, "::"}, {v6, "::1"},
 		{v6, "fe80::1"}, {v6, "fe80::1%eth0"}, {v6, "ff02::1"}, {v6, "ff01::1"}, {v6, "10.1.0.1"}, {v6, "::ffff:10.1.0.1"},
+		{v4, "100.100.100.200"}, {v4, "168.63.129.16"}, {v4, "0.1.2.3"},
+		{v6, "fd00:ec2::254"}, {v6, "fd20:ce::254"}, {v6, "fd00:c1::a9fe:a9fe"}, {v6, "::a9fe:a9fe"},
 	}
 	for _, allowed := range []cidr.List{nil, cidr.MustParse(allowedTestCIDRs)} {
 		for _, a := range addrs {
