@@ -2,6 +2,7 @@ package kubeclient
 
 import (
 	"errors"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,4 +82,16 @@ func memberFailure(err error) (error, bool) {
 		return nil, false
 	}
 	return err, true
+}
+
+// Backoff is the wait after failures in a row: minWait after the first,
+// doubling with each one more, never above maxWait. Every writer into a
+// workload cluster waits by it: a cluster's lane after its failures, an
+// import after its refusals.
+func Backoff(minWait, maxWait time.Duration, failures int) time.Duration {
+	d := minWait
+	for i := 1; i < failures && d < maxWait; i++ {
+		d *= 2
+	}
+	return min(d, maxWait)
 }

@@ -40,6 +40,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 )
 
 // Defaults of Config.
@@ -270,17 +272,7 @@ func (s *Set) run(cluster string, l *lane, w *Write, ctx context.Context) {
 }
 
 func (s *Set) backoff(failures int) time.Duration {
-	return Backoff(s.cfg.MinBackoff, s.cfg.MaxBackoff, failures)
-}
-
-// Backoff is the wait after failures in a row: minWait after the first,
-// doubling with each one more, never above maxWait.
-func Backoff(minWait, maxWait time.Duration, failures int) time.Duration {
-	d := minWait
-	for i := 1; i < failures && d < maxWait; i++ {
-		d *= 2
-	}
-	return min(d, maxWait)
+	return kubeclient.Backoff(s.cfg.MinBackoff, s.cfg.MaxBackoff, failures)
 }
 
 // finish records err as w's result and reports whether a sync stopped

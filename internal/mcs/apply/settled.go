@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
+	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 )
@@ -51,7 +51,7 @@ type refusedImport struct {
 }
 
 // The backoff of a refused import doubles from MinRefusedBackoff up to
-// MaxRefusedBackoff with each refusal in a row (lane.Backoff, the rule of
+// MaxRefusedBackoff with each refusal in a row (kubeclient.Backoff, the rule of
 // a failed member write).
 const (
 	MinRefusedBackoff = time.Second
@@ -264,7 +264,7 @@ func (r *Round) Done(held Existing, refused map[aggregate.Key]error) {
 			nextRefused[k] = r.s.refused[k]
 		case ok:
 			tries := r.s.refused[k].tries + 1
-			nextRefused[k] = refusedImport{desired: d, err: err, tries: tries, retry: now.Add(lane.Backoff(MinRefusedBackoff, MaxRefusedBackoff, tries))}
+			nextRefused[k] = refusedImport{desired: d, err: err, tries: tries, retry: now.Add(kubeclient.Backoff(MinRefusedBackoff, MaxRefusedBackoff, tries))}
 		default:
 			next[k] = settledImport{desired: d, held: have(k)}
 		}
