@@ -67,6 +67,10 @@ const (
 // and lane replaced before it started.
 var ErrReplaced = errors.New("replaced by a newer write before it started")
 
+// ErrForgotten ends the writes still waiting in the lane of a cluster
+// that is gone (Forget).
+var ErrForgotten = errors.New("the cluster is gone")
+
 // errStopped ends the writes still waiting when the Set stops.
 var errStopped = errors.New("the controller stopped")
 
@@ -109,6 +113,9 @@ type lane struct {
 	// slow: the last write ran past its sync's wait; the next ones are
 	// not waited for, so a frozen cluster costs no sync its wait twice.
 	slow bool
+	// forgotten: the cluster is gone (Forget); the lane goes once its
+	// running writes end.
+	forgotten bool
 }
 
 // Write is one write handed to a lane.
@@ -188,6 +195,7 @@ func (s *Set) Submit(cluster, owner string, run func(context.Context) error, don
 		l = &lane{running: map[string]*Write{}}
 		s.lanes[cluster] = l
 	}
+	l.forgotten = false
 	if i := slices.IndexFunc(l.waiting, func(o *Write) bool { return o.owner == owner }); i >= 0 {
 		// The owner keeps its place in the order.
 		l.waiting[i].finish(ErrReplaced)
@@ -260,7 +268,7 @@ func (s *Set) run(cluster string, l *lane, w *Write, ctx context.Context) {
 		l.notBefore = now.Add(s.backoff(l.failures))
 	}
 	s.startLocked(cluster, l)
-	if len(l.running) == 0 && len(l.waiting) == 0 && l.failures == 0 && !l.slow && s.lanes[cluster] == l {
+	if len(l.running) == 0 && len(l.waiting) == 0 && (l.forgotten || l.failures == 0 && !l.slow) && s.lanes[cluster] == l {
 		// Nothing of it to keep: a cluster that is gone, or written
 		// again later, costs no lane meanwhile.
 		delete(s.lanes, cluster)
@@ -269,6 +277,41 @@ func (s *Set) run(cluster string, l *lane, w *Write, ctx context.Context) {
 	if w.finish(err) && w.done != nil && ctx.Err() == nil {
 		w.done()
 	}
+}
+
+// Forget drops the lane of cluster, whose Cluster is gone: its backoff,
+// its last error and its waiting writes (which end with ErrForgotten),
+// and the lane itself once its running writes end. A lane that failed or
+// was slow is otherwise kept for its backoff, so without Forget each
+// Cluster that ever failed would cost one for as long as the controller
+// runs. A later write of the cluster starts a new lane.
+func (s *Set) Forget(cluster string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.lanes[cluster]
+	if l == nil {
+		return
+	}
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	for _, w := range l.waiting {
+		w.finish(ErrForgotten)
+	}
+	l.waiting = nil
+	if len(l.running) == 0 {
+		delete(s.lanes, cluster)
+		return
+	}
+	l.forgotten = true
+}
+
+// Len is how many lanes the Set keeps.
+func (s *Set) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.lanes)
 }
 
 func (s *Set) backoff(failures int) time.Duration {

@@ -3,6 +3,7 @@ package lane
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -201,5 +202,40 @@ func TestIdleLaneIsDropped(t *testing.T) {
 	}
 	if r := s.Wait(ctx, []*Write{s.Submit("d", "set-1", func(context.Context) error { return nil }, nil)}); r[0].Backoff == nil {
 		t.Errorf("%+v: want the failed lane still backed off", r[0])
+	}
+}
+
+// 200 clusters whose writes failed, or ran past their sync's wait, keep
+// their lanes (the backoff) until their Clusters are gone: Forget then
+// leaves none, also of a write still running when it was called.
+func TestForgetLeavesNoLane(t *testing.T) {
+	s, ctx := newTestSet(t, Config{Wait: 10 * time.Millisecond, MinBackoff: time.Hour})
+	release := make(chan struct{})
+	var writes []*Write
+	for i := range 200 {
+		cluster := fmt.Sprint("ns/c", i)
+		run := func(context.Context) error { return errors.New("refused: " + cluster) }
+		if i%2 == 1 {
+			run = func(context.Context) error { <-release; return nil }
+		}
+		writes = append(writes, s.Submit(cluster, "set-1", run, nil))
+	}
+	s.Wait(ctx, writes)
+	if n := s.Len(); n != 200 {
+		t.Fatalf("%d lanes after the writes, want 200 (failed or slow)", n)
+	}
+	// A second write waits in each failed lane, out its backoff.
+	for i := 0; i < 200; i += 2 {
+		s.Submit(fmt.Sprint("ns/c", i), "set-2", func(context.Context) error { return nil }, nil)
+	}
+	for i := range 200 {
+		s.Forget(fmt.Sprint("ns/c", i))
+	}
+	close(release)
+	for _, w := range writes {
+		<-w.ended
+	}
+	if n := s.Len(); n != 0 {
+		t.Errorf("%d lanes left after every cluster was forgotten", n)
 	}
 }

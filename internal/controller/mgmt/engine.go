@@ -112,6 +112,14 @@ func NewEngine(cfg EngineConfig) Engine {
 		cfg.EnqueueIn(meta.GetNamespace())
 	})
 	_, _ = e.Clusters.AddEventHandler(onClusterish)
+	// A Cluster that is gone keeps no lane: one that failed or was slow
+	// would otherwise be kept for its backoff as long as the controller
+	// runs.
+	_, _ = e.Clusters.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if meta := watch.Meta(obj); meta != nil {
+			e.Lanes.Forget(meta.GetNamespace() + "/" + meta.GetName())
+		}
+	}})
 	_, _ = secrets.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
 			meta := watch.Meta(obj)
