@@ -125,3 +125,46 @@ xcc.test:53 {
 		}
 	}
 }
+
+// A cluster DNS ConfigMap is the workload cluster admin's text: one that
+// would fill a forward from the environment ({%VAR%}, {$VAR}) is not
+// parsed, and the value of this machine's variable appears nowhere in
+// what explain prints, text or JSON; the unread line says why.
+func TestExplainCorefileReadsNoEnvironment(t *testing.T) {
+	const secret = "s3cr3t-of-the-operator"
+	t.Setenv("XCC_TEST_SECRET", secret)
+	for _, ref := range []string{"{%XCC_TEST_SECRET%}", "{$XCC_TEST_SECRET}", "{%XCC_TEST_SECRET:default%}"} {
+		corefileText := "xcc.test:53 {\n    forward . " + ref + "\n}\n"
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Path != "/api/v1/namespaces/kube-system/configmaps/coredns" {
+				w.WriteHeader(http.StatusNotFound)
+				fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"}, Data: map[string]string{"Corefile": corefileText}})
+		}))
+		mgmt := fake.NewSimpleClientset(kubeconfigSecret(srv, "cluster-b", "t"))
+		n := explain.Classify("kuard.gateway.cluster-a.dev-team.clusters.xcc.test", "", explain.Config{Zone: "xcc.test"})
+		w := &workloadReader{management: mgmt, sliceNamespace: "xcc-dns"}
+		var f explain.Facts
+		readFrom(context.Background(), n, w, "dev-team", "cluster-b", "kube-system/coredns", "", &f)
+		r := explain.Build(n, f, time.Now())
+		var text strings.Builder
+		if err := r.WriteText(&text, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		js, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(text.String(), secret) || strings.Contains(string(js), secret) {
+			t.Errorf("%s: the environment's value is printed:\n%s\n%s", ref, text.String(), js)
+		}
+		if !strings.Contains(strings.Join(f.Unread, "\n"), "reads environment variables") {
+			t.Errorf("%s: unread %q, want it to say the Corefile reads environment variables", ref, f.Unread)
+		}
+		srv.Close()
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,7 +62,9 @@ and the records each serve pod of each workload cluster holds.
 Exit code: 0 when everything is Ready; %d when a GatewayDNS or ClusterSet
 is not Ready, or a serve pod holds no record while a Ready GatewayDNS or
 ClusterSet writes records into its cluster (behind); 1 when the management
-cluster cannot be read. What cannot be read of a workload cluster is said
+cluster cannot be read, or when no ClusterSet with members has its state in
+the namespace read (--state-namespace, else the one the management chart's
+ClusterRoleBinding names). What cannot be read of a workload cluster is said
 on a "not read:" line and does not change the exit code.
 
 `, exitNotReady)
@@ -71,7 +75,7 @@ on a "not read:" line and does not change the exit code.
 	namespace := fs.String("namespace", "", "only this namespace of the management cluster (default: all)")
 	fs.StringVar(namespace, "n", "", "short for --namespace")
 	output := fs.String("o", "text", "output: text or json")
-	stateNamespace := fs.String("state-namespace", controller.DefaultLeaderElectionNamespace, "namespace where the controller keeps its state (its --state-namespace): the members' last exports of each ClusterSet are read there")
+	stateNamespace := fs.String("state-namespace", "", "namespace where the controller keeps its state (its --state-namespace): the members' last exports of each ClusterSet are read there (default: the namespace of the management chart's controller, found by its ClusterRoleBinding, else "+controller.DefaultLeaderElectionNamespace+")")
 	serveRecords := fs.Bool("serve-records", true, "also read, through each workload cluster's <cluster>-kubeconfig Secret and its API server's pod proxy, the records each serve pod holds (xcc_serve_records of its /metrics); false: the management cluster alone is read")
 	serveNamespace := fs.String("serve-namespace", defaultServeNamespace, "with --serve-records: namespace of the workload chart's serve pods in each workload cluster")
 	_ = fs.Parse(args)
@@ -104,7 +108,9 @@ on a "not read:" line and does not change the exit code.
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	readExportProblems(ctx, &report, sets, &state.ConfigMaps{Client: core, Namespace: *stateNamespace})
+	if err := readStateExports(ctx, &report, sets, core, *stateNamespace); err != nil {
+		return err
+	}
 	if *serveRecords {
 		configFor := func(ctx context.Context, namespace, cluster string) (*rest.Config, error) {
 			return workloadConfig(ctx, core, namespace, cluster, statusUserAgent, serveClusterTimeout)
@@ -128,17 +134,74 @@ on a "not read:" line and does not change the exit code.
 	return nil
 }
 
+// readStateExports reads the export problems of sets from the
+// controller's state, in the namespace flag names, else the one
+// stateNamespace finds.
+func readStateExports(ctx context.Context, report *overview.Report, sets []xccv1alpha1.ClusterSet, core kubernetes.Interface, flag string) error {
+	ns, how, err := stateNamespace(ctx, core, flag)
+	if err != nil {
+		return err
+	}
+	return readExportProblems(ctx, report, sets, &state.ConfigMaps{Client: core, Namespace: ns}, fmt.Sprintf("namespace %s (%s)", ns, how))
+}
+
+// chartSelector selects the objects of the management chart.
+const chartSelector = "app.kubernetes.io/name=xcc-dns-management"
+
+// stateNamespace is where the controller keeps its state: flag when set,
+// else its own namespace, which the management chart's
+// ClusterRoleBinding names as its ServiceAccount's. A ClusterRoleBinding
+// is the cluster admin's to write, never a tenant's, unlike a Deployment
+// or ConfigMap labelled as the chart's. how says which it is, for a
+// message.
+func stateNamespace(ctx context.Context, core kubernetes.Interface, flag string) (ns, how string, err error) {
+	if flag != "" {
+		return flag, "--state-namespace", nil
+	}
+	l, err := core.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{LabelSelector: chartSelector})
+	if err != nil {
+		return controller.DefaultLeaderElectionNamespace, fmt.Sprintf("the default: the management chart's ClusterRoleBinding could not be read: %v", err), nil
+	}
+	var found []string
+	for _, b := range l.Items {
+		for _, s := range b.Subjects {
+			if s.Kind == rbacv1.ServiceAccountKind && s.Namespace != "" && !slices.Contains(found, s.Namespace) {
+				found = append(found, s.Namespace)
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return controller.DefaultLeaderElectionNamespace, "the default: no ClusterRoleBinding of the management chart", nil
+	case 1:
+		return found[0], "the namespace of the management chart's controller, from its ClusterRoleBinding", nil
+	}
+	slices.Sort(found)
+	return "", "", fmt.Errorf("the management chart's controller runs in several namespaces (%s): pass --state-namespace", strings.Join(found, ", "))
+}
+
 // readExportProblems sets the exports in Conflict or not Valid of each
-// ClusterSet, from what the controller keeps of it; what cannot be read
-// (no right to get ConfigMaps there, a damaged state) is said in the
-// report's Unread, once when every read is refused alike.
-func readExportProblems(ctx context.Context, report *overview.Report, sets []xccv1alpha1.ClusterSet, kept state.ClusterSets) {
+// ClusterSet, from what the controller keeps of it in where (the
+// namespace, and how it was chosen); what cannot be read (no right to
+// get ConfigMaps there, a damaged state, no state of a set with members)
+// is said in the report's Unread, once when every read is refused alike.
+// When no set with members has its state there, the namespace is the
+// wrong one: an error, rather than a report of no problem.
+func readExportProblems(ctx context.Context, report *overview.Report, sets []xccv1alpha1.ClusterSet, kept state.ClusterSets, where string) error {
+	var withMembers, missing int
 	for _, cs := range sets {
 		key := cs.Namespace + "/" + cs.Name
 		k, err := kept.LoadClusterSet(ctx, key)
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 			report.Unread = append(report.Unread, fmt.Sprintf("the exports of the ClusterSets: %v", err))
-			return
+			return nil
+		}
+		if cs.Status.Members > 0 {
+			withMembers++
+			if k == nil && err == nil {
+				missing++
+				err = fmt.Errorf("no state kept in %s", where)
+			}
 		}
 		if err == nil {
 			var problems []overview.MemberExports
@@ -150,6 +213,11 @@ func readExportProblems(ctx context.Context, report *overview.Report, sets []xcc
 			report.Unread = append(report.Unread, fmt.Sprintf("the exports of ClusterSet %s: %v", key, err))
 		}
 	}
+	if missing > 0 && missing == withMembers {
+		return fmt.Errorf("no state of the %d ClusterSets with members in %s: the controller keeps it in its own namespace, "+
+			"the management chart's release namespace; pass that as --state-namespace", withMembers, where)
+	}
+	return nil
 }
 
 // list lists resource in namespace ("" every one) into out, a slice of

@@ -141,10 +141,14 @@ func block(o Options) (string, error) {
 
 // Patch returns old with the managed block added (or replaced, or removed
 // when o.Remove), and what it did. Text outside the markers is kept byte for
-// byte. It returns an error, and no text, when the markers are unbalanced,
-// when the Corefile already serves the zone outside the markers, or when
-// CoreDNS's Corefile parser would reject the result.
+// byte. It returns an error, and no text, when the Corefile reads
+// environment variables (readsEnvironment), when the markers are
+// unbalanced, when the Corefile already serves the zone outside the
+// markers, or when CoreDNS's Corefile parser would reject the result.
 func Patch(old string, o Options) (string, Action, error) {
+	if err := readsEnvironment(old); err != nil {
+		return "", "", err
+	}
 	blk, err := findBlock(old)
 	if err != nil {
 		return "", "", err
@@ -309,8 +313,14 @@ func checkZonesFree(corefile string, o Options) error {
 // Validate parses corefile the way CoreDNS does when it loads it: braces,
 // server block keys, and directive names. Directive names must be CoreDNS
 // plugins, or ones that previous (the Corefile running now) already uses, so
-// a cluster DNS built with extra plugins can still be patched.
+// a cluster DNS built with extra plugins can still be patched. Either
+// reading environment variables is an error (readsEnvironment).
 func Validate(corefile, previous string) error {
+	for _, text := range []string{corefile, previous} {
+		if err := readsEnvironment(text); err != nil {
+			return err
+		}
+	}
 	known := append([]string(nil), dnsserver.Directives...)
 	if prev, err := caddyfile.Parse(fileName, strings.NewReader(previous), nil); err == nil {
 		for _, b := range prev {

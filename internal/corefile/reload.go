@@ -31,8 +31,8 @@ const (
 // coredns_reload_version_info{hash="sha512"}: sha512 of the JSON of the
 // Corefile's parsed server blocks, their tokens with line numbers. A
 // comment changes it only when it moves a directive to another line. A
-// Corefile that imports other files, or reads the environment ({$VAR}),
-// hashes to what only the pod can compute: error.
+// Corefile that imports other files, or reads the environment
+// (readsEnvironment), hashes to what only the pod can compute: error.
 func ReloadHash(path, text string) (string, error) {
 	if err := selfContained(text); err != nil {
 		return "", err
@@ -50,13 +50,13 @@ func ReloadHash(path, text string) (string, error) {
 }
 
 // selfContained refuses a Corefile whose parse here would read this
-// machine: its environment ({$VAR}) or its files (import). A workload
-// cluster's Corefile is its admins' to write; parsed by an operator's
-// command, either would put the operator's secrets or files into what
-// the command prints, and neither is what the pod parses anyway.
+// machine: its environment (readsEnvironment) or its files (import). A
+// workload cluster's Corefile is its admins' to write; parsed by an
+// operator's command, either would put the operator's secrets or files
+// into what the command prints, and neither is what the pod parses anyway.
 func selfContained(text string) error {
-	if strings.Contains(text, "{$") {
-		return errors.New("the Corefile reads environment variables ({$...}): its parse in the pod cannot be computed here")
+	if err := readsEnvironment(text); err != nil {
+		return err
 	}
 	if importsFiles(text) {
 		return errors.New("the Corefile imports other files: its parse in the pod cannot be computed here")

@@ -1,6 +1,8 @@
 package explain
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/corefile"
 	"github.com/xcc-dns/xcc-dns/internal/dnsanswer"
 	"github.com/xcc-dns/xcc-dns/internal/overview"
+	"github.com/xcc-dns/xcc-dns/internal/printable"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
@@ -126,7 +129,9 @@ const (
 	ReasonForwardsElsewhere = "ForwardsElsewhere"
 )
 
-// Report is the explanation of one name.
+// Report is the explanation of one name. Much of it is what a tenant or
+// a workload cluster's admin wrote or answered: WriteText and its JSON
+// print every string of it printable.Clean.
 type Report struct {
 	Name
 	Answer string `json:"answer"`
@@ -151,6 +156,19 @@ type Report struct {
 	// workload cluster's etcd; empty when the etcd plugin reads nothing.
 	Key    string   `json:"key,omitempty"`
 	Unread []string `json:"unread,omitempty"`
+}
+
+// MarshalJSON is r's JSON, every string of it printable.Line; the shapes
+// keep their <cluster>, unescaped.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(plain(printable.Clean(r))); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Publisher is a GatewayDNS or ClusterSet behind a name.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/dnsanswer"
 	"github.com/xcc-dns/xcc-dns/internal/overview"
+	"github.com/xcc-dns/xcc-dns/internal/printable"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
 
@@ -42,8 +43,10 @@ const EtcdPortForward = "kubectl -n " + WorkloadNamespace + " port-forward state
 
 // WriteText prints r for an operator: the name, the reason line, the
 // publishers behind with the entries the name depends on, and where its
-// records live; now dates "since".
+// records live; now dates "since". Every string of r is printed
+// printable.Clean, every line cut to printable.MaxBytes.
 func (r Report) WriteText(w io.Writer, now time.Time) error {
+	r = printable.Clean(r)
 	p := &printer{w: w}
 	p.line("name:    %s", r.Name.Name+typeSuffix(r.Type))
 	if r.Kind != "" {
@@ -196,7 +199,8 @@ func (e Entry) state(now time.Time) string {
 	return s
 }
 
-// printer writes lines until the first error.
+// printer writes lines until the first error, each printable.Line: a
+// line of several strings of a report is cut as one of them is.
 type printer struct {
 	w   io.Writer
 	err error
@@ -204,7 +208,7 @@ type printer struct {
 
 func (p *printer) line(format string, args ...any) {
 	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+		_, p.err = fmt.Fprintln(p.w, printable.Line(fmt.Sprintf(format, args...)))
 	}
 }
 

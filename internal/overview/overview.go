@@ -9,6 +9,7 @@
 package overview
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -24,9 +25,12 @@ import (
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+	"github.com/xcc-dns/xcc-dns/internal/printable"
 )
 
-// Report is the view of an installation.
+// Report is the view of an installation. Its names, reasons and
+// messages come from clusters a tenant or a workload cluster's admin
+// runs: WriteText and its JSON print them printable.Clean.
 type Report struct {
 	GatewayDNS  []GatewayDNS `json:"gatewayDNS"`
 	ClusterSets []ClusterSet `json:"clusterSets"`
@@ -35,6 +39,12 @@ type Report struct {
 	Serve []ServeCluster `json:"serve,omitempty"`
 	// Unread are the facts that could not be read, each with why.
 	Unread []string `json:"unread,omitempty"`
+}
+
+// MarshalJSON is r's JSON, every string of it printable.Line.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	return json.Marshal(plain(printable.Clean(r)))
 }
 
 // GatewayDNS is one GatewayDNS: its counts, and what is behind.
@@ -244,7 +254,8 @@ func (r Report) NotReady() []string {
 	for _, c := range r.Serve {
 		for _, p := range c.Pods {
 			if p.Behind {
-				out = append(out, "serve "+p.Name+" in "+c.Cluster)
+				// A pod's name is its API server's word.
+				out = append(out, printable.Line("serve "+p.Name+" in "+c.Cluster))
 			}
 		}
 	}
@@ -256,8 +267,9 @@ const maxMessage = 160
 
 // WriteText prints r as two tables, then under each what is behind of
 // every object, and a last line that says whether everything is Ready;
-// now dates "since".
+// now dates "since". Every string of r is printed printable.Clean.
 func (r Report) WriteText(w io.Writer, now time.Time) error {
+	r = printable.Clean(r)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GATEWAYDNS\tREADY\tSTATUS\tPUBLISHED\tHEALTHY\tBEHIND")
 	for _, g := range r.GatewayDNS {
@@ -338,12 +350,9 @@ func Since(t, now time.Time) string {
 	return fmt.Sprintf(" for %s (since %s)", now.Sub(t).Round(time.Second), t.UTC().Format(time.RFC3339))
 }
 
-// Cut is s on one line, cut to maxMessage bytes, as the text views print
-// a status message.
+// Cut is s on one line, its lines joined by "; ", printable and cut to
+// maxMessage bytes (printable.Cut), as the text views print a status
+// message.
 func Cut(s string) string {
-	s = strings.ReplaceAll(s, "\n", "; ")
-	if len(s) > maxMessage {
-		return s[:maxMessage] + "..."
-	}
-	return s
+	return printable.Cut(strings.ReplaceAll(s, "\n", "; "), maxMessage)
 }

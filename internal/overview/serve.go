@@ -1,21 +1,23 @@
 package overview
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 )
 
 // ServeCluster is what the serve pods of one workload cluster hold, as
@@ -127,41 +129,38 @@ const (
 	metricLastReconcile = "xcc_serve_last_reconcile_timestamp_seconds"
 )
 
-// maxMetricsLine is the longest line of a /metrics body parsed: a help
-// text or series of another metric may be long, serve's two are short.
-const maxMetricsLine = 64 << 10
-
 // ParseServeMetrics reads xcc_serve_records and
 // xcc_serve_last_reconcile_timestamp_seconds from a /metrics body in the
-// Prometheus text format, refusing a body longer than limit bytes: the
-// pod that answers is the tenant's. Without xcc_serve_records, or with a
+// Prometheus text format (expfmt's parser), refusing a body longer than
+// limit bytes or not in that format: the pod that answers is the
+// tenant's. Without xcc_serve_records, with it more than once, or with a
 // value that is no count, it fails; a last reconcile of 0 is none yet.
+// Only the series without labels count.
 func ParseServeMetrics(body io.Reader, limit int64) (ServeMetrics, error) {
 	var m ServeMetrics
-	sc := bufio.NewScanner(&capReader{r: body, left: limit, limit: limit})
-	sc.Buffer(make([]byte, 0, 4096), maxMetricsLine)
-	haveRecords := false
-	for sc.Scan() {
-		name, value, ok := sample(sc.Text())
-		if !ok || (name != metricRecords && name != metricLastReconcile) {
-			continue
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil || math.IsNaN(v) || v < 0 || v > maxExact || (name == metricRecords && v != math.Trunc(v)) {
-			return m, fmt.Errorf("%s %q: not a count or a time", name, value)
-		}
-		if name == metricRecords {
-			m.Records, haveRecords = int64(v), true
-		} else if v > 0 {
-			sec, frac := math.Modf(v)
-			m.LastReconcile = time.Unix(int64(sec), int64(frac*1e9)).UTC()
-		}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(workload.LimitReader(body, limit, "/metrics"))
+	if errors.Is(err, workload.ErrResponseTooLarge) {
+		return m, fmt.Errorf("read %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return m, fmt.Errorf("read /metrics: %w", err)
+	if err != nil {
+		return m, fmt.Errorf("/metrics is not in the Prometheus text format: %w", err)
+	}
+	records, haveRecords, err := plainValue(families[metricRecords])
+	if err != nil {
+		return m, err
 	}
 	if !haveRecords {
 		return m, errors.New("/metrics has no " + metricRecords + ": not serve's, or a serve older than the metric")
+	}
+	last, _, err := plainValue(families[metricLastReconcile])
+	if err != nil {
+		return m, err
+	}
+	m.Records = int64(records)
+	if last > 0 {
+		sec, frac := math.Modf(last)
+		m.LastReconcile = time.Unix(int64(sec), int64(frac*1e9)).UTC()
 	}
 	return m, nil
 }
@@ -170,38 +169,34 @@ func ParseServeMetrics(body io.Reader, limit int64) (ServeMetrics, error) {
 // no count or Unix time of serve's comes near it.
 const maxExact = 1 << 53
 
-// errBodyTooLong is the read error of a body past its limit.
-var errBodyTooLong = errors.New("body too long")
-
-// capReader reads r and fails once more than left bytes come.
-type capReader struct {
-	r           io.Reader
-	left, limit int64
-}
-
-func (c *capReader) Read(p []byte) (int, error) {
-	if int64(len(p)) > c.left+1 {
-		p = p[:c.left+1]
+// plainValue is the value of mf's one sample without labels, a count or
+// a Unix time (a whole number for xcc_serve_records); ok false when it
+// has none. A second such sample is an error: which one holds is not
+// known.
+func plainValue(mf *dto.MetricFamily) (v float64, ok bool, err error) {
+	for _, s := range mf.GetMetric() {
+		if len(s.GetLabel()) > 0 {
+			continue
+		}
+		if ok {
+			return 0, false, fmt.Errorf("%s: more than once", mf.GetName())
+		}
+		switch {
+		case s.Gauge != nil:
+			v = s.GetGauge().GetValue()
+		case s.Untyped != nil:
+			v = s.GetUntyped().GetValue()
+		case s.Counter != nil:
+			v = s.GetCounter().GetValue()
+		default:
+			return 0, false, fmt.Errorf("%s: a %s, not a gauge", mf.GetName(), mf.GetType())
+		}
+		ok = true
 	}
-	n, err := c.r.Read(p)
-	if int64(n) > c.left {
-		return 0, fmt.Errorf("%w: more than %d bytes", errBodyTooLong, c.limit)
+	if ok && (math.IsNaN(v) || v < 0 || v > maxExact || (mf.GetName() == metricRecords && v != math.Trunc(v))) {
+		return 0, false, fmt.Errorf("%s %v: not a count or a time", mf.GetName(), v)
 	}
-	c.left -= int64(n)
-	return n, err
-}
-
-// sample splits a Prometheus text line "name value [timestamp]" of a
-// metric without labels; ok false for comments and other lines.
-func sample(line string) (name, value string, ok bool) {
-	if strings.HasPrefix(line, "#") {
-		return "", "", false
-	}
-	fields := strings.Fields(line)
-	if len(fields) < 2 || len(fields) > 3 {
-		return "", "", false
-	}
-	return fields[0], fields[1], true
+	return v, ok, nil
 }
 
 // writeServe prints the serve table: a row per serve pod (or per cluster

@@ -2,6 +2,7 @@ package overview
 
 import (
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,12 @@ func TestParseServeMetrics(t *testing.T) {
 		{name: "huge", body: "xcc_serve_records 1e300\n", limit: 100, err: "not a count"},
 		{name: "+Inf time", body: "xcc_serve_records 1\nxcc_serve_last_reconcile_timestamp_seconds +Inf\n", limit: 100, err: "not a count"},
 		{name: "past the limit", body: serveBody + strings.Repeat("# padding\n", 100), limit: int64(len(serveBody)) + 50, err: "more than"},
-		{name: "a line past its bound", body: "go_info{version=\"" + strings.Repeat("x", maxMetricsLine) + "\"} 1\n" + serveBody, limit: 1 << 20, err: "too long"},
+		{name: "a long line within the limit", body: "go_info{version=\"" + strings.Repeat("x", 1<<20) + "\"} 1\n" + serveBody, limit: 2 << 20, records: 12, last: time.Unix(1780156800, 0).UTC()},
+		{name: "an empty label set", body: "xcc_serve_records{} 12\n", limit: 100, records: 12},
+		{name: "labels beside the plain series", body: `xcc_serve_records{pod="x"} 3` + "\nxcc_serve_records 4\n", limit: 100, records: 4},
+		{name: "twice", body: "xcc_serve_records 1\nxcc_serve_records 9\n", limit: 100, err: "more than once"},
+		{name: "not the text format", body: "<html><body>\nxcc_serve_records 5\n</body></html>\n", limit: 1 << 10, err: "not in the Prometheus text format"},
+		{name: "past the limit in one line", body: "xcc_serve_records 1 " + strings.Repeat("9", 200) + "\n", limit: 100, err: "more than 100 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := ParseServeMetrics(strings.NewReader(tc.body), tc.limit)
@@ -141,4 +147,54 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// A serve pod's /metrics is its cluster's admin's to write: whatever the
+// body (garbage, escapes, huge lines, a valid body cut anywhere), the
+// parse never panics, reads at most one byte past its limit (to know the
+// body is longer), refuses a body longer than the limit, and a count it
+// returns is one the body says.
+func FuzzParseServeMetrics(f *testing.F) {
+	for _, seed := range []string{
+		serveBody,
+		"xcc_serve_records{} 12\n",
+		"xcc_serve_records 12",
+		"# TYPE xcc_serve_records gauge\n# TYPE xcc_serve_records counter\nxcc_serve_records 1\n",
+		"xcc_serve_records{a=\"\x1b[2J\\\"\\n\"} 1\nxcc_serve_records 2\n",
+		"\x00\xff\xfe{}\"\\\n\r\n\t",
+		strings.Repeat("x", 300) + " 1\n",
+		"xcc_serve_records_bucket{le=\"+Inf\"} 1\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_count 1\n",
+		"xcc_serve_records 1e308\nxcc_serve_last_reconcile_timestamp_seconds -0\n",
+	} {
+		f.Add(seed, int64(len(seed)))
+		f.Add(seed, int64(len(seed)/2))
+	}
+	f.Fuzz(func(t *testing.T, body string, limit int64) {
+		if limit < 0 || limit > 1<<16 {
+			limit = int64(len(body)) / 2
+		}
+		cr := &countingReader{r: strings.NewReader(body)}
+		m, err := ParseServeMetrics(cr, limit)
+		if cr.n > limit+1 {
+			t.Fatalf("read %d bytes, limit %d", cr.n, limit)
+		}
+		if int64(len(body)) > limit && err == nil {
+			t.Fatalf("a body of %d bytes past the limit %d parsed: %+v", len(body), limit, m)
+		}
+		if err == nil && (m.Records < 0 || !strings.Contains(body, metricRecords)) {
+			t.Fatalf("records %d from %q", m.Records, body)
+		}
+	})
 }

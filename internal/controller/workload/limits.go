@@ -146,6 +146,15 @@ func limitBodies(rt http.RoundTripper, most int64) http.RoundTripper {
 // that API server is the tenant's too.
 func LimitBodies(rt http.RoundTripper, most int64) http.RoundTripper { return limitBodies(rt, most) }
 
+// LimitReader is r read up to most bytes, as a response body of
+// limitBodies: the read that would pass it fails with
+// ErrResponseTooLarge, what naming r in the error. For a body an
+// operator command reads further, to a smaller bound of its own (a pod's
+// /metrics through the pod proxy).
+func LimitReader(r io.Reader, most int64, what string) io.Reader {
+	return &limitedBody{rc: io.NopCloser(r), left: most, most: most, what: what}
+}
+
 type bodyLimiter struct {
 	rt   http.RoundTripper
 	most int64
