@@ -3,12 +3,11 @@ package kubeclient
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"unicode"
-	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/xcc-dns/xcc-dns/internal/printable"
 )
 
 // Bounds on what the controller keeps of an error a workload cluster's API
@@ -16,51 +15,15 @@ import (
 // a message of megabytes. An error is kept, joined, logged, put into an
 // Event and a status; each of those holds at most these.
 const (
-	// MaxErrorText is the most bytes of one error's text kept.
-	MaxErrorText = 1 << 10
+	// MaxErrorText is the most bytes of one error's text kept, what the
+	// operator commands print of one string (printable.MaxBytes).
+	MaxErrorText = printable.MaxBytes
 	// MaxErrorsJoined is the most errors Join keeps of one write; the
 	// rest are counted.
 	MaxErrorsJoined = 8
 	// maxCauses is the most causes of a Status kept.
 	maxCauses = 4
 )
-
-// CutText is s with control characters and invalid UTF-8 escaped (a
-// message printed on a terminal cannot repaint it) and cut to at most
-// most bytes, saying how many more there were.
-func CutText(s string, most int) string {
-	if len(s) <= most && printable(s) {
-		return s
-	}
-	out := make([]byte, 0, min(len(s), most)+24)
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		piece := s[i : i+size]
-		switch {
-		case r == utf8.RuneError && size == 1:
-			piece = fmt.Sprintf(`\x%02x`, s[i])
-		case !unicode.IsPrint(r):
-			q := strconv.QuoteRuneToASCII(r)
-			piece = q[1 : len(q)-1]
-		}
-		if len(out)+len(piece) > most {
-			return string(out) + fmt.Sprintf("… (%d bytes more)", len(s)-i)
-		}
-		out = append(out, piece...)
-		i += size
-	}
-	return string(out)
-}
-
-// printable reports whether s is valid UTF-8 of printable characters.
-func printable(s string) bool {
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
 
 // Cut is err with every text a server sent escaped and cut to
 // MaxErrorText, keeping what the callers read of it: an API status keeps
@@ -73,25 +36,25 @@ func Cut(err error) error {
 		return nil
 	}
 	text := err.Error()
-	if len(text) <= MaxErrorText && printable(text) {
+	if len(text) <= MaxErrorText && printable.Cut(text, MaxErrorText) == text {
 		return err
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		st := status.Status()
 		out := metav1.Status{Status: st.Status, Code: st.Code, Reason: st.Reason,
-			Message: CutText(st.Message, MaxErrorText)}
+			Message: printable.Cut(st.Message, MaxErrorText)}
 		if d := st.Details; d != nil {
-			out.Details = &metav1.StatusDetails{Name: CutText(d.Name, 256), Group: CutText(d.Group, 256),
-				Kind: CutText(d.Kind, 256), RetryAfterSeconds: d.RetryAfterSeconds}
+			out.Details = &metav1.StatusDetails{Name: printable.Cut(d.Name, 256), Group: printable.Cut(d.Group, 256),
+				Kind: printable.Cut(d.Kind, 256), RetryAfterSeconds: d.RetryAfterSeconds}
 			for _, c := range d.Causes[:min(len(d.Causes), maxCauses)] {
-				out.Details.Causes = append(out.Details.Causes, metav1.StatusCause{Type: metav1.CauseType(CutText(string(c.Type), 256)),
-					Message: CutText(c.Message, MaxErrorText/maxCauses), Field: CutText(c.Field, 256)})
+				out.Details.Causes = append(out.Details.Causes, metav1.StatusCause{Type: metav1.CauseType(printable.Cut(string(c.Type), 256)),
+					Message: printable.Cut(c.Message, MaxErrorText/maxCauses), Field: printable.Cut(c.Field, 256)})
 			}
 		}
 		return &apierrors.StatusError{ErrStatus: out}
 	}
-	return &cutError{text: CutText(text, MaxErrorText), timeout: IsTimeout(err)}
+	return &cutError{text: printable.Cut(text, MaxErrorText), timeout: IsTimeout(err)}
 }
 
 // cutError is the text of an error that is no API status, cut.

@@ -12,27 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func TestCutText(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		most int
-		want string
-	}{
-		{"plain text", 100, "plain text"},
-		{"all \x1b[32mReady\x1b[0m", 100, `all \x1b[32mReady\x1b[0m`},
-		{"line\r\nnext", 100, `line\r\nnext`},
-		{"bad \xff byte", 100, `bad \xff byte`},
-		{"ünïcode is fine", 100, "ünïcode is fine"},
-		{strings.Repeat("a", 20), 10, "aaaaaaaaaa… (10 bytes more)"},
-		{strings.Repeat("\x1b", 5), 10, `\x1b\x1b… (3 bytes more)`},
-		{"ü", 1, "… (2 bytes more)"},
-	} {
-		if got := CutText(tc.in, tc.most); got != tc.want {
-			t.Errorf("CutText(%q, %d) = %q, want %q", tc.in, tc.most, got, tc.want)
-		}
-	}
-}
-
 // An API server's refusal of megabytes keeps what the writers read of it
 // (its reason, so Refusal; its code) in at most MaxErrorText of text.
 func TestCutKeepsWhatCallersRead(t *testing.T) {

@@ -109,6 +109,9 @@ type Reconciler struct {
 	// slow or frozen member delays only itself.
 	lanes *lane.Set
 
+	// dests are the members' API servers, each held by one ClusterSet.
+	dests *destinations
+
 	mu sync.Mutex
 	// memory is what each ClusterSet's syncs remember, by key.
 	memory map[string]*setMemory
@@ -121,6 +124,7 @@ func New(cfg Config) *Reconciler {
 	}
 	c := &Reconciler{cfg: cfg, memory: map[string]*setMemory{}, lanes: cfg.Lanes}
 	c.queue = watch.New(watch.Config{Name: clusterSetQueue, Sync: c.syncClusterSetKey, Failed: c.clusterSetFailed})
+	c.dests = newDestinations(func(set string) { c.queue.Add(set) })
 	c.informer = cfg.Informers.ForResource(xccv1alpha1.ClusterSetResource).Informer()
 	// Every ClusterSet of the namespace: which one owns a Cluster
 	// selected by two depends on both.

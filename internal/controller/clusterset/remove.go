@@ -193,6 +193,7 @@ func (c *Reconciler) removeClusterSet(ctx context.Context, key string, uid types
 	}
 	c.cfg.Workloads.Release(user, nil)
 	c.forget(key)
+	c.dests.release(key, nil)
 	c.cfg.Metrics.forget(key)
 	return nil
 }

@@ -26,6 +26,7 @@ func (c *Reconciler) syncClusterSet(ctx context.Context, key string, cs *xccv1al
 	if err != nil {
 		return err
 	}
+	res, members = c.claimDestinations(key, cs.CreationTimestamp.Time, res, members, others)
 	c.holdIDs(cs, mem, res, members)
 	keep := map[string]map[string]bool{}
 	reads := c.readMembers(mem, members, user, keep)

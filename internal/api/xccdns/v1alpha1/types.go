@@ -42,6 +42,11 @@ const (
 	ReasonInvalidClusterID MemberReason = "InvalidClusterID"
 	// ReasonClusterIDConflict: an older member has the same cluster id.
 	ReasonClusterIDConflict MemberReason = "ClusterIDConflict"
+	// ReasonSharedAPIServer: another Cluster, of an older ClusterSet (or
+	// of this one, first by name), reaches the same API server and slice
+	// namespace and is the member there; two writers of one API server
+	// would each delete the other's imports.
+	ReasonSharedAPIServer MemberReason = "SharedAPIServer"
 )
 
 // MaxMemberStatuses bounds status.clusters: the ClusterSet is one etcd
@@ -69,7 +74,8 @@ type MemberStatus struct {
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
 	// Reason is Member, or why not: Conflict (an older ClusterSet has
-	// it), NotInstalled, InvalidClusterID, ClusterIDConflict.
+	// it), NotInstalled, InvalidClusterID, ClusterIDConflict,
+	// SharedAPIServer.
 	Reason MemberReason `json:"reason"`
 	// Message says what is wrong in words: the refused value, the older
 	// ClusterSet, the Cluster that owns the id.
