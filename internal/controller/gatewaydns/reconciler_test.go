@@ -839,3 +839,31 @@ func TestControllerSameDestinationWritesWhenTheFirstFails(t *testing.T) {
 	gwC := "*.gateway.cluster-c.dev-team.clusters.xcc.test"
 	e.eventually([]string{gwA + " IPv4 10.0.0.1", gwB + " IPv4 10.0.0.2", gwC + " IPv4 10.0.0.2"}, "shared")
 }
+
+// Two GatewayDNS whose Clusters reach one workload cluster (cluster-b
+// of gw and cluster-c of gw2 are two kubeconfigs of it) each write only
+// their own slices there: both stand, and deleting one GatewayDNS leaves
+// the other's.
+func TestControllerTwoGatewayDNSShareADestination(t *testing.T) {
+	b := withNamespaceUID("ns-b", "10.0.0.2")
+	gw2 := testfixture.GatewayDNS("gw2")
+	gw2.Spec.ClusterSelector.MatchLabels = map[string]string{"set": "other"}
+	e := newTestEnv(t,
+		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b"), testfixture.KubeconfigSecret("cluster-c", "cluster-b")},
+		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""),
+			testfixture.CAPICluster("cluster-c", map[string]string{"set": "other"}, ""),
+			gatewayDNSObject(t, testfixture.GatewayDNS("gw")), gatewayDNSObject(t, gw2)},
+		map[string]*fake.Clientset{"cluster-a": fakeWorkload(true, "10.0.0.1"), "cluster-b": b})
+	kinds := []contract.Kind{contract.KindGateways}
+	gw := []string{"*.gw.dev-team.gateways.xcc.test IPv4 10.0.0.1 unready", "*.gw.dev-team.gateways.xcc.test IPv4 10.0.0.2 unready"}
+	e.eventuallyOf(append(slices.Clone(gw), "*.gw2.dev-team.gateways.xcc.test IPv4 10.0.0.2 unready"), kinds, "cluster-b")
+	if err := e.dyn.Resource(v1alpha1.GatewayDNSResource).Namespace("dev-team").Delete(e.ctx, "gw2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventuallyOf(gw, kinds, "cluster-b")
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if got := e.slicesOf("cluster-b", kinds...); len(got) != len(gw) {
+			t.Fatalf("cluster-b holds %q after gw2 went, want gw's %q", got, gw)
+		}
+	}
+}
