@@ -125,16 +125,18 @@ func TestFrozenClusterBacksOffEveryOwner(t *testing.T) {
 	s, ctx := newTestSet(t, Config{Wait: 100 * time.Millisecond, MinBackoff: 2 * time.Second})
 	var ended sync.WaitGroup
 	ended.Add(1)
-	frozen := func(ctx context.Context) error {
-		// A client that blocks until the call's deadline.
-		ctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
-		defer cancel()
-		<-ctx.Done()
-		return ctx.Err()
+	// A client that blocks until the call's deadline, which passes only
+	// once the sync stopped waiting: on a busy machine a real deadline
+	// could pass before the sync's wait does.
+	deadline := make(chan struct{})
+	frozen := func(context.Context) error {
+		<-deadline
+		return context.DeadlineExceeded
 	}
 	w := s.Submit("x", "clusterset", frozen, ended.Done)
 	healthy := s.Submit("y", "clusterset", func(context.Context) error { return nil }, nil)
 	res := s.Wait(ctx, []*Write{w, healthy})
+	close(deadline)
 	if res[0].Ended || !res[1].Ended {
 		t.Fatalf("results %+v: want the frozen one running, the healthy one ended", res)
 	}
@@ -153,7 +155,8 @@ func TestFrozenClusterBacksOffEveryOwner(t *testing.T) {
 	if !res[1].Ended || res[1].Err != nil {
 		t.Errorf("the other cluster's write: %+v", res[1])
 	}
-	if took := time.Since(start); took > 50*time.Millisecond {
+	// A sync that waited for it would have waited its whole Wait.
+	if took := time.Since(start); took >= 100*time.Millisecond {
 		t.Errorf("the sync waited %s for a cluster in backoff", took)
 	}
 }
