@@ -117,6 +117,7 @@ var suite = []struct {
 	{"MCSFrozenMember", shared, testMCSFrozenMember},
 	{"MCSRefusingMember", shared, testMCSRefusingMember},
 	{"MCSSlowMember", shared, testMCSSlowMember},
+	{"MCSHostileRefusals", shared, testMCSHostileRefusals},
 	{"MCSClusterIDs", shared, testMCSClusterIDs},
 	{"MCSAllowedCIDRs", shared, testMCSAllowedCIDRs},
 	{"MCSLimitsCompose", shared, testMCSLimitsCompose},

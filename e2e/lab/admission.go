@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,6 +141,11 @@ func probeControllerWrite(ctx context.Context, c *Cluster, name string) error {
 // call, and always allows. It records when each call came and ended.
 type SlowWebhook struct {
 	Delay time.Duration
+	// RefuseBytes, when set before Register, makes it refuse every
+	// review (after Delay) with a message of that many bytes, escape
+	// sequences among them: a member's admin refusing the controller's
+	// writes with a hostile text.
+	RefuseBytes int
 	// URL is where the API server calls it; CAPEM the CA of its
 	// certificate.
 	URL   string
@@ -217,6 +223,11 @@ func (w *SlowWebhook) review(rw http.ResponseWriter, r *http.Request) {
 	w.calls[i].Ended, w.calls[i].Cancelled = time.Now(), cancelled
 	w.mu.Unlock()
 	review.Response = &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	if w.RefuseBytes > 0 {
+		msg := strings.Repeat("\x1b[2Jall Ready ", w.RefuseBytes/14+1)[:w.RefuseBytes]
+		review.Response = &admissionv1.AdmissionResponse{UID: req.UID, Allowed: false,
+			Result: &metav1.Status{Code: http.StatusForbidden, Message: msg}}
+	}
 	review.Request = nil
 	rw.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(rw).Encode(review)
