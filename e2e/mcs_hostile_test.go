@@ -51,20 +51,7 @@ func testMCSHostileRefusals(t *testing.T) {
 	}
 	hook.RefuseBytes = hostileRefusalBytes
 	t.Cleanup(hook.Close)
-	if err := hook.Register(s.ctx, s.m, config, 10, admissionregistrationv1.Fail); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), controllerMaxBackoff+2*time.Minute)
-		defer cancel()
-		if err := hook.Unregister(ctx, s.m, config); err != nil {
-			t.Error(err)
-			return
-		}
-		if err := s.waitMemberHolds(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	s.registerWebhook(hook, config, 10, admissionregistrationv1.Fail)
 	// The member is to hold an import of each: every write asks it
 	// again, each import on its own backoff.
 	httpPort := []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}

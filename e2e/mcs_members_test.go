@@ -242,6 +242,27 @@ func (s *troubledSet) waitMemberStatus(what string, ok func(entry, ready string)
 	}
 }
 
+// registerWebhook registers hook in the member as config; at the test's
+// end it is unregistered and the member is waited for to hold its
+// import again.
+func (s *troubledSet) registerWebhook(hook *lab.SlowWebhook, config string, timeoutSeconds int32, policy admissionregistrationv1.FailurePolicyType) {
+	s.t.Helper()
+	if err := hook.Register(s.ctx, s.m, config, timeoutSeconds, policy); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), controllerMaxBackoff+2*time.Minute)
+		defer cancel()
+		if err := hook.Unregister(ctx, s.m, config); err != nil {
+			s.t.Error(err)
+			return
+		}
+		if err := s.waitMemberHolds(ctx); err != nil {
+			s.t.Error(err)
+		}
+	})
+}
+
 // waitMemberHolds waits until the member holds the import "two" again,
 // syncing the set every few seconds (a nudge), at most the lane's longest
 // backoff and a minute.
@@ -352,20 +373,7 @@ func testMCSSlowMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(hook.Close)
-	if err := hook.Register(s.ctx, s.m, config, slowWebhookTimeout, admissionregistrationv1.Ignore); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), controllerMaxBackoff+2*time.Minute)
-		defer cancel()
-		if err := hook.Unregister(ctx, s.m, config); err != nil {
-			t.Error(err)
-			return
-		}
-		if err := s.waitMemberHolds(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	s.registerWebhook(hook, config, slowWebhookTimeout, admissionregistrationv1.Ignore)
 	registered := time.Now()
 	s.troubled("slow (a 30 s webhook)", healthyIn, healthyOut, func() {
 		s.waitMemberStatus("a write running or not answered", func(entry, ready string) bool {

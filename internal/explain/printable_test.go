@@ -3,28 +3,13 @@ package explain
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/dnsanswer"
 	"github.com/xcc-dns/xcc-dns/internal/printable"
 )
-
-// printableLine reports whether s is valid UTF-8 of printable runes.
-func printableLine(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
 
 // explain --from prints what a workload cluster says (its slices' names,
 // its Corefile's words, its pods' names, its DNS answers, its API
@@ -56,8 +41,8 @@ func TestReportHostileText(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
-		if !printableLine(l) || len(l) > printable.MaxBytes {
-			t.Errorf("text line of %d bytes, printable %v: %.200q", len(l), printableLine(l), l)
+		if !printable.IsLine(l) || len(l) > printable.MaxBytes {
+			t.Errorf("text line of %d bytes, printable %v: %.200q", len(l), printable.IsLine(l), l)
 		}
 		if l == fake {
 			t.Errorf("a forged line %q", l)
@@ -85,8 +70,8 @@ func TestReportHostileText(t *testing.T) {
 	walk = func(v any) {
 		switch v := v.(type) {
 		case string:
-			if !printableLine(v) || len(v) > printable.MaxBytes {
-				t.Errorf("JSON string of %d bytes, printable %v: %.200q", len(v), printableLine(v), v)
+			if !printable.IsLine(v) || len(v) > printable.MaxBytes {
+				t.Errorf("JSON string of %d bytes, printable %v: %.200q", len(v), printable.IsLine(v), v)
 			}
 		case []any:
 			for _, e := range v {

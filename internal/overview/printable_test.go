@@ -2,29 +2,14 @@ package overview
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/printable"
 )
-
-// printableLine reports whether s is valid UTF-8 of printable runes.
-func printableLine(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
 
 // jsonStrings calls f with every string of the JSON document js.
 func jsonStrings(t *testing.T, js []byte, f func(string)) {
@@ -78,8 +63,8 @@ func TestReportHostileText(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	for _, l := range lines {
-		if !printableLine(l) || len(l) > 3*printable.MaxBytes {
-			t.Errorf("text line of %d bytes, printable %v: %.200q", len(l), printableLine(l), l)
+		if !printable.IsLine(l) || len(l) > 3*printable.MaxBytes {
+			t.Errorf("text line of %d bytes, printable %v: %.200q", len(l), printable.IsLine(l), l)
 		}
 		if l == fake {
 			t.Errorf("a forged line %q", l)
@@ -89,7 +74,7 @@ func TestReportHostileText(t *testing.T) {
 		t.Errorf("last line %q, want it to say what is not Ready", last)
 	}
 	for _, s := range r.NotReady() {
-		if !printableLine(s) {
+		if !printable.IsLine(s) {
 			t.Errorf("NotReady names %q", s)
 		}
 	}
@@ -98,8 +83,8 @@ func TestReportHostileText(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonStrings(t, js, func(s string) {
-		if !printableLine(s) || len(s) > printable.MaxBytes {
-			t.Errorf("JSON string of %d bytes, printable %v: %.200q", len(s), printableLine(s), s)
+		if !printable.IsLine(s) || len(s) > printable.MaxBytes {
+			t.Errorf("JSON string of %d bytes, printable %v: %.200q", len(s), printable.IsLine(s), s)
 		}
 	})
 	if len(js) > 16*printable.MaxBytes {

@@ -55,6 +55,20 @@ func Cut(s string, max int) string {
 	return b.String()
 }
 
+// IsLine reports whether s is one line a terminal prints as it is: valid
+// UTF-8 of printable runes only, as Cut's results are.
+func IsLine(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
 // escapeRune is the first rune of s as printed, and its size in s.
 func escapeRune(s string) (string, int) {
 	r, size := utf8.DecodeRuneInString(s)

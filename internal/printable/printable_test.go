@@ -5,22 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
-
-// isLine reports whether s is one line a terminal prints as it is: valid
-// UTF-8 of printable runes only.
-func isLine(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
 
 // Text from a cluster is escaped as Go writes it in a quoted string
 // (control characters, invalid UTF-8, format characters such as a
@@ -42,7 +27,7 @@ func TestLine(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("Line(%q) = %q, want %q", tc.in, got, tc.want)
 		}
-		if !isLine(got) {
+		if !IsLine(got) {
 			t.Errorf("Line(%q) = %q: not printable", tc.in, got)
 		}
 	}
@@ -62,8 +47,8 @@ func TestLineBound(t *testing.T) {
 		{"just over", strings.Repeat("y", MaxBytes+1)},
 	} {
 		got := Line(tc.in)
-		if len(got) > MaxBytes || !isLine(got) {
-			t.Errorf("%s: %d bytes, printable %v; want at most %d", tc.name, len(got), isLine(got), MaxBytes)
+		if len(got) > MaxBytes || !IsLine(got) {
+			t.Errorf("%s: %d bytes, printable %v; want at most %d", tc.name, len(got), IsLine(got), MaxBytes)
 		}
 		prefix, rest, ok := strings.Cut(got, "… (")
 		if !ok || !strings.HasSuffix(rest, " bytes more)") {
