@@ -103,6 +103,9 @@ type Options struct {
 	// Limits bound what one GatewayDNS publishes of its clusters'
 	// Services (--max-names-per-cluster, ...); each must be positive.
 	Limits desired.Limits
+	// MemberSyncsPerSecond bounds the ClusterSet syncs one member's
+	// events cause; positive.
+	MemberSyncsPerSecond int
 	// ReadLimits bound the reads from each workload cluster
 	// (--workload-list-page-size, ...); each must be positive.
 	ReadLimits workload.ReadLimits
@@ -120,6 +123,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"most endpoints one member of a clusterset puts into each member over all its imports; past it the imports of its newest exports get fewer or none, and their ServiceImport's Ready message says so")
 	fs.IntVar(&o.MaxSlicesPerMember, "max-slices-per-member", objects.DefaultSlicesPerMember,
 		"most EndpointSlices one member of a clusterset puts into each member over all its imports; past it as for --max-endpoints-per-member")
+	fs.IntVar(&o.MemberSyncsPerSecond, "member-syncs-per-second", clusterset.DefaultMemberSyncsPerSecond,
+		"most ClusterSet syncs the changes of one member of a clusterset cause a second (as many at once, then as many a second); changes past it are held and synced together, the latest always, so a member whose endpoints change without pause cannot keep the controller writing into every other member")
 	fs.StringVar(&o.ClusterSetZone, "clusterset-zone", contract.DefaultClusterSetZone, "DNS zone of the Multi-Cluster Services names of ClusterSets (<svc>.<ns>.svc.<zone>); serve needs the same value")
 	fs.Var(&o.AllowedCIDRs, "allowed-cidrs", "comma-separated CIDRs that every published address must lie in (e.g. 192.0.2.0/24,2001:db8::/32): gateway and control-plane addresses, headless pods, and the endpoints of Multi-Cluster Services imports on both data paths, their DNS records and the EndpointSlices kube-proxy serves behind a ClusterSetIP; a CIDR with host bits set is refused at start; empty: any")
 	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress, "once the management caches have synced, or while this replica stands by")
@@ -302,7 +307,7 @@ func (o Options) controllerRunner(mgmt management, metrics *Metrics, recorder re
 			Kube: mgmt.kube, Dynamic: mgmt.dyn, ClusterResource: mgmt.clusterGVR, ClusterSets: mgmt.clusterSets, NewClient: newClient,
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, ClusterSetZone: o.ClusterSetZone, MaxExportsPerMember: o.MaxExportsPerMember,
 			MemberLimits: objects.Limits{EndpointsPerMember: o.MaxEndpointsPerMember, SlicesPerMember: o.MaxSlicesPerMember}, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
-			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits, ReadLimits: o.ReadLimits,
+			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits, ReadLimits: o.ReadLimits, MemberSyncsPerSecond: o.MemberSyncsPerSecond,
 			State: &state.ConfigMaps{Client: mgmt.kube, Namespace: o.StateNamespace, Written: metrics.stateWritten},
 		})
 		readyCh := make(chan struct{})
@@ -350,6 +355,7 @@ func (o Options) checkLimits() error {
 		"max-exports-per-member":                      o.MaxExportsPerMember,
 		"max-endpoints-per-member":                    o.MaxEndpointsPerMember,
 		"max-slices-per-member":                       o.MaxSlicesPerMember,
+		"member-syncs-per-second":                     o.MemberSyncsPerSecond,
 	} {
 		if v <= 0 {
 			return fmt.Errorf("--%s=%d: must be positive", flag, v)

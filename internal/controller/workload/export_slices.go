@@ -83,7 +83,7 @@ func (m *Set) syncNamespaceSlicesLocked(w *Cluster, ew *exportsWatch) {
 func (m *Set) watchNamespaceSlices(w *Cluster, ew *exportsWatch, namespace string) *namespaceSlices {
 	ctx, cancel := context.WithCancel(ew.ctx)
 	lw := sliceListWatch(w.client, namespace, exportSliceSelector())
-	notify := func() { m.onService(m.exportsUsersOf(ew)) }
+	notify := func() { m.onMember(w.key, m.exportsUsersOf(ew)) }
 	onSlice := func(obj any) {
 		if m.wantsSlice(ew, obj) {
 			notify()
