@@ -85,6 +85,9 @@ type Config struct {
 	// ReadLimits bound the reads from each workload cluster; zero fields
 	// are the defaults.
 	ReadLimits workload.ReadLimits
+	// MemberSyncsPerSecond bounds the ClusterSet syncs one member's
+	// events cause; zero is clusterset.DefaultMemberSyncsPerSecond.
+	MemberSyncsPerSecond int
 }
 
 // Manager builds what the two reconcilers share once (the management
@@ -137,6 +140,7 @@ func New(cfg Config) *Manager {
 		Written:         cfg.Metrics.targetWritten,
 		EnqueueIn:       m.enqueueIn,
 		OnService:       m.serviceChanged,
+		OnMember:        m.memberChanged,
 	})
 	m.engine = engine
 	m.gatewayDNS = gatewaydns.New(gatewaydns.Config{
@@ -169,6 +173,8 @@ func New(cfg Config) *Manager {
 			Metrics:             cfg.Metrics.ClusterSet,
 			Syncs:               cfg.Metrics.Syncs,
 			SyncErrors:          cfg.Metrics.SyncErrors,
+
+			MemberSyncsPerSecond: cfg.MemberSyncsPerSecond,
 		})
 		m.synced = append(m.synced, m.sets.HasSynced)
 	}
@@ -194,6 +200,14 @@ func (m *Manager) serviceChanged(users []string) {
 		}
 	}
 	m.gatewayDNS.ServiceChanged(gatewayDNS)
+}
+
+// memberChanged hands the users of a clusterset member's informer that
+// changed to the ClusterSet reconciler, which bounds each member's rate.
+func (m *Manager) memberChanged(cluster string, users []string) {
+	if m.sets != nil {
+		m.sets.MemberChanged(cluster, users)
+	}
 }
 
 // Run starts the informers, waits for their caches, and runs both

@@ -35,6 +35,10 @@ type Metrics struct {
 	// (429s, 5xx, no answer).
 	WorkloadRequests *prometheus.CounterVec
 	RateLimitWait    prometheus.Counter
+	// DiscoveryFailures counts the failed tries of the API discovery at
+	// the controller's start (discoverAPIs); the controller runs once
+	// one answers.
+	DiscoveryFailures prometheus.Counter
 	// GatewayDNS and ClusterSet are the reconcilers' own (packages
 	// gatewaydns and clusterset).
 	GatewayDNS *gatewaydns.Metrics
@@ -86,12 +90,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "xcc", Subsystem: "controller", Name: "workload_rate_limit_wait_seconds_total",
 			Help: "Time requests to workload clusters waited for their cluster's client rate limit, summed over requests.",
 		}),
+		DiscoveryFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "api_discovery_failures_total",
+			Help: "Failed tries of the management cluster's API discovery at the controller's start; the controller waits for an answer.",
+		}),
 		GatewayDNS: gatewaydns.NewMetrics(),
 		ClusterSet: clusterset.NewMetrics(),
 		live:       newLiveCollector(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ClustersWatched, m.SyncErrors, m.Syncs, m.TargetWrites, m.StateBytes, m.WorkloadRequests, m.RateLimitWait, m.live)
+		reg.MustRegister(m.ClustersWatched, m.SyncErrors, m.Syncs, m.TargetWrites, m.StateBytes, m.WorkloadRequests, m.RateLimitWait, m.DiscoveryFailures, m.live)
 		reg.MustRegister(m.GatewayDNS.Collectors()...)
 		reg.MustRegister(m.ClusterSet.Collectors()...)
 	}

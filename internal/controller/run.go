@@ -17,8 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -29,7 +27,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
-	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
@@ -103,6 +100,9 @@ type Options struct {
 	// Limits bound what one GatewayDNS publishes of its clusters'
 	// Services (--max-names-per-cluster, ...); each must be positive.
 	Limits desired.Limits
+	// MemberSyncsPerSecond bounds the ClusterSet syncs one member's
+	// events cause; positive.
+	MemberSyncsPerSecond int
 	// ReadLimits bound the reads from each workload cluster
 	// (--workload-list-page-size, ...); each must be positive.
 	ReadLimits workload.ReadLimits
@@ -120,6 +120,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"most endpoints one member of a clusterset puts into each member over all its imports; past it the imports of its newest exports get fewer or none, and their ServiceImport's Ready message says so")
 	fs.IntVar(&o.MaxSlicesPerMember, "max-slices-per-member", objects.DefaultSlicesPerMember,
 		"most EndpointSlices one member of a clusterset puts into each member over all its imports; past it as for --max-endpoints-per-member")
+	fs.IntVar(&o.MemberSyncsPerSecond, "member-syncs-per-second", clusterset.DefaultMemberSyncsPerSecond,
+		"most ClusterSet syncs the changes of one member of a clusterset cause a second (as many at once, then as many a second); changes past it are held and synced together, the latest always, so a member whose endpoints change without pause cannot keep the controller writing into every other member")
 	fs.StringVar(&o.ClusterSetZone, "clusterset-zone", contract.DefaultClusterSetZone, "DNS zone of the Multi-Cluster Services names of ClusterSets (<svc>.<ns>.svc.<zone>); serve needs the same value")
 	fs.Var(&o.AllowedCIDRs, "allowed-cidrs", "comma-separated CIDRs that every published address must lie in (e.g. 192.0.2.0/24,2001:db8::/32): gateway and control-plane addresses, headless pods, and the endpoints of Multi-Cluster Services imports on both data paths, their DNS records and the EndpointSlices kube-proxy serves behind a ClusterSetIP; a CIDR with host bits set is refused at start; empty: any")
 	httpserver.AddressFlag(fs, &o.HTTPAddress, DefaultHTTPAddress, "once the management caches have synced, or while this replica stands by")
@@ -206,8 +208,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer stopEvents()
 
-	var ready, leading atomic.Bool
-	srv, err := o.startHTTP(ctx, reg, &ready, &leading)
+	var (
+		start   startState
+		leading atomic.Bool
+	)
+	srv, err := o.startHTTP(ctx, reg, &start, &leading)
 	if err != nil {
 		return err
 	}
@@ -217,7 +222,7 @@ func Run(ctx context.Context, o Options) error {
 	if len(o.AllowKubeconfigExec) > 0 {
 		logger.Info("Kubeconfig Secrets may run these exec plugins", "commands", o.AllowKubeconfigExec)
 	}
-	runController := o.controllerRunner(mgmt, metrics, recorder, grants, &ready)
+	runController := o.controllerRunner(mgmt, metrics, recorder, grants, &start)
 	if !o.LeaderElect {
 		logger.Info("Leader election disabled: this replica writes")
 		return firstError(runController(ctx), srvErr)
@@ -225,18 +230,15 @@ func Run(ctx context.Context, o Options) error {
 	return firstError(o.runLeading(ctx, mgmt.kube, &leading, runController), srvErr)
 }
 
-// management holds the clients of the management cluster and the Cluster
-// API version it serves, made once at start.
+// management holds the clients of the management cluster, made once at
+// start. What it serves is found while leading (discoverAPIs).
 type management struct {
-	kube       kubernetes.Interface
-	dyn        dynamic.Interface
-	clusterGVR schema.GroupVersionResource
-	// clusterSets: the ClusterSet CRD is served.
-	clusterSets bool
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
 }
 
 // connectManagement builds the management clients from kubeconfigPath
-// (empty: in-cluster) and finds the served Cluster API version.
+// (empty: in-cluster).
 func connectManagement(kubeconfigPath string) (management, error) {
 	cfg, err := kubeclient.Config(kubeconfigPath, "xcc-syncer-controller")
 	if err != nil {
@@ -250,11 +252,7 @@ func connectManagement(kubeconfigPath string) (management, error) {
 	if err != nil {
 		return management{}, fmt.Errorf("management dynamic client: %w", err)
 	}
-	clusterGVR, err := discoverClusterResource(kube.Discovery())
-	if err != nil {
-		return management{}, err
-	}
-	return management{kube: kube, dyn: dyn, clusterGVR: clusterGVR, clusterSets: servesClusterSets(kube.Discovery())}, nil
+	return management{kube: kube, dyn: dyn}, nil
 }
 
 // newEventRecorder records Events on the management cluster (and logs
@@ -275,41 +273,46 @@ func newEventRecorder(ctx context.Context, kube kubernetes.Interface) (rec recor
 
 // startHTTP serves /healthz, /readyz and /metrics at once. /readyz is
 // ready on a standby (it can take over) and, on the leader, once its
-// caches synced.
-func (o Options) startHTTP(ctx context.Context, reg *prometheus.Registry, ready, leading *atomic.Bool) (*httpserver.Server, error) {
+// caches synced; until then it says why not (startState).
+func (o Options) startHTTP(ctx context.Context, reg *prometheus.Registry, start *startState, leading *atomic.Bool) (*httpserver.Server, error) {
 	return httpserver.Start(ctx, httpserver.Config{Address: o.HTTPAddress, Gatherer: reg, Profiling: o.Profiling,
 		Ready: func(*http.Request) (string, error) {
 			if o.LeaderElect && !leading.Load() {
 				return "ok", nil // a standby is ready to take over
 			}
-			if !ready.Load() {
-				return "", errors.New("informer caches not synced")
+			if !start.ready.Load() {
+				return "", start.notReady()
 			}
 			return "ok", nil
 		}})
 }
 
 // controllerRunner returns what runs the controller for as long as its
-// context lasts: a new Controller each time it is called. ready turns
-// true once its caches synced.
-func (o Options) controllerRunner(mgmt management, metrics *Metrics, recorder record.EventRecorder, grants contract.Grants, ready *atomic.Bool) func(context.Context) error {
+// context lasts: a new Controller each time it is called, on the APIs
+// the management cluster serves (discoverAPIs). start tells /readyz how
+// far it got.
+func (o Options) controllerRunner(mgmt management, metrics *Metrics, recorder record.EventRecorder, grants contract.Grants, start *startState) func(context.Context) error {
 	return func(ctx context.Context) error {
+		apis, err := discoverAPIs(ctx, mgmt.kube.Discovery(), start, metrics)
+		if err != nil {
+			return err
+		}
 		policy := kubeconfig.Policy{AllowExec: o.AllowKubeconfigExec}
 		newClient := func(data []byte) (workload.Client, error) {
 			return workload.NewClientFromKubeconfig(data, policy, o.ReadLimits.MaxResponseBytes, metrics.requests())
 		}
 		c := New(Config{
-			Kube: mgmt.kube, Dynamic: mgmt.dyn, ClusterResource: mgmt.clusterGVR, ClusterSets: mgmt.clusterSets, NewClient: newClient,
+			Kube: mgmt.kube, Dynamic: mgmt.dyn, ClusterResource: apis.clusterGVR, ClusterSets: apis.clusterSets, NewClient: newClient,
 			SliceNamespace: o.SliceNamespace, Domain: o.Domain, ClusterSetZone: o.ClusterSetZone, MaxExportsPerMember: o.MaxExportsPerMember,
 			MemberLimits: objects.Limits{EndpointsPerMember: o.MaxEndpointsPerMember, SlicesPerMember: o.MaxSlicesPerMember}, AllowedCIDRs: o.AllowedCIDRs, Resync: o.Resync, Workers: o.Workers,
-			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits, ReadLimits: o.ReadLimits,
+			Metrics: metrics, Recorder: recorder, NameGrants: grants, Limits: o.Limits, ReadLimits: o.ReadLimits, MemberSyncsPerSecond: o.MemberSyncsPerSecond,
 			State: &state.ConfigMaps{Client: mgmt.kube, Namespace: o.StateNamespace, Written: metrics.stateWritten},
 		})
 		readyCh := make(chan struct{})
 		go func() {
 			select {
 			case <-readyCh:
-				ready.Store(true)
+				start.ready.Store(true)
 			case <-ctx.Done():
 			}
 		}()
@@ -350,6 +353,7 @@ func (o Options) checkLimits() error {
 		"max-exports-per-member":                      o.MaxExportsPerMember,
 		"max-endpoints-per-member":                    o.MaxEndpointsPerMember,
 		"max-slices-per-member":                       o.MaxSlicesPerMember,
+		"member-syncs-per-second":                     o.MemberSyncsPerSecond,
 	} {
 		if v <= 0 {
 			return fmt.Errorf("--%s=%d: must be positive", flag, v)
@@ -490,42 +494,4 @@ func firstError(err error, srvErr <-chan error) error {
 	default:
 		return nil
 	}
-}
-
-// discoverClusterResource picks the served cluster.x-k8s.io version,
-// preferring v1beta2; CAPI v1.11 serves both, older releases only v1beta1.
-// servesClusterSets reports whether the management cluster serves the
-// ClusterSet CRD. A management chart older than it has not installed it
-// (Helm installs a chart's CRDs on install only): the GatewayDNS half then
-// runs alone rather than wait for a cache that never syncs.
-func servesClusterSets(d discovery.DiscoveryInterface) bool {
-	list, err := d.ServerResourcesForGroupVersion(xccv1alpha1.SchemeGroupVersion.String())
-	if err != nil {
-		return false
-	}
-	for _, r := range list.APIResources {
-		if r.Name == xccv1alpha1.ClusterSetResource.Resource {
-			return true
-		}
-	}
-	return false
-}
-
-func discoverClusterResource(d discovery.DiscoveryInterface) (schema.GroupVersionResource, error) {
-	var errs []error
-	for _, v := range clusterAPIVersions {
-		gv := schema.GroupVersion{Group: clusterAPIGroup, Version: v}
-		list, err := d.ServerResourcesForGroupVersion(gv.String())
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", gv, err))
-			continue
-		}
-		for _, r := range list.APIResources {
-			if r.Name == "clusters" {
-				return gv.WithResource("clusters"), nil
-			}
-		}
-	}
-	return schema.GroupVersionResource{}, fmt.Errorf("no served Cluster API version (%v) has clusters; is the Cluster CRD installed? %w",
-		clusterAPIVersions, errors.Join(errs...))
 }

@@ -109,6 +109,7 @@ func (e *testEnv) start() {
 				rec.Add(key)
 			}
 		},
+		OnMember: func(cluster string, users []string) { rec.MemberChanged(cluster, users) },
 	})
 	e.workloads = engine.Workloads
 	cfg := e.cfg.Config

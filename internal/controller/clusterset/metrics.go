@@ -23,6 +23,9 @@ type Metrics struct {
 	ClusterSetMembers *prometheus.GaugeVec
 	ClusterSetImports *prometheus.GaugeVec
 	ClusterSetExports *prometheus.GaugeVec
+	// MemberEventsHeld counts the events of members held back past
+	// their syncs a second (memberRate); the log names the member.
+	MemberEventsHeld prometheus.Counter
 
 	// exports times the exports of each ClusterSet for ExportToWritten.
 	exports *exportLatency
@@ -68,13 +71,17 @@ func NewMetrics() *Metrics {
 			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_exports",
 			Help: "ServiceExports of the ClusterSet's members at its last sync, by condition (Valid, Conflict) and its status.",
 		}, []string{labelClusterSet, "condition", "status"}),
+		MemberEventsHeld: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_member_events_held_total",
+			Help: "Events of clusterset members held back because the member passed --member-syncs-per-second; held events are synced together.",
+		}),
 		exports: newExportLatency(),
 	}
 }
 
 // Collectors are the metrics to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.ExportToWritten, m.ClusterSetReady, m.ClusterSetMembers, m.ClusterSetImports, m.ClusterSetExports}
+	return []prometheus.Collector{m.ExportToWritten, m.ClusterSetReady, m.ClusterSetMembers, m.ClusterSetImports, m.ClusterSetExports, m.MemberEventsHeld}
 }
 
 // forget drops the series of the ClusterSet key, which is gone.

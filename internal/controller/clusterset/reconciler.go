@@ -86,6 +86,9 @@ type Config struct {
 	MemberLimits objects.Limits
 	// Workers syncs this many ClusterSets at once.
 	Workers int
+	// MemberSyncsPerSecond bounds the syncs one member's events cause
+	// (MemberChanged); zero is DefaultMemberSyncsPerSecond.
+	MemberSyncsPerSecond int
 	// State keeps what each ClusterSet wrote and read across a restart;
 	// nil keeps nothing.
 	State state.Store
@@ -108,6 +111,8 @@ type Reconciler struct {
 	// lanes write into each member in the background (Config.Lanes): a
 	// slow or frozen member delays only itself.
 	lanes *lane.Set
+	// rate holds back the events of a member past its syncs a second.
+	rate *memberRate
 
 	// dests are the members' API servers, each held by one ClusterSet.
 	dests *destinations
@@ -122,7 +127,10 @@ func New(cfg Config) *Reconciler {
 	if cfg.MaxExportsPerMember == 0 {
 		cfg.MaxExportsPerMember = DefaultMaxExportsPerMember
 	}
-	c := &Reconciler{cfg: cfg, memory: map[string]*setMemory{}, lanes: cfg.Lanes}
+	if cfg.MemberSyncsPerSecond == 0 {
+		cfg.MemberSyncsPerSecond = DefaultMemberSyncsPerSecond
+	}
+	c := &Reconciler{cfg: cfg, memory: map[string]*setMemory{}, lanes: cfg.Lanes, rate: newMemberRate(cfg.MemberSyncsPerSecond)}
 	c.queue = watch.New(watch.Config{Name: clusterSetQueue, Sync: c.syncClusterSetKey, Failed: c.clusterSetFailed})
 	c.dests = newDestinations(func(set string) { c.queue.Add(set) })
 	c.informer = cfg.Informers.ForResource(xccv1alpha1.ClusterSetResource).Informer()
@@ -152,6 +160,33 @@ func (c *Reconciler) Run(ctx context.Context) {
 
 // Add enqueues the ClusterSet key.
 func (c *Reconciler) Add(key string) { c.queue.Add(key) }
+
+// MemberChanged enqueues the ClusterSets among users (the users of a
+// member's informers, Users) after an event of the member cluster
+// ("<namespace>/<name>"): at once while the member is within its syncs a
+// second, else once its next one is due, one enqueue for all the events
+// until then.
+func (c *Reconciler) MemberChanged(cluster string, users []string) {
+	_, sets := Users(users)
+	if len(sets) == 0 {
+		return
+	}
+	d, log := c.rate.delay(cluster, time.Now())
+	if d == 0 {
+		for _, key := range sets {
+			c.queue.Add(key)
+		}
+		return
+	}
+	c.cfg.Metrics.MemberEventsHeld.Inc()
+	if log {
+		klog.Background().Info("A member's changes come faster than --member-syncs-per-second; syncing them together",
+			"cluster", cluster, "syncsPerSecond", c.cfg.MemberSyncsPerSecond, "held", heldToLog, "clusterSets", sets)
+	}
+	for _, key := range sets {
+		c.queue.AddAfter(key, d)
+	}
+}
 
 // written is the done func of a write of the ClusterSet key into a
 // member: one that ended after its sync stopped waiting syncs the set

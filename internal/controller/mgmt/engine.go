@@ -71,6 +71,9 @@ type EngineConfig struct {
 	// whose Service changed.
 	EnqueueIn func(namespace string)
 	OnService func(users []string)
+	// OnMember is called instead of OnService for the informers of a
+	// clusterset member, with the member's key (workload.Config).
+	OnMember func(cluster string, users []string)
 }
 
 // NewEngine builds the engine: the management informers (Clusters, and
@@ -97,6 +100,7 @@ func NewEngine(cfg EngineConfig) Engine {
 		SliceNamespace: cfg.SliceNamespace,
 		OnNamespace:    cfg.EnqueueIn,
 		OnService:      cfg.OnService,
+		OnMember:       cfg.OnMember,
 		Gauge:          gauge,
 		Limits:         cfg.ReadLimits,
 		Written:        cfg.Written,

@@ -76,7 +76,7 @@ func (m *Set) syncExportSlicesLocked(w *Cluster, ew *exportsWatch) {
 func (m *Set) watchExportSlices(w *Cluster, ew *exportsWatch) *exportSlices {
 	ctx, cancel := context.WithCancel(ew.ctx)
 	lw := sliceListWatch(w.client, metav1.NamespaceAll, exportSliceSelector())
-	notify := func() { m.onService(m.exportsUsersOf(ew)) }
+	notify := func() { m.onMember(w.key, m.exportsUsersOf(ew)) }
 	onSlice := func(obj any) {
 		if m.wantsSlice(ew, obj) {
 			notify()

@@ -92,7 +92,7 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 		ctx, cancel := context.WithCancel(w.ctx)
 		ew = &exportsWatch{ctx: ctx, cancel: cancel, users: map[string]bool{}, services: services.informer,
 			wanted: map[string]map[string]bool{}}
-		notify := func() { m.onService(m.exportsUsersOf(ew)) }
+		notify := func() { m.onMember(w.key, m.exportsUsersOf(ew)) }
 		ew.exports = watchExports(mcs, w.reads, notify)
 		ew.namespaces = watchNamespaces(w.client, w.reads, notify)
 		ew.exports.run(ctx, notify)

@@ -196,6 +196,7 @@ type Set struct {
 	sliceNamespace string
 	onNamespace    func(clusterNamespace string)
 	onService      func(users []string)
+	onMember       func(cluster string, users []string)
 	clusters       map[string]*Cluster // by "<cluster-ns>/<cluster>"
 	gauge          func(n int)
 	onWrite        func(Writer, time.Duration, error)
@@ -213,6 +214,11 @@ type Config struct {
 	OnNamespace func(clusterNamespace string)
 	// OnService is called with the GatewayDNS keys that use a Service informer when it changes.
 	OnService func(users []string)
+	// OnMember is called instead of OnService for the informers of a
+	// clusterset member (WatchExports, WatchExportEndpoints): with the
+	// member's key too, so its events can be rate limited per member.
+	// nil: OnService.
+	OnMember func(cluster string, users []string)
 	// Gauge is told the number of clusters watched whenever it changes.
 	Gauge func(n int)
 	// Limits bound the reads from each workload cluster (limits.go);
@@ -225,8 +231,12 @@ type Config struct {
 
 // NewSet returns an empty Set; Start gives it the context its informers run in.
 func NewSet(cfg Config) *Set {
+	onMember := cfg.OnMember
+	if onMember == nil {
+		onMember = func(_ string, users []string) { cfg.OnService(users) }
+	}
 	return &Set{newClient: cfg.NewClient, sliceNamespace: cfg.SliceNamespace, onNamespace: cfg.OnNamespace,
-		onService: cfg.OnService, gauge: cfg.Gauge, onWrite: cfg.Written, clusters: map[string]*Cluster{}, limits: cfg.Limits.withDefaults()}
+		onService: cfg.OnService, onMember: onMember, gauge: cfg.Gauge, onWrite: cfg.Written, clusters: map[string]*Cluster{}, limits: cfg.Limits.withDefaults()}
 }
 
 // Start sets the context every informer runs in and ends with; call it
