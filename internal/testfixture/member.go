@@ -64,6 +64,7 @@ func NewMember(export bool, addr string) Member {
 			CreationTimestamp: metav1.NewTime(time.Unix(100, 0))}})
 	}
 	m := Member{Clientset: fake.NewClientset(objs...), MCS: mcsfake.NewSimpleClientset(exports...)}
+	exportStatusOnly(m.MCS)
 	// The API server allocates a Service's ClusterIP; the fake does not.
 	next := 100
 	m.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -76,6 +77,31 @@ func NewMember(export bool, addr string) Member {
 		return false, nil, nil
 	})
 	return m
+}
+
+// exportStatusOnly makes a ServiceExport's status write change only its
+// status, as the API server's status subresource does. The fake writes
+// the whole object, so the controller's status write, made from its
+// cached copy, would undo a spec change the test made just before it.
+func exportStatusOnly(c *mcsfake.Clientset) {
+	gvr := mcsv1beta1.SchemeGroupVersion.WithResource("serviceexports")
+	c.PrependReactor("update", "serviceexports", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		up, ok := a.(k8stesting.UpdateAction)
+		if !ok || up.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		sent, ok := up.GetObject().(*mcsv1beta1.ServiceExport)
+		if !ok {
+			return false, nil, nil
+		}
+		cur, err := c.Tracker().Get(gvr, sent.Namespace, sent.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		next := cur.(*mcsv1beta1.ServiceExport).DeepCopy()
+		next.Status = *sent.Status.DeepCopy()
+		return true, next, c.Tracker().Update(gvr, next, sent.Namespace)
+	})
 }
 
 // ClusterSetObject is the ClusterSet name of dev-team selecting the
