@@ -3,14 +3,19 @@ package testfixture
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -63,8 +68,13 @@ func NewMember(export bool, addr string) Member {
 		exports = append(exports, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web",
 			CreationTimestamp: metav1.NewTime(time.Unix(100, 0))}})
 	}
+	rv := &atomic.Int64{}
+	stamp(rv, append(slices.Clone(objs), exports...)...)
 	m := Member{Clientset: fake.NewClientset(objs...), MCS: mcsfake.NewSimpleClientset(exports...)}
 	exportStatusOnly(m.MCS)
+	// Prepended after exportStatusOnly, so it runs first: the status
+	// write it stores carries the resourceVersion stamped here.
+	versioned(rv, map[*k8stesting.Fake]k8stesting.ObjectTracker{&m.Fake: m.Tracker(), &m.MCS.Fake: m.MCS.Tracker()})
 	// The API server allocates a Service's ClusterIP; the fake does not.
 	next := 100
 	m.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -100,8 +110,78 @@ func exportStatusOnly(c *mcsfake.Clientset) {
 		}
 		next := cur.(*mcsv1beta1.ServiceExport).DeepCopy()
 		next.Status = *sent.Status.DeepCopy()
+		next.ResourceVersion = sent.ResourceVersion
 		return true, next, c.Tracker().Update(gvr, next, sent.Namespace)
 	})
+}
+
+// stamp gives each of objs what an API server gives an object it
+// stores: the next resourceVersion of rv and, if it has none, a UID.
+func stamp(rv *atomic.Int64, objs ...runtime.Object) {
+	for _, o := range objs {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			continue
+		}
+		if m.GetUID() == "" {
+			m.SetUID(uuid.NewUUID())
+		}
+		m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+	}
+}
+
+// versioned makes the fakes (each with its tracker) keep the
+// resourceVersions and UIDs of what is written through them as an API
+// server does, from one counter as one API server would: the fake
+// tracker sets neither and takes any update. Every object created or
+// updated is stamped; an update sent with a resourceVersion other than
+// the one stored is refused (a conflict). The controller tells its own
+// write from an informer's older copy by the resourceVersion, and
+// anyone's write of its objects by UID and resourceVersion: without them
+// it writes again from a copy that has not caught up, and misses a write
+// that replaced its own. Objects added to a tracker directly are not
+// stamped.
+func versioned(rv *atomic.Int64, fakes map[*k8stesting.Fake]k8stesting.ObjectTracker) {
+	for f, tracker := range fakes {
+		f.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			switch a := a.(type) {
+			case k8stesting.CreateActionImpl:
+				stamp(rv, a.GetObject())
+			case k8stesting.UpdateActionImpl:
+				if err := updatable(tracker, a); err != nil {
+					return true, nil, err
+				}
+				stamp(rv, a.GetObject())
+			}
+			return false, nil, nil
+		})
+	}
+}
+
+// updatable checks the update a as an API server does: an object sent
+// with a resourceVersion must be the one stored; one sent without a UID
+// keeps the stored one. One not stored is left to the tracker (NotFound).
+func updatable(tracker k8stesting.ObjectTracker, a k8stesting.UpdateActionImpl) error {
+	sent, err := meta.Accessor(a.GetObject())
+	if err != nil {
+		return nil
+	}
+	obj, err := tracker.Get(a.GetResource(), a.GetNamespace(), sent.GetName())
+	if err != nil {
+		return nil
+	}
+	stored, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	if rv := sent.GetResourceVersion(); rv != "" && rv != stored.GetResourceVersion() {
+		return apierrors.NewConflict(a.GetResource().GroupResource(), sent.GetName(),
+			fmt.Errorf("resourceVersion %s sent, %s stored", rv, stored.GetResourceVersion()))
+	}
+	if sent.GetUID() == "" {
+		sent.SetUID(stored.GetUID())
+	}
+	return nil
 }
 
 // ClusterSetObject is the ClusterSet name of dev-team selecting the

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -84,4 +85,99 @@ func TestControllerClusterSetReadyPerImport(t *testing.T) {
 	if got := inA.of("web"); len(got) != 0 {
 		t.Errorf("Ready of shop/web written again %v for another import", got)
 	}
+}
+
+// exportWatchLag is how late lagExportWatch delivers each event: far
+// longer than the syncs a test runs meanwhile take.
+const exportWatchLag = 3 * time.Second
+
+// lagExportWatch makes every watch of m's ServiceExports deliver each
+// event lag late, in order: an informer that has not caught up with a
+// write yet, as on a busy controller.
+func lagExportWatch(m testfixture.Member, lag time.Duration) {
+	m.MCS.PrependWatchReactor("serviceexports", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		wa, ok := a.(k8stesting.WatchActionImpl)
+		if !ok {
+			return false, nil, nil
+		}
+		w, err := m.MCS.Tracker().Watch(a.GetResource(), a.GetNamespace(), wa.GetListOptions())
+		if err != nil {
+			return true, nil, err
+		}
+		out, stop := make(chan watch.Event), make(chan struct{})
+		go func() {
+			defer close(out)
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				select {
+				case <-time.After(lag):
+				case <-stop:
+					return
+				}
+				select {
+				case out <- ev:
+				case <-stop:
+					return
+				}
+			}
+		}()
+		lagged := watch.NewProxyWatcher(out)
+		go func() {
+			<-lagged.StopChan()
+			close(stop)
+		}()
+		return true, lagged, nil
+	})
+}
+
+// An export's status, once written, is not written again while the
+// member's export informer still shows it as it was before: the
+// controller plans from the copy its write returned (exportsWritten),
+// newer by its resourceVersion, until the informer shows that one.
+func TestControllerClusterSetExportStatusNotRewrittenFromLaggingInformer(t *testing.T) {
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
+	lagExportWatch(a, exportWatchLag)
+	e := twoMembers(t, a, b)
+	testfixture.Eventually(t, "shop/web Ready", func() bool {
+		ex, err := a.MCS.MulticlusterV1beta1().ServiceExports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		return err == nil && meta.IsStatusConditionTrue(ex.Status.Conditions, "Ready")
+	})
+	inA := recordReady(a)
+	// Two more syncs, both well within the lag: the second begins only
+	// once the first has ended (one sync of a key at a time).
+	start := time.Now()
+	for range 3 {
+		n := e.syncs()
+		e.rec.Add("dev-team/prod")
+		testfixture.Eventually(t, "another sync", func() bool { return e.syncs() > n })
+	}
+	if time.Since(start) >= exportWatchLag {
+		t.Skip("the syncs took longer than the informer's lag")
+	}
+	if got := inA.of("web"); len(got) != 0 {
+		t.Errorf("Ready of shop/web written again %v from the informer's older copy", got)
+	}
+}
+
+// A write by anyone else of the controller's objects in a member (here a
+// ClusterSet the member left, whose write was still running) is undone
+// at the set's next sync: the import is planned again because what the
+// member holds is no longer what the controller's last write left.
+func TestControllerClusterSetRestoresOverwrittenImport(t *testing.T) {
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
+	e := twoMembers(t, a, b)
+	testfixture.Eventually(t, "cluster-a's import in cluster-b", func() bool { return hasImport(e.ctx, b) })
+	imports := b.MCS.MulticlusterV1beta1().ServiceImports("shop")
+	si, err := imports.Get(e.ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	si.Status.Clusters = []mcsv1beta1.ClusterStatus{{Cluster: "cluster-x"}}
+	if _, err := imports.UpdateStatus(e.ctx, si, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testfixture.Eventually(t, "cluster-a's import in cluster-b again", func() bool {
+		e.rec.Add("dev-team/prod")
+		return hasImport(e.ctx, b)
+	})
 }

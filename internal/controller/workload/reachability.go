@@ -165,4 +165,3 @@ func (r *reads) unreachable() string {
 	}
 	return fmt.Sprintf("the API server has not answered since %s: %v", r.failSince.UTC().Format(time.RFC3339), r.failErr)
 }
-
