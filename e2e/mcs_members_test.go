@@ -243,9 +243,10 @@ func (s *troubledSet) waitMemberStatus(what string, ok func(entry, ready string)
 }
 
 // registerWebhook registers hook in the member as config; at the test's
-// end it is unregistered and the member is waited for to hold its
-// import again.
-func (s *troubledSet) registerWebhook(hook *lab.SlowWebhook, config string, timeoutSeconds int32, policy admissionregistrationv1.FailurePolicyType) {
+// end it is unregistered and, with recovers, the member is waited for to
+// hold its import again.
+func (s *troubledSet) registerWebhook(hook *lab.SlowWebhook, config string, timeoutSeconds int32,
+	policy admissionregistrationv1.FailurePolicyType, recovers bool) {
 	s.t.Helper()
 	if err := hook.Register(s.ctx, s.m, config, timeoutSeconds, policy); err != nil {
 		s.t.Fatal(err)
@@ -255,6 +256,9 @@ func (s *troubledSet) registerWebhook(hook *lab.SlowWebhook, config string, time
 		defer cancel()
 		if err := hook.Unregister(ctx, s.m, config); err != nil {
 			s.t.Error(err)
+			return
+		}
+		if !recovers {
 			return
 		}
 		if err := s.waitMemberHolds(ctx); err != nil {
@@ -373,7 +377,7 @@ func testMCSSlowMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(hook.Close)
-	s.registerWebhook(hook, config, slowWebhookTimeout, admissionregistrationv1.Ignore)
+	s.registerWebhook(hook, config, slowWebhookTimeout, admissionregistrationv1.Ignore, true)
 	registered := time.Now()
 	s.troubled("slow (a 30 s webhook)", healthyIn, healthyOut, func() {
 		s.waitMemberStatus("a write running or not answered", func(entry, ready string) bool {
