@@ -164,17 +164,23 @@ func (s *Set) Start(ctx context.Context) {
 func (s *Set) Stop() {
 	s.mu.Lock()
 	for _, l := range s.lanes {
-		if l.timer != nil {
-			l.timer.Stop()
-			l.timer = nil
-		}
-		for _, w := range l.waiting {
-			w.finish(errStopped)
-		}
-		l.waiting = nil
+		l.endWaiting(errStopped)
 	}
 	s.mu.Unlock()
 	s.running.Wait()
+}
+
+// endWaiting ends the lane's waiting writes with err and stops its
+// backoff's timer; the writes running go on. Set.mu is held.
+func (l *lane) endWaiting(err error) {
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	for _, w := range l.waiting {
+		w.finish(err)
+	}
+	l.waiting = nil
 }
 
 // Submit hands run to the lane of cluster, for owner. It replaces the
@@ -292,14 +298,7 @@ func (s *Set) Forget(cluster string) {
 	if l == nil {
 		return
 	}
-	if l.timer != nil {
-		l.timer.Stop()
-		l.timer = nil
-	}
-	for _, w := range l.waiting {
-		w.finish(ErrForgotten)
-	}
-	l.waiting = nil
+	l.endWaiting(ErrForgotten)
 	if len(l.running) == 0 {
 		delete(s.lanes, cluster)
 		return
