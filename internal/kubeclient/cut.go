@@ -36,7 +36,7 @@ func Cut(err error) error {
 		return nil
 	}
 	text := err.Error()
-	if len(text) <= MaxErrorText && printable.Cut(text, MaxErrorText) == text {
+	if len(text) <= MaxErrorText && printable.IsLine(text) {
 		return err
 	}
 	var status apierrors.APIStatus
