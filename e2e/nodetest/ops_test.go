@@ -539,22 +539,29 @@ func testMetrics(t *testing.T) {
 			}
 			server := net.JoinHostPort(pods.Items[i].Status.PodIP, strconv.Itoa(int(containerPort(pods.Items[i], "coredns", "dns"))))
 			want := []string{nl.Cluster(lab.ClusterA).GatewayAddress()}
-			poll(t, "A "+gw+" @"+server+" ("+tg.cluster+" "+tg.pod+")", opsWait, func() error {
+			// CoreDNS counts a response after it has written it, so the
+			// client can read the answer before the counter moves: ask and
+			// scrape until both are seen.
+			var bad []string
+			poll(t, "A "+gw+" @"+server+" ("+tg.cluster+" "+tg.pod+") and its counter", opsWait, func() error {
 				r, err := lab.Query(server, gw, dns.TypeA)
 				if err == nil && (r.Rcode != dns.RcodeSuccess || !slices.Equal(lab.Values(r, dns.TypeA), want)) {
 					err = fmt.Errorf("%s, want %v", lab.Summary(r), want)
 				}
-				return err
+				if err != nil {
+					return err
+				}
+				fams, err := scrape(tg.url)
+				if err != nil {
+					return err
+				}
+				bad = checkDocumented(fams, docs["coredns"], func(documented) bool { return false })
+				zone := map[string]string{"zone": dns.Fqdn(lab.Zone), "rcode": "NOERROR"}
+				if v, ok := value(fams["coredns_dns_responses_total"], zone); !ok || v < 1 {
+					return fmt.Errorf("coredns_dns_responses_total of zone %s NOERROR %v (present %t), want at least the one asked", lab.Zone, v, ok)
+				}
+				return nil
 			})
-			fams, err := scrape(tg.url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bad := checkDocumented(fams, docs["coredns"], func(documented) bool { return false })
-			zone := map[string]string{"zone": dns.Fqdn(lab.Zone), "rcode": "NOERROR"}
-			if v, ok := value(fams["coredns_dns_responses_total"], zone); !ok || v < 1 {
-				bad = append(bad, fmt.Sprintf("coredns_dns_responses_total of zone %s NOERROR %v (present %t), want at least the one asked", lab.Zone, v, ok))
-			}
 			if len(bad) > 0 {
 				t.Errorf("CoreDNS of %s %s (%s):\n%s", tg.cluster, tg.pod, tg.url, strings.Join(bad, "\n"))
 				continue
