@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
@@ -23,6 +20,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/write"
 )
 
 // writeMembers writes each member that was read: its MCS objects
@@ -423,13 +421,6 @@ func (c *Reconciler) writeClusterSetSlices(ctx context.Context, key string, clie
 		}
 	}
 	same := map[string]*discoveryv1.EndpointSlice{}
-	var mu sync.Mutex
-	var errs []error
-	failed := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		errs = append(errs, err)
-	}
 	var creates, updates []*discoveryv1.EndpointSlice
 	for _, s := range want.slices {
 		old, ok := have[s.Name]
@@ -455,45 +446,27 @@ func (c *Reconciler) writeClusterSetSlices(ctx context.Context, key string, clie
 		}
 		memo.imports = want.next
 	}
-	apply.Concurrently(len(creates), func(i int) {
-		if err := createClusterSetSlice(ctx, client, creates[i]); err != nil {
-			failed(fmt.Errorf("write EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, creates[i].Name, key, err))
+	var errs write.Errors
+	failed := func(verb, name string, err error) {
+		if err != nil {
+			errs.Add(fmt.Errorf("%s EndpointSlice %s/%s in %s: %w", verb, c.cfg.SliceNamespace, name, key, err))
 		}
+	}
+	// A name taken by a slice of the controller's not seen yet is written
+	// at the next sync; by any other, it is refused (write.Create).
+	write.Each(len(creates), func(i int) {
+		_, _, err := write.Create(ctx, client, creates[i], contract.IsOwnClusterSet)
+		failed("write", creates[i].Name, err)
 	})
-	apply.Concurrently(len(updates), func(i int) {
-		if _, err := client.Update(ctx, updates[i], metav1.UpdateOptions{}); err != nil {
-			failed(fmt.Errorf("write EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, updates[i].Name, key, err))
-		}
+	write.Each(len(updates), func(i int) {
+		_, err := write.Update(ctx, client, updates[i])
+		failed("write", updates[i].Name, err)
 	})
 	gone := slices.Sorted(maps.Keys(have))
-	apply.Concurrently(len(gone), func(i int) {
-		// Only the very slice read as the controller's is deleted: one
-		// made anew under its name meanwhile is not.
-		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(have[gone[i]].UID)}}
-		if err := client.Delete(ctx, gone[i], opts); err != nil && !apierrors.IsNotFound(err) {
-			failed(fmt.Errorf("delete EndpointSlice %s/%s in %s: %w", c.cfg.SliceNamespace, gone[i], key, err))
-		}
+	write.Each(len(gone), func(i int) {
+		failed("delete", gone[i], write.Delete(ctx, client, have[gone[i]]))
 	})
-	return kubeclient.Join(errs...)
-}
-
-// createClusterSetSlice creates s. Where its name is taken, the holder is
-// read: one of the controller's clusterset slices not yet seen is written
-// at the next sync; any other is never overwritten (kubeclient.ErrNotOurs,
-// a refusal of this slice only).
-func createClusterSetSlice(ctx context.Context, client apply.SliceClient, s *discoveryv1.EndpointSlice) error {
-	_, err := client.Create(ctx, s, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	holder, gerr := client.Get(ctx, s.Name, metav1.GetOptions{})
-	switch {
-	case gerr != nil:
-		return kubeclient.Join(err, gerr)
-	case !contract.IsOwnClusterSet(holder):
-		return kubeclient.ErrNotOurs
-	}
-	return nil
+	return errs.Err()
 }
 
 func corev1Protocol(p string) corev1.Protocol { return corev1.Protocol(p) }

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
@@ -24,6 +23,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
+	"github.com/xcc-dns/xcc-dns/internal/write"
 )
 
 // Publisher is what the controller loop asks of the write path.
@@ -51,7 +51,14 @@ type Target struct {
 	// Self is the self marker the target should hold (contract.BuildSelf:
 	// the Clusters of its destination); nil: none is written.
 	Self *discoveryv1.EndpointSlice
+
+	// api is the target's slice client for one write (writeTarget): its
+	// calls share one write.Gate.
+	api sliceClient
 }
+
+// sliceClient is a target's EndpointSlice client.
+type sliceClient = write.Client[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList]
 
 // Results is what one Publish came to.
 type Results struct {
@@ -141,7 +148,7 @@ type record struct {
 	targets map[string]targetState
 	// running holds the cancel of each write of the record running, for
 	// Remove and Forget.
-	running map[*write]context.CancelFunc
+	running map[*slotWrite]context.CancelFunc
 	// removing: the GatewayDNS is being deleted; generation gen removes
 	// its slices, and a target written at gen holds none. A write of
 	// Publish that had not started then does not.
@@ -187,11 +194,11 @@ type snapshot struct {
 	withSelf bool
 }
 
-// write brings the targets of one slot to a snapshot, in the lane of the
+// slotWrite brings the targets of one slot to a snapshot, in the lane of the
 // cluster of targets[0], which writes; the others have the same
 // destination and take its state (or are written on their own when its
 // write failed other than by a timeout).
-type write struct {
+type slotWrite struct {
 	targets []Target
 	uids    []types.UID
 	// old and known are what the record said of each target when the
@@ -228,7 +235,7 @@ func (p *record) observe(d desired.Result) {
 func (w *Writer) recordLocked(ref string) *record {
 	p := w.records[ref]
 	if p == nil {
-		p = &record{targets: map[string]targetState{}, running: map[*write]context.CancelFunc{}}
+		p = &record{targets: map[string]targetState{}, running: map[*slotWrite]context.CancelFunc{}}
 		w.records[ref] = p
 	}
 	return p
@@ -332,7 +339,7 @@ func (w *Writer) start(ctx context.Context, ref string, p *record, snap snapshot
 	g := w.groupBySlot(ctx, snap, targets)
 	w.mu.Lock()
 	p.forgetLocked(g.keep)
-	writes := make([]*write, 0, len(g.order))
+	writes := make([]*slotWrite, 0, len(g.order))
 	for _, slot := range g.order {
 		writes = append(writes, newWrite(p, targets, g, g.bySlot[slot]))
 	}
@@ -420,7 +427,7 @@ func (p *record) forgetLocked(keep map[string]bool) {
 // newWrite is the write of one slot, the targets of group: a destination
 // is written through its first target whose state is known (the others
 // would list it again), else its first.
-func newWrite(p *record, targets []Target, g slots, group []int) *write {
+func newWrite(p *record, targets []Target, g slots, group []int) *slotWrite {
 	first := 0
 	for n, i := range group {
 		if p.known(targets[i], g.uids[i]) {
@@ -429,7 +436,7 @@ func newWrite(p *record, targets []Target, g slots, group []int) *write {
 		}
 	}
 	order := append([]int{group[first]}, append(append([]int(nil), group[:first]...), group[first+1:]...)...)
-	wr := &write{}
+	wr := &slotWrite{}
 	for _, i := range order {
 		wr.targets = append(wr.targets, targets[i])
 		wr.uids = append(wr.uids, g.uids[i])
@@ -441,7 +448,7 @@ func newWrite(p *record, targets []Target, g slots, group []int) *write {
 // targets Pending while it runs or waits its turn (its end syncs again),
 // failed with the error and next try while its cluster is backed off,
 // else their results.
-func collectLocked(wr *write, res lane.Result, out *Results) {
+func collectLocked(wr *slotWrite, res lane.Result, out *Results) {
 	switch {
 	case res.Backoff != nil:
 		for _, t := range wr.targets {
@@ -481,7 +488,7 @@ func collectLocked(wr *write, res lane.Result, out *Results) {
 // tells the lane of the failure of the cluster it writes through
 // (kubeclient.MemberFailure), not of slices refused, nor of its
 // cancellation by Remove or Forget: those back off no cluster.
-func (w *Writer) run(ctx context.Context, ref string, p *record, wr *write, snap snapshot) error {
+func (w *Writer) run(ctx context.Context, ref string, p *record, wr *slotWrite, snap snapshot) error {
 	w.mu.Lock()
 	if p.forgotten || (p.removing && !snap.remove) {
 		w.mu.Unlock()
@@ -524,7 +531,7 @@ func (w *Writer) run(ctx context.Context, ref string, p *record, wr *write, snap
 // error (same API server). One at a time: however many Clusters reach a
 // destination, it gets one write at a time from this slot, as a lane
 // would allow.
-func (w *Writer) writeSlot(ctx context.Context, ref string, wr *write, snap snapshot) {
+func (w *Writer) writeSlot(ctx context.Context, ref string, wr *slotWrite, snap snapshot) {
 	var through *targetResult
 	for i := range wr.targets {
 		switch {
@@ -533,7 +540,7 @@ func (w *Writer) writeSlot(ctx context.Context, ref string, wr *write, snap snap
 			st := *through.state
 			st.client = wr.targets[i].Cluster.Client()
 			wr.results[i].state, wr.results[i].selfErr = &st, through.selfErr
-		case i > 0 && kubeclient.IsTimeout(wr.results[i-1].err):
+		case i > 0 && write.NotAnswering(wr.results[i-1].err):
 			// The same API server: it would not answer either.
 			wr.results[i].err = wr.results[i-1].err
 		default:
@@ -547,7 +554,7 @@ func (w *Writer) writeSlot(ctx context.Context, ref string, wr *write, snap snap
 
 // recordLocked records the targets' states after wr ended: a target that
 // failed is forgotten, so its next write lists it.
-func (p *record) recordLocked(wr *write) {
+func (p *record) recordLocked(wr *slotWrite) {
 	for i, r := range wr.results {
 		key := wr.targets[i].Cluster.Key()
 		if r.state != nil && r.err == nil {
@@ -584,6 +591,9 @@ func (p *record) known(t Target, uid types.UID) bool {
 func (w *Writer) writeTarget(ctx context.Context, snap snapshot, old targetState, known bool, t Target, uid types.UID, ref string) (r targetResult) {
 	start := time.Now()
 	defer func() { t.Cluster.NoteWrite(workload.WriterGatewayDNS, time.Since(start), r.err) }()
+	// One gate for the write: a call that times out ends it, the calls
+	// after fail at once (write.ErrNotAnswering).
+	t.api = w.slices(t)
 	if snap.remove {
 		return w.removeTarget(ctx, snap, old, known, t, uid, ref)
 	}
@@ -625,7 +635,7 @@ func (w *Writer) withSelf(ctx context.Context, t Target, r targetResult, listed 
 	r.written += n
 	r.state.self = self
 	switch {
-	case kubeclient.IsTimeout(err):
+	case write.NotAnswering(err):
 		r.state, r.err = nil, err
 	case err != nil:
 		r.selfErr = err
@@ -653,40 +663,14 @@ func (w *Writer) removeTarget(ctx context.Context, snap snapshot, old targetStat
 	return r
 }
 
-// slices returns the slice client of a target's slice namespace.
-func (w *Writer) slices(t Target) discoveryclient.EndpointSliceInterface {
-	return cutSlices{t.Cluster.Client().DiscoveryV1().EndpointSlices(w.cfg.SliceNamespace)}
-}
-
-// cutSlices is a target's slice client whose errors are cut
-// (kubeclient.Cut): the target's answers are its admin's, and are kept,
-// joined and logged.
-type cutSlices struct {
-	discoveryclient.EndpointSliceInterface
-}
-
-func (c cutSlices) Get(ctx context.Context, name string, opts metav1.GetOptions) (*discoveryv1.EndpointSlice, error) {
-	s, err := c.EndpointSliceInterface.Get(ctx, name, opts)
-	return s, kubeclient.Cut(err)
-}
-
-func (c cutSlices) List(ctx context.Context, opts metav1.ListOptions) (*discoveryv1.EndpointSliceList, error) {
-	l, err := c.EndpointSliceInterface.List(ctx, opts)
-	return l, kubeclient.Cut(err)
-}
-
-func (c cutSlices) Create(ctx context.Context, s *discoveryv1.EndpointSlice, opts metav1.CreateOptions) (*discoveryv1.EndpointSlice, error) {
-	s, err := c.EndpointSliceInterface.Create(ctx, s, opts)
-	return s, kubeclient.Cut(err)
-}
-
-func (c cutSlices) Update(ctx context.Context, s *discoveryv1.EndpointSlice, opts metav1.UpdateOptions) (*discoveryv1.EndpointSlice, error) {
-	s, err := c.EndpointSliceInterface.Update(ctx, s, opts)
-	return s, kubeclient.Cut(err)
-}
-
-func (c cutSlices) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-	return kubeclient.Cut(c.EndpointSliceInterface.Delete(ctx, name, opts))
+// slices returns the slice client of a target's slice namespace for one
+// write: the one writeTarget made, or one of its own; each call bounded by
+// workload.RequestTimeout, its errors cut (write.Gate).
+func (w *Writer) slices(t Target) sliceClient {
+	if t.api != nil {
+		return t.api
+	}
+	return write.Bound(sliceClient(t.Cluster.Client().DiscoveryV1().EndpointSlices(w.cfg.SliceNamespace)), write.NewGate(workload.RequestTimeout))
 }
 
 // writeFull lists the target's slices and writes the difference to d
@@ -694,9 +678,7 @@ func (c cutSlices) Delete(ctx context.Context, name string, opts metav1.DeleteOp
 // too. It returns the slices of kept source clusters the target has, and
 // the self marker of ref's namespace if it was listed.
 func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.Result) (map[string]string, *discoveryv1.EndpointSlice, int, error) {
-	lctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
-	defer cancel()
-	list, err := w.slices(t).List(lctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
+	list, err := w.slices(t).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
 		contract.LabelManagedBy: contract.ManagedByValue}).String()})
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.Name, w.cfg.SliceNamespace, err)
@@ -719,12 +701,7 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 	p.Delete = append(p.Delete, w.orphans(ref, existing)...)
 	n := 0
 	var errs []error
-	// A call that timed out ends the write: the server does not answer.
-	stalled := func() bool { return len(errs) > 0 && kubeclient.IsTimeout(errs[len(errs)-1]) }
 	for _, s := range p.Create {
-		if stalled() {
-			break
-		}
 		// put, not create: the slice may have been made since the list.
 		changed, err := w.put(ctx, t, ref, s, true)
 		if err != nil {
@@ -736,9 +713,6 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 		}
 	}
 	for _, s := range p.Update {
-		if stalled() {
-			break
-		}
 		if err := w.update(ctx, t, s); err != nil {
 			errs = append(errs, err)
 			continue
@@ -746,9 +720,6 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 		n++
 	}
 	for _, s := range p.Delete {
-		if stalled() {
-			break
-		}
 		if err := w.delete(ctx, t, s); err != nil {
 			errs = append(errs, err)
 			continue
@@ -785,8 +756,6 @@ func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 	}
 	n := 0
 	var errs []error
-	// A call that timed out ends the write: the server does not answer.
-	stalled := func() bool { return len(errs) > 0 && kubeclient.IsTimeout(errs[len(errs)-1]) }
 	put := func(s *discoveryv1.EndpointSlice, isNew bool) {
 		changed, err := w.put(ctx, t, ref, s, isNew)
 		if err != nil {
@@ -796,9 +765,6 @@ func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 		}
 	}
 	for _, s := range dl.Create {
-		if stalled() {
-			break
-		}
 		if _, isKept := kept[s.Name]; isKept {
 			put(s, false)
 			continue
@@ -806,26 +772,21 @@ func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 		// A new name that exists already means the target is not what
 		// this record says (another writer, or a target with the same
 		// destination): one list is then cheaper than reading every slice.
-		if err := w.create(ctx, t, s); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return nil, n, errUnknownSlices
-			}
+		_, created, err := w.create(ctx, t, ref, s)
+		if (err == nil && !created) || errors.Is(err, kubeclient.ErrNotOurs) {
+			return nil, n, errUnknownSlices
+		}
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		n++
 	}
 	for _, s := range dl.Update {
-		if stalled() {
-			break
-		}
 		put(s, false)
 	}
 	for _, name := range append(gone, dl.Delete...) {
-		if stalled() {
-			break
-		}
-		s, err := w.get(ctx, t, name)
+		s, err := w.slices(t).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
@@ -847,23 +808,28 @@ func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 	return next, n, kubeclient.Join(errs...)
 }
 
-// put makes the target's slice equal s. With isNew it is created, and read
-// only if it exists already (made since the target was listed); otherwise
-// it is read first, then updated or created. A slice of that name that is
-// not the controller's is an error, never overwritten.
+// put makes the target's slice equal s. With isNew it is created, and
+// read only if it exists already (made since the target was listed);
+// otherwise it is read first, then updated or created. A slice of that
+// name that is not the controller's is an error, never overwritten.
 func (w *Writer) put(ctx context.Context, t Target, ref string, s *discoveryv1.EndpointSlice, isNew bool) (bool, error) {
-	if isNew {
-		err := w.create(ctx, t, s)
-		if !apierrors.IsAlreadyExists(err) {
-			return err == nil, err
+	var existing *discoveryv1.EndpointSlice
+	if !isNew {
+		got, err := w.slices(t).Get(ctx, s.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return false, fmt.Errorf("get %s: %w", s.Name, err)
+		default:
+			existing = got
 		}
 	}
-	existing, err := w.get(ctx, t, s.Name)
-	if apierrors.IsNotFound(err) {
-		return true, w.create(ctx, t, s)
-	}
-	if err != nil {
-		return false, fmt.Errorf("get %s: %w", s.Name, err)
+	if existing == nil {
+		got, created, err := w.create(ctx, t, ref, s)
+		if err != nil || created {
+			return created, err
+		}
+		existing = got
 	}
 	if !ownedBy(existing, ref) {
 		return false, fmt.Errorf("slice %s exists and was not written for %s, left alone: %w", s.Name, ref, kubeclient.ErrNotOurs)
@@ -874,34 +840,27 @@ func (w *Writer) put(ctx context.Context, t Target, ref string, s *discoveryv1.E
 	return true, w.update(ctx, t, contract.MergeSlice(existing, s))
 }
 
-// get, create, update and delete are the calls to a target's slices, each
-// bounded by workload.RequestTimeout.
-func (w *Writer) get(ctx context.Context, t Target, name string) (*discoveryv1.EndpointSlice, error) {
-	ctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
-	defer cancel()
-	return w.slices(t).Get(ctx, name, metav1.GetOptions{})
-}
-
-func (w *Writer) create(ctx context.Context, t Target, s *discoveryv1.EndpointSlice) error {
-	ctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
-	defer cancel()
+// create creates s (write.Create). One of ref's that holds its name
+// already is returned, not created.
+func (w *Writer) create(ctx context.Context, t Target, ref string, s *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, bool, error) {
 	s = s.DeepCopy()
 	s.Namespace = w.cfg.SliceNamespace
-	if _, err := w.slices(t).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create %s: %w", s.Name, err)
+	got, created, err := write.Create(ctx, w.slices(t), s, func(h *discoveryv1.EndpointSlice) bool { return ownedBy(h, ref) })
+	if err != nil {
+		return nil, false, fmt.Errorf("create %s: %w", s.Name, err)
 	}
-	w.cfg.Written.WithLabelValues("create").Inc()
-	klog.FromContext(ctx).Info("Created EndpointSlice", "cluster", t.Name, "slice", s.Name,
-		"hostname", s.Annotations[contract.AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
-	return nil
+	if created {
+		w.cfg.Written.WithLabelValues("create").Inc()
+		klog.FromContext(ctx).Info("Created EndpointSlice", "cluster", t.Name, "slice", s.Name,
+			"hostname", s.Annotations[contract.AnnotationHostname], "addresses", s.Endpoints[0].Addresses)
+	}
+	return got, created, nil
 }
 
 // update writes s, which carries the resourceVersion of the slice it replaces.
 func (w *Writer) update(ctx context.Context, t Target, s *discoveryv1.EndpointSlice) error {
-	ctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
-	defer cancel()
 	s.Namespace = w.cfg.SliceNamespace
-	if _, err := w.slices(t).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+	if _, err := write.Update(ctx, w.slices(t), s); err != nil {
 		return fmt.Errorf("update %s: %w", s.Name, err)
 	}
 	w.cfg.Written.WithLabelValues("update").Inc()
@@ -910,12 +869,9 @@ func (w *Writer) update(ctx context.Context, t Target, s *discoveryv1.EndpointSl
 	return nil
 }
 
-// delete removes s if it is still the object that was read (same UID).
+// delete removes s if it is still the object that was read (write.Delete).
 func (w *Writer) delete(ctx context.Context, t Target, s *discoveryv1.EndpointSlice) error {
-	ctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
-	defer cancel()
-	err := w.slices(t).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err := write.Delete(ctx, w.slices(t), s); err != nil {
 		return fmt.Errorf("delete %s: %w", s.Name, err)
 	}
 	w.cfg.Written.WithLabelValues("delete").Inc()

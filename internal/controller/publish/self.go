@@ -11,8 +11,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
+	"github.com/xcc-dns/xcc-dns/internal/write"
 )
 
 // The self marker (contract.BuildSelf) of a target is written by the
@@ -41,31 +41,31 @@ func (w *Writer) writeSelf(ctx context.Context, t Target, had string, listed *di
 	}
 	existing := listed
 	api := w.slices(t)
-	rctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
-	defer cancel()
 	if read {
 		var err error
-		existing, err = api.Get(rctx, want.Name, metav1.GetOptions{})
+		existing, err = api.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			existing = nil
 		} else if err != nil {
 			return "", 0, fmt.Errorf("get self marker %s: %w", want.Name, err)
 		}
 	}
-	n := 1
-	switch {
-	case existing == nil:
+	if existing == nil {
 		s := want.DeepCopy()
 		s.Namespace = w.cfg.SliceNamespace
-		_, err := api.Create(rctx, s, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) && !read {
-			// Not in the list: made since, or not labelled as ours.
-			return w.writeSelf(ctx, t, "", nil, true)
-		}
+		// A marker made since the list is compared as if listed.
+		got, created, err := write.Create(ctx, api, s, ownSelf)
 		if err != nil {
 			return "", 0, fmt.Errorf("create self marker %s: %w", want.Name, err)
 		}
-		w.cfg.Written.WithLabelValues("create").Inc()
+		if created {
+			w.cfg.Written.WithLabelValues("create").Inc()
+			return selfValue(want), 1, nil
+		}
+		existing = got
+	}
+	n := 1
+	switch {
 	case !ownSelf(existing):
 		return "", 0, fmt.Errorf("EndpointSlice %s/%s exists and was not written by xcc-dns, left alone: %w", w.cfg.SliceNamespace, want.Name, kubeclient.ErrNotOurs)
 	case !sameSelf(existing, want):
@@ -79,7 +79,7 @@ func (w *Writer) writeSelf(ctx context.Context, t Target, had string, listed *di
 		maps.Copy(u.Labels, want.Labels)
 		maps.Copy(u.Annotations, want.Annotations)
 		u.Endpoints, u.Ports = nil, nil
-		if _, err := api.Update(rctx, u, metav1.UpdateOptions{}); err != nil {
+		if _, err := write.Update(ctx, api, u); err != nil {
 			return "", 0, fmt.Errorf("update self marker %s: %w", want.Name, err)
 		}
 		w.cfg.Written.WithLabelValues("update").Inc()
@@ -115,9 +115,7 @@ func sameSelf(existing, want *discoveryv1.EndpointSlice) bool {
 func (w *Writer) removeSelf(ctx context.Context, t Target, namespace string) error {
 	name := contract.SelfSliceName(namespace)
 	api := w.slices(t)
-	rctx, cancel := context.WithTimeout(ctx, workload.RequestTimeout)
-	defer cancel()
-	existing, err := api.Get(rctx, name, metav1.GetOptions{})
+	existing, err := api.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -127,8 +125,7 @@ func (w *Writer) removeSelf(ctx context.Context, t Target, namespace string) err
 	if !ownSelf(existing) {
 		return nil
 	}
-	err = api.Delete(rctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &existing.UID, ResourceVersion: &existing.ResourceVersion}})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err := write.Delete(ctx, api, existing); err != nil {
 		return fmt.Errorf("delete self marker %s: %w", name, err)
 	}
 	w.cfg.Written.WithLabelValues("delete").Inc()

@@ -10,15 +10,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/write"
 )
 
 // Result is what a write learnt of the member.
@@ -33,12 +32,6 @@ type Result struct {
 	// throttled, failed), which costs the whole write.
 	Refused map[aggregate.Key]error
 }
-
-// writeConcurrency is how many writes of one Apply are in flight at
-// once: the member's client rate bounds a write, not each request's round
-// trip (docs/benchmarks.md), and a member that does not answer costs a
-// timeout per this many objects, not per object.
-const writeConcurrency = 8
 
 // writer is one Apply: the member, the time, the errors so far.
 type writer struct {
@@ -129,7 +122,7 @@ func (w *writer) imports(ctx context.Context, p Plan, existing []*mcsv1beta1.Ser
 	})
 	w.each(len(p.Imports.Update), func(i int) {
 		u := p.Imports.Update[i]
-		got, err := w.m.Imports(u.Namespace).Update(ctx, u, metav1.UpdateOptions{})
+		got, err := write.Update(ctx, w.m.Imports(u.Namespace), u)
 		if err != nil {
 			w.fail("update", "ServiceImport", u, err)
 			return
@@ -154,7 +147,7 @@ func uidsOf(imports []*mcsv1beta1.ServiceImport) map[aggregate.Key]types.UID {
 func (w *writer) importStatus(ctx context.Context, imports []*mcsv1beta1.ServiceImport) {
 	w.each(len(imports), func(i int) {
 		si := imports[i]
-		if _, err := w.m.Imports(si.Namespace).UpdateStatus(ctx, si, metav1.UpdateOptions{}); err != nil {
+		if _, err := write.UpdateStatus(ctx, w.m.Imports(si.Namespace), si); err != nil {
 			w.fail("update status of", "ServiceImport", si, err)
 		}
 	})
@@ -222,7 +215,7 @@ func (w *writer) services(ctx context.Context, ch Changes[*corev1.Service], exis
 	})
 	w.each(len(ch.Update), func(i int) {
 		u := ch.Update[i]
-		got, err := w.m.Services(u.Namespace).Update(ctx, u, metav1.UpdateOptions{})
+		got, err := write.Update(ctx, w.m.Services(u.Namespace), u)
 		if err != nil {
 			w.fail("update", "Service", u, err)
 			return
@@ -240,7 +233,7 @@ func (w *writer) slices(ctx context.Context, ch Changes[*discoveryv1.EndpointSli
 	})
 	w.each(len(ch.Update), func(i int) {
 		u := ch.Update[i]
-		if _, err := w.m.Slices(u.Namespace).Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		if _, err := write.Update(ctx, w.m.Slices(u.Namespace), u); err != nil {
 			w.fail("update", "EndpointSlice", u, err)
 		}
 	})
@@ -249,30 +242,14 @@ func (w *writer) slices(ctx context.Context, ch Changes[*discoveryv1.EndpointSli
 func (w *writer) exports(ctx context.Context, exports []*mcsv1beta1.ServiceExport) {
 	w.each(len(exports), func(i int) {
 		e := exports[i]
-		if _, err := w.m.Exports(e.Namespace).UpdateStatus(ctx, e, metav1.UpdateOptions{}); err != nil {
+		if _, err := write.UpdateStatus(ctx, w.m.Exports(e.Namespace), e); err != nil {
 			w.fail("update status of", "ServiceExport", e, err)
 		}
 	})
 }
 
-// each runs write(i) for i in [0, n), writeConcurrency at a time.
-func (w *writer) each(n int, write func(i int)) { Concurrently(n, write) }
-
-// Concurrently runs write(i) for i in [0, n), writeConcurrency at a
-// time, and returns when all have: how every write into a member is
-// spread.
-func Concurrently(n int, write func(i int)) {
-	sem := make(chan struct{}, writeConcurrency)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			write(i)
-		})
-	}
-	wg.Wait()
-}
+// each runs write(i) for i in [0, n), write.Concurrency at a time.
+func (w *writer) each(n int, f func(i int)) { write.Each(n, f) }
 
 // locked runs f holding w.mu: what the writes of one step collect.
 func (w *writer) locked(f func()) {
@@ -307,43 +284,16 @@ func (w *writer) fail(verb, kind string, o metav1.Object, err error) {
 }
 
 // Refusal reports whether err is a member's answer about one object
-// (kubeclient.Refusal, the rule of every workload writer): denied,
-// invalid, its name another's, changed or gone meanwhile. Anything else
-// (no answer, throttling, a server error, a webhook that could not be
-// called) says nothing of the object and is the member's.
-func Refusal(err error) bool {
-	return !errors.Is(err, ErrNotAnswering) && kubeclient.Refusal(err)
-}
+// (write.Refusal, the rule of every workload writer).
+func Refusal(err error) bool { return write.Refusal(err) }
 
-// creator is the part of a kind's client create needs.
-type creator[T any] interface {
-	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
-}
-
-// create creates d; when its name is taken, it reads the holder: one not
-// the controller's is ErrNotOurs, one of the controller's not yet listed
-// is written at the next sync. A nil error says the object returned is
-// the controller's; any other is also among the writer's errors.
-func create[T metav1.Object](ctx context.Context, w *writer, kind string, d T, c creator[T]) (T, error) {
-	got, err := c.Create(ctx, d, metav1.CreateOptions{})
-	if err == nil {
-		return got, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
+// create creates d (write.Create): a nil error says the object returned
+// is the controller's; any other is also among the writer's errors.
+func create[T metav1.Object](ctx context.Context, w *writer, kind string, d T, c write.Creator[T]) (T, error) {
+	got, _, err := write.Create(ctx, c, d, func(holder T) bool { return objects.Ours(holder.GetLabels(), kind == "EndpointSlice") })
+	if err != nil {
 		w.fail("create", kind, d, err)
-		return got, err
 	}
-	holder, gerr := c.Get(ctx, d.GetName(), metav1.GetOptions{})
-	switch {
-	case gerr != nil:
-		err = errors.Join(err, gerr)
-	case !objects.Ours(holder.GetLabels(), kind == "EndpointSlice"):
-		err = ErrNotOurs
-	default:
-		return holder, nil
-	}
-	w.fail("create", kind, d, err)
 	return got, err
 }
 
@@ -352,11 +302,7 @@ func create[T metav1.Object](ctx context.Context, w *writer, kind string, d T, c
 func deleteAll[T metav1.Object, L any](ctx context.Context, w *writer, kind string, objs []T, client func(string) ObjectClient[T, L]) {
 	w.each(len(objs), func(i int) {
 		o := objs[i]
-		opts := metav1.DeleteOptions{}
-		if uid := o.GetUID(); uid != "" {
-			opts.Preconditions = &metav1.Preconditions{UID: ptr.To(uid)}
-		}
-		if err := client(o.GetNamespace()).Delete(ctx, o.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+		if err := write.Delete(ctx, client(o.GetNamespace()), o); err != nil {
 			w.fail("delete", kind, o, err)
 		}
 	})

@@ -25,6 +25,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/write"
 )
 
 // fakeMember is a member on fake clientsets that, like an API server,
@@ -399,7 +400,7 @@ func (c inFlight) Create(ctx context.Context, s *discoveryv1.EndpointSlice, opts
 	return c.SliceClient.Create(ctx, s, opts)
 }
 
-// The writes of one kind go writeConcurrency at a time: a member's round
+// The writes of one kind go write.Concurrency at a time: a member's round
 // trips do not add up object by object, and no more are in flight than
 // the bound.
 func TestApplyWritesConcurrentlyBounded(t *testing.T) {
@@ -408,7 +409,7 @@ func TestApplyWritesConcurrentlyBounded(t *testing.T) {
 	inner := f.Slices
 	f.Slices = func(ns string) SliceClient { return inFlight{SliceClient: inner(ns), now: &now, most: &most} }
 	var names []string
-	for i := range 3 * writeConcurrency {
+	for i := range 3 * write.Concurrency {
 		names = append(names, fmt.Sprintf("svc%d", i))
 	}
 	if _, err := f.apply(t, desiredOf(t, true, names...)); err != nil {
@@ -417,8 +418,8 @@ func TestApplyWritesConcurrentlyBounded(t *testing.T) {
 	if n := len(f.slices(t)); n != 2*len(names) {
 		t.Fatalf("%d slices written, want %d", n, 2*len(names))
 	}
-	if m := most.Load(); m < 2 || m > writeConcurrency {
-		t.Errorf("%d slice creates in flight at most: want more than one, at most %d", m, writeConcurrency)
+	if m := most.Load(); m < 2 || m > write.Concurrency {
+		t.Errorf("%d slice creates in flight at most: want more than one, at most %d", m, write.Concurrency)
 	}
 }
 

@@ -12,17 +12,13 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclientset "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	typedmcsv1beta1 "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
+
+	"github.com/xcc-dns/xcc-dns/internal/write"
 )
 
-// ObjectClient is what the writer does with one kind in one namespace:
-// the methods of the typed clients it uses, and no more.
-type ObjectClient[T metav1.Object, L any] interface {
-	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
-	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
-	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
-	List(ctx context.Context, opts metav1.ListOptions) (L, error)
-}
+// ObjectClient is what the writer does with one kind in one namespace
+// (write.Client).
+type ObjectClient[T metav1.Object, L any] = write.Client[T, L]
 
 // ImportClient writes ServiceImports, whose status has its own subresource.
 type ImportClient interface {

@@ -47,8 +47,8 @@
 //     same again, is settled (Settled, Round): Round.Settled, given to
 //     objects.Input.Skip, keeps it from being built at all, and Split
 //     from being planned, so a write costs the imports that changed.
-//   - The requests of each step go writeConcurrency at a time
-//     (Concurrently): the member's client rate bounds a write, not the
+//   - The requests of each step go write.Concurrency at a time
+//     (write.Each): the member's client rate bounds a write, not the
 //     round trip of each request.
 //   - Every call has a deadline (Bounded), and once one call of a write has
 //     passed it the member counts as not answering: the rest of that write
