@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -226,4 +227,38 @@ func ParseGranted(slice *discoveryv1.EndpointSlice, zone string, grants Grants) 
 		}
 	}
 	return p, true, problems
+}
+
+// ReadyEndpointCount counts the endpoints of a Service's EndpointSlices that
+// take traffic: conditions.ready true or unset (the EndpointSlice API reads
+// unset as ready) and not terminating.
+func ReadyEndpointCount(slices []*discoveryv1.EndpointSlice) int {
+	n := 0
+	for _, s := range slices {
+		for _, ep := range s.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			if ep.Conditions.Terminating != nil && *ep.Conditions.Terminating {
+				continue
+			}
+			n++
+		}
+	}
+	return n
+}
+
+// NameService is a LoadBalancer Service of a workload cluster annotated
+// with AnnotationFQDN, as the controller's informer keeps it, with the
+// health of its endpoints.
+type NameService struct {
+	// Namespace and Name of the Service in the workload cluster.
+	Namespace, Name string
+	// Value is the annotation's value, as the tenant wrote it.
+	Value   string
+	Ingress []corev1.LoadBalancerIngress
+	// EndpointsSynced says the Service's EndpointSlices were read;
+	// ReadyEndpoints counts those taking traffic (ReadyEndpointCount).
+	EndpointsSynced bool
+	ReadyEndpoints  int
 }

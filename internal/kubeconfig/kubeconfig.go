@@ -23,6 +23,18 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
+// Reasons a Cluster's kubeconfig Secret gives no connection, as every
+// status that reports a workload cluster says them.
+const (
+	// ReasonMissing: the Secret is not there.
+	ReasonMissing = "KubeconfigMissing"
+	// ReasonInvalid: the Secret has no kubeconfig, or one that does not parse.
+	ReasonInvalid = "KubeconfigInvalid"
+	// ReasonRefused: the kubeconfig asks for what is never run or read
+	// (exec, file paths, a proxy).
+	ReasonRefused = "KubeconfigRefused"
+)
+
 // Policy is what the operator, never the kubeconfig's author, allows
 // beyond inline data.
 type Policy struct {

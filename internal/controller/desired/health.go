@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
 // health is whether a cluster's gateway (or pods, or a Service claiming a
@@ -106,20 +107,7 @@ func Availability(cluster map[string]any) (available bool, why string) {
 }
 
 // ReadyEndpoints counts the endpoints of a Service's EndpointSlices that
-// take traffic: conditions.ready true or unset (the EndpointSlice API reads
-// unset as ready) and not terminating.
+// take traffic (contract.ReadyEndpointCount).
 func ReadyEndpoints(slices []*discoveryv1.EndpointSlice) int {
-	n := 0
-	for _, s := range slices {
-		for _, ep := range s.Endpoints {
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-				continue
-			}
-			if ep.Conditions.Terminating != nil && *ep.Conditions.Terminating {
-				continue
-			}
-			n++
-		}
-	}
-	return n
+	return contract.ReadyEndpointCount(slices)
 }

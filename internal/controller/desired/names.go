@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
@@ -24,18 +22,8 @@ func KeepNamesKey(cluster string) string { return cluster + "\x00names" }
 const maxNameSources = 10
 
 // NameService is a LoadBalancer Service of a workload cluster annotated
-// with contract.AnnotationFQDN, as the informer keeps it, with the health
-// of its endpoints.
-type NameService struct {
-	// Namespace and Name of the Service in the workload cluster.
-	Namespace, Name string
-	// Value is the annotation's value, as the tenant wrote it.
-	Value   string
-	Ingress []corev1.LoadBalancerIngress
-	// EndpointsSynced and ReadyEndpoints are as Input's, for this Service.
-	EndpointsSynced bool
-	ReadyEndpoints  int
-}
+// with contract.AnnotationFQDN (contract.NameService).
+type NameService = contract.NameService
 
 // AddNames adds to out (Compute's Result for gd) the names the annotated
 // Services of gd's selected clusters claim (spec.names): one KindName

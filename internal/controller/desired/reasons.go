@@ -1,5 +1,7 @@
 package desired
 
+import "github.com/xcc-dns/xcc-dns/internal/kubeconfig"
+
 // Reason is a word of status.clusters[].reason or status.names[].reason:
 // what the desired result says of one source cluster or one name. The
 // controller README says what an operator does about each.
@@ -15,9 +17,9 @@ const (
 	ReasonConflict                  Reason = "Conflict"
 	ReasonInvalidServiceRef         Reason = "InvalidServiceRef"
 	ReasonUnsupportedResolutionType Reason = "UnsupportedResolutionType"
-	ReasonKubeconfigMissing         Reason = "KubeconfigMissing"
-	ReasonKubeconfigInvalid         Reason = "KubeconfigInvalid"
-	ReasonKubeconfigRefused         Reason = "KubeconfigRefused"
+	ReasonKubeconfigMissing         Reason = kubeconfig.ReasonMissing
+	ReasonKubeconfigInvalid         Reason = kubeconfig.ReasonInvalid
+	ReasonKubeconfigRefused         Reason = kubeconfig.ReasonRefused
 	ReasonClusterUnreachable        Reason = "ClusterUnreachable"
 	ReasonServiceNotFound           Reason = "ServiceNotFound"
 	ReasonServiceNotLoadBalancer    Reason = "ServiceNotLoadBalancer"

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 )
 
 // watchEndpoints is an informer on the EndpointSlices of one Service
@@ -84,7 +83,7 @@ func endpointsChanged(old, cur any, content bool) bool {
 // takes traffic.
 func hasReady(obj any) bool {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
-	return ok && desired.ReadyEndpoints([]*discoveryv1.EndpointSlice{s}) > 0
+	return ok && contract.ReadyEndpointCount([]*discoveryv1.EndpointSlice{s}) > 0
 }
 
 // endpointsForCache keeps of an EndpointSlice what health and a headless
@@ -141,14 +140,14 @@ func (m *Set) endpointSlices(w *Cluster, namespace, name string) (out []*discove
 }
 
 // ReadyEndpoints returns how many ready endpoints the gateway Service
-// namespace/name of w has (desired.ReadyEndpoints), watched since
+// namespace/name of w has (contract.ReadyEndpointCount), watched since
 // WatchService; synced as for endpointSlices.
 func (m *Set) ReadyEndpoints(w *Cluster, namespace, name string) (ready int, synced bool) {
 	slices, synced := m.endpointSlices(w, namespace, name)
 	if !synced {
 		return 0, false
 	}
-	return desired.ReadyEndpoints(slices), true
+	return contract.ReadyEndpointCount(slices), true
 }
 
 // Endpoints returns the cached EndpointSlices of the headless Service

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
@@ -237,7 +237,7 @@ func watchedService(m *Set, w *Cluster, namespace, name, user string) (*corev1.S
 
 // watchedNames is what a sync does for names: watch them for user (noted
 // in uses), then read the cache.
-func watchedNames(m *Set, w *Cluster, user string, uses map[string]bool) ([]desired.NameService, bool) {
+func watchedNames(m *Set, w *Cluster, user string, uses map[string]bool) ([]contract.NameService, bool) {
 	m.WatchNames(w, user)
 	uses[NamesRef] = true
 	return m.Names(w)

@@ -9,7 +9,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 )
 
 // NamesRef is the ref under which Release keeps a cluster's Service
@@ -114,7 +113,7 @@ func (m *Set) WatchNames(w *Cluster, user string) {
 // started by WatchNames, have listed (unreachable, or the kubeconfig may
 // not list Services or EndpointSlices cluster-wide): the caller then keeps
 // the names as last published.
-func (m *Set) Names(w *Cluster) (out []desired.NameService, synced bool) {
+func (m *Set) Names(w *Cluster) (out []contract.NameService, synced bool) {
 	m.mu.Lock()
 	nw := w.names
 	m.mu.Unlock()
@@ -126,7 +125,7 @@ func (m *Set) Names(w *Cluster) (out []desired.NameService, synced bool) {
 			continue
 		}
 		s := o.(*corev1.Service) //nolint:forcetypeassert // claims checked it
-		ns := desired.NameService{Namespace: s.Namespace, Name: s.Name, Value: s.Annotations[contract.AnnotationFQDN],
+		ns := contract.NameService{Namespace: s.Namespace, Name: s.Name, Value: s.Annotations[contract.AnnotationFQDN],
 			Ingress: s.Status.LoadBalancer.Ingress}
 		if len(s.Status.LoadBalancer.Ingress) > 0 {
 			ns.ReadyEndpoints, ns.EndpointsSynced = serviceReady(nw.endpoints.store, s.Namespace, s.Name), true

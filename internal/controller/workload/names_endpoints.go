@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"github.com/xcc-dns/xcc-dns/internal/contract"
+
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 )
 
 // byService is the index of the names EndpointSlice informer: a slice's
@@ -83,7 +83,7 @@ func watchNamesEndpoints(client Client, r *reads, services cache.Store, onChange
 
 // namesEndpoints keeps of an EndpointSlice what names read: its name,
 // namespace, resourceVersion, the kubernetes.io/service-name label and
-// an empty endpoint per ready endpoint (desired.ReadyEndpoints counts
+// an empty endpoint per ready endpoint (contract.ReadyEndpointCount counts
 // an endpoint without conditions as ready), nothing of addresses, ports
 // or topology. Idempotent.
 func namesEndpoints(obj any) (any, error) {
@@ -97,7 +97,7 @@ func namesEndpoints(obj any) (any, error) {
 	if v, has := s.Labels[discoveryv1.LabelServiceName]; has {
 		kept.Labels = map[string]string{discoveryv1.LabelServiceName: v}
 	}
-	if n := desired.ReadyEndpoints([]*discoveryv1.EndpointSlice{s}); n > 0 {
+	if n := contract.ReadyEndpointCount([]*discoveryv1.EndpointSlice{s}); n > 0 {
 		kept.Endpoints = make([]discoveryv1.Endpoint, n)
 	}
 	internMeta(&kept.ObjectMeta)
@@ -130,7 +130,7 @@ func sliceReady(obj any) int {
 	if !ok {
 		return 0
 	}
-	return desired.ReadyEndpoints([]*discoveryv1.EndpointSlice{s})
+	return contract.ReadyEndpointCount([]*discoveryv1.EndpointSlice{s})
 }
 
 // serviceReady is the number of ready endpoints of the Service

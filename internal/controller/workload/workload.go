@@ -29,7 +29,6 @@ import (
 
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
 
-	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
 )
 
@@ -306,11 +305,11 @@ type Access struct {
 func (m *Set) Get(clusterNamespace, cluster string, secret *corev1.Secret, user string) Access {
 	key := clusterNamespace + "/" + cluster
 	if secret == nil {
-		return Access{Reason: desired.ReasonKubeconfigMissing, Message: fmt.Sprintf("Secret %s/%s%s not found", clusterNamespace, cluster, KubeconfigSecretSuffix)}
+		return Access{Reason: kubeconfig.ReasonMissing, Message: fmt.Sprintf("Secret %s/%s%s not found", clusterNamespace, cluster, KubeconfigSecretSuffix)}
 	}
 	raw := secret.Data[KubeconfigSecretKey]
 	if len(raw) == 0 {
-		return Access{Reason: desired.ReasonKubeconfigInvalid, Message: fmt.Sprintf("Secret %s/%s has no key %q", secret.Namespace, secret.Name, KubeconfigSecretKey)}
+		return Access{Reason: kubeconfig.ReasonInvalid, Message: fmt.Sprintf("Secret %s/%s has no key %q", secret.Namespace, secret.Name, KubeconfigSecretKey)}
 	}
 	sum := sha256.Sum256(raw)
 	hash := hex.EncodeToString(sum[:])
@@ -330,10 +329,10 @@ func (m *Set) Get(clusterNamespace, cluster string, secret *corev1.Secret, user 
 	}
 	client, err := m.newClient(raw)
 	if err != nil {
-		reason := desired.ReasonKubeconfigInvalid
+		reason := kubeconfig.ReasonInvalid
 		var refused *kubeconfig.RefusedError
 		if errors.As(err, &refused) {
-			reason = desired.ReasonKubeconfigRefused
+			reason = kubeconfig.ReasonRefused
 		}
 		// Every refused field is a line of err; status shows them on one.
 		return Access{Reason: reason, Message: fmt.Sprintf("Secret %s/%s: %s", secret.Namespace, secret.Name, strings.ReplaceAll(err.Error(), "\n", "; "))}
