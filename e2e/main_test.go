@@ -118,6 +118,7 @@ var suite = []struct {
 	{"MCSRefusingMember", shared, testMCSRefusingMember},
 	{"MCSSlowMember", shared, testMCSSlowMember},
 	{"MCSHostileRefusals", shared, testMCSHostileRefusals},
+	{"MCSFlappingMember", shared, testMCSFlappingMember},
 	{"MCSClusterIDs", shared, testMCSClusterIDs},
 	{"MCSAllowedCIDRs", shared, testMCSAllowedCIDRs},
 	{"MCSLimitsCompose", shared, testMCSLimitsCompose},

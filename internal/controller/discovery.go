@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
+	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 )
 
 // discoveryBackoff spaces the tries of the API discovery at start.
@@ -53,8 +54,9 @@ var errNoClusterAPI = errors.New("no served Cluster API version has clusters")
 // while its discovery fails (discoveryBackoff, until ctx ends). A single
 // failed call at start used to turn the ClusterSet reconciler off until
 // a restart, leaving the finalizers of ClusterSets being deleted in
-// place. Each failure is logged, counted and said by /readyz (start).
-func discoverAPIs(ctx context.Context, d discovery.DiscoveryInterface, start *startState, metrics *Metrics) (servedAPIs, error) {
+// place. Each failure is logged, counted, said by /readyz (start) and,
+// when say is not nil, passed to it (discoveryStatus.say).
+func discoverAPIs(ctx context.Context, d discovery.DiscoveryInterface, start *startState, metrics *Metrics, say func(context.Context, error)) (servedAPIs, error) {
 	logger := klog.FromContext(ctx)
 	backoff := discoveryBackoff
 	for try := 1; ; try++ {
@@ -63,12 +65,17 @@ func discoverAPIs(ctx context.Context, d discovery.DiscoveryInterface, start *st
 			start.discovery.Store(nil)
 			return apis, err
 		}
+		// The server's text is cut before it is logged or said anywhere.
+		err = kubeclient.Cut(err)
 		next := backoff.Step()
 		metrics.DiscoveryFailures.Inc()
 		msg := fmt.Sprintf("API discovery of the management cluster failed (try %d, next in %s); the controller starts once it answers: %v",
 			try, next.Round(time.Millisecond), err)
 		start.discovery.Store(&msg)
 		logger.Error(err, "API discovery of the management cluster failed; trying again", "try", try, "next", next)
+		if say != nil {
+			say(ctx, err)
+		}
 		timer := time.NewTimer(next)
 		select {
 		case <-ctx.Done():

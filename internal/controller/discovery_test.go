@@ -11,18 +11,24 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/clusterset"
+	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
+	"github.com/xcc-dns/xcc-dns/internal/printable"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -31,6 +37,17 @@ import (
 // the first failures times (an API server restarting, a 503 of its
 // aggregation layer).
 func servingDiscovery(failures int32) *fake.Clientset {
+	return flakyDiscovery(func(n int32) error {
+		if n <= failures {
+			return apierrors.NewServiceUnavailable("the server is currently unable to handle the request")
+		}
+		return nil
+	})
+}
+
+// flakyDiscovery is servingDiscovery whose n-th discovery of the
+// ClusterSet group fails with fail(n), when not nil.
+func flakyDiscovery(fail func(n int32) error) *fake.Clientset {
 	kube := fake.NewClientset()
 	d := kube.Discovery().(*fakediscovery.FakeDiscovery)
 	d.Resources = []*metav1.APIResourceList{
@@ -43,8 +60,11 @@ func servingDiscovery(failures int32) *fake.Clientset {
 	var calls atomic.Int32
 	kube.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
 		n := calls.Add(1)
-		if n%2 == 0 && n/2 <= failures {
-			return true, nil, apierrors.NewServiceUnavailable("the server is currently unable to handle the request")
+		if n%2 != 0 {
+			return false, nil, nil
+		}
+		if err := fail(n / 2); err != nil {
+			return true, nil, err
 		}
 		return false, nil, nil
 	})
@@ -119,7 +139,7 @@ func TestDiscoveryOfNoClusterSetsIsAnAnswer(t *testing.T) {
 	d.Resources = d.Resources[:1]
 	metrics := NewMetrics(nil)
 	var start startState
-	apis, err := discoverAPIs(ctx, d, &start, metrics)
+	apis, err := discoverAPIs(ctx, d, &start, metrics, nil)
 	if err != nil || apis.clusterSets || apis.clusterGVR != clusterGVR {
 		t.Fatalf("got %+v, %v; want %v without ClusterSets", apis, err, clusterGVR)
 	}
@@ -140,7 +160,7 @@ func TestDiscoveryFailingIsSaidByReadyz(t *testing.T) {
 	var start startState
 	done := make(chan error, 1)
 	go func() {
-		_, err := discoverAPIs(ctx, kube.Discovery(), &start, NewMetrics(nil))
+		_, err := discoverAPIs(ctx, kube.Discovery(), &start, NewMetrics(nil), nil)
 		done <- err
 	}()
 	testfixture.Eventually(t, "/readyz says discovery fails", func() bool {
@@ -157,4 +177,81 @@ func TestDiscoveryFailingIsSaidByReadyz(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("discovery did not stop with its context")
 	}
+}
+
+// readyCondition is the Ready condition of the object name of resource
+// in dev-team, nil when it has none (or is not found).
+func readyCondition(ctx context.Context, t *testing.T, dyn dynamic.Interface, resource schema.GroupVersionResource, name string) *metav1.Condition {
+	t.Helper()
+	u, err := dyn.Resource(resource).Namespace("dev-team").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get %s %s: %v", resource.Resource, name, err)
+	}
+	var st struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}
+	if m, ok := u.Object["status"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &st); err != nil {
+			t.Fatalf("status of %s %s: %v", resource.Resource, name, err)
+		}
+	}
+	return meta.FindStatusCondition(st.Conditions, xccv1alpha1.ConditionReady)
+}
+
+// While the API discovery at start fails, every ClusterSet and
+// GatewayDNS says so in its Ready condition (APIDiscoveryFailed, with
+// the error escaped and cut, as the management API server's text is
+// not the controller's): what kubectl get and xcc-syncer status show a
+// user first. Once discovery answers, the reconcilers' own Ready
+// replaces it.
+func TestDiscoveryFailingIsSaidInStatus(t *testing.T) {
+	fastDiscovery(t)
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var failing atomic.Bool
+	failing.Store(true)
+	hostile := "the server is currently unable to handle the request\x1b[2J" + strings.Repeat("x", 64<<10)
+	kube := flakyDiscovery(func(int32) error {
+		if failing.Load() {
+			return apierrors.NewServiceUnavailable(hostile)
+		}
+		return nil
+	})
+	dyn := testfixture.FakeManagement(ctx, t, clusterGVR, []runtime.Object{testfixture.ClusterSetObject("prod"),
+		gatewayDNSObject(t, testfixture.GatewayDNS("gw"))})
+	var o Options
+	o.AddFlags(flag.NewFlagSet("controller", flag.ContinueOnError))
+	o.StateNamespace = stateNamespace
+	var start startState
+	run := o.controllerRunner(management{kube: kube, dyn: dyn}, NewMetrics(nil), record.NewFakeRecorder(100), contract.Grants{}, &start)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = run(ctx) }()
+
+	objects := map[schema.GroupVersionResource]string{xccv1alpha1.ClusterSetResource: "prod", v1alpha1.GatewayDNSResource: "gw"}
+	for resource, name := range objects {
+		testfixture.Eventually(t, resource.Resource+" says discovery fails", func() bool {
+			c := readyCondition(ctx, t, dyn, resource, name)
+			return c != nil && c.Reason == xccv1alpha1.ReasonAPIDiscoveryFailed
+		})
+		c := readyCondition(ctx, t, dyn, resource, name)
+		if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "unable to handle the request") ||
+			!printable.IsLine(c.Message) || len(c.Message) > mgmt.MaxConditionMessage {
+			t.Errorf("%s %s Ready: %s %q (%d bytes); want False, the error escaped and cut", resource.Resource, name, c.Status, c.Message, len(c.Message))
+		}
+	}
+	// /readyz (and the log) hold the error cut too.
+	if msg := start.notReady().Error(); len(msg) > 2*printable.MaxBytes || !printable.IsLine(msg) {
+		t.Errorf("/readyz says %d bytes, printable %v; want the error escaped and cut", len(msg), printable.IsLine(msg))
+	}
+	failing.Store(false)
+	testfixture.Eventually(t, "the controller ready", start.ready.Load)
+	for resource, name := range objects {
+		testfixture.Eventually(t, resource.Resource+" Ready written by its reconciler", func() bool {
+			c := readyCondition(ctx, t, dyn, resource, name)
+			return c != nil && c.Reason != xccv1alpha1.ReasonAPIDiscoveryFailed
+		})
+	}
+	cancel()
+	testfixture.WaitStopped(t, "controller", done)
 }

@@ -293,7 +293,7 @@ func (o Options) startHTTP(ctx context.Context, reg *prometheus.Registry, start 
 // far it got.
 func (o Options) controllerRunner(mgmt management, metrics *Metrics, recorder record.EventRecorder, grants contract.Grants, start *startState) func(context.Context) error {
 	return func(ctx context.Context) error {
-		apis, err := discoverAPIs(ctx, mgmt.kube.Discovery(), start, metrics)
+		apis, err := discoverAPIs(ctx, mgmt.kube.Discovery(), start, metrics, discoveryStatus{dyn: mgmt.dyn}.say)
 		if err != nil {
 			return err
 		}

@@ -142,11 +142,11 @@ func block(o Options) (string, error) {
 // Patch returns old with the managed block added (or replaced, or removed
 // when o.Remove), and what it did. Text outside the markers is kept byte for
 // byte. It returns an error, and no text, when the Corefile reads
-// environment variables (readsEnvironment), when the markers are
+// environment variables or files of this machine (readsThisMachine), when the markers are
 // unbalanced, when the Corefile already serves the zone outside the
 // markers, or when CoreDNS's Corefile parser would reject the result.
 func Patch(old string, o Options) (string, Action, error) {
-	if err := readsEnvironment(old); err != nil {
+	if err := readsThisMachine(old); err != nil {
 		return "", "", err
 	}
 	blk, err := findBlock(old)
@@ -314,10 +314,11 @@ func checkZonesFree(corefile string, o Options) error {
 // server block keys, and directive names. Directive names must be CoreDNS
 // plugins, or ones that previous (the Corefile running now) already uses, so
 // a cluster DNS built with extra plugins can still be patched. Either
-// reading environment variables is an error (readsEnvironment).
+// reading environment variables or importing files of this machine is
+// an error (readsThisMachine).
 func Validate(corefile, previous string) error {
 	for _, text := range []string{corefile, previous} {
-		if err := readsEnvironment(text); err != nil {
+		if err := readsThisMachine(text); err != nil {
 			return err
 		}
 	}

@@ -1,7 +1,6 @@
 package corefile
 
 import (
-	"bufio"
 	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
@@ -9,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/coredns/caddy/caddyfile"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // DefaultConfPath is the path CoreDNS loads its Corefile from without
@@ -90,82 +91,62 @@ type ReloadMetrics struct {
 	HaveFailed bool
 }
 
-// maxMetricsLine is the longest line of /metrics read.
-const maxMetricsLine = 64 << 10
-
 // ParseReloadMetrics reads the reload plugin's metrics from a CoreDNS
-// /metrics body in the Prometheus text format, reading at most limit
-// bytes.
+// /metrics body in the Prometheus text format (expfmt's parser, so a
+// label's value is all of it and never another label's), reading at
+// most limit bytes: the pod that answers is its cluster admin's. A body
+// past the limit or not in the format fails, and so does a failure count
+// that is no count or a hash of sha512 set to 1 that is no sha512.
 func ParseReloadMetrics(body io.Reader, limit int64) (ReloadMetrics, error) {
 	var m ReloadMetrics
 	lr := &io.LimitedReader{R: body, N: limit + 1}
-	sc := bufio.NewScanner(lr)
-	sc.Buffer(make([]byte, 0, 4096), maxMetricsLine)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, labels, value, ok := sampleLine(line)
-		if !ok {
-			continue
-		}
-		switch name {
-		case MetricReloadFailed:
-			v, err := strconv.ParseFloat(value, 64)
-			if err != nil || math.IsNaN(v) || v < 0 {
-				return m, fmt.Errorf("%s %q: not a count", name, value)
-			}
-			m.Failed, m.HaveFailed = v, true
-		case MetricReloadVersion:
-			if value != "1" || labelValue(labels, "hash") != "sha512" {
-				continue
-			}
-			h := labelValue(labels, "value")
-			if _, err := hex.DecodeString(h); err != nil || len(h) != 2*sha512.Size {
-				return m, fmt.Errorf("%s value %q: not a sha512", name, h)
-			}
-			m.Hashes = append(m.Hashes, h)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return m, fmt.Errorf("read /metrics: %w", err)
-	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(lr)
 	if lr.N <= 0 {
 		return m, fmt.Errorf("read /metrics: longer than %d bytes", limit)
+	}
+	if err != nil {
+		return m, fmt.Errorf("/metrics is not in the Prometheus text format: %w", err)
+	}
+	for _, s := range families[MetricReloadFailed].GetMetric() {
+		v := sampleValue(s)
+		if math.IsNaN(v) || v < 0 {
+			return m, fmt.Errorf("%s %v: not a count", MetricReloadFailed, v)
+		}
+		m.Failed, m.HaveFailed = m.Failed+v, true
+	}
+	for _, s := range families[MetricReloadVersion].GetMetric() {
+		if sampleValue(s) != 1 || labelValue(s, "hash") != "sha512" {
+			continue
+		}
+		h := labelValue(s, "value")
+		if _, err := hex.DecodeString(h); err != nil || len(h) != 2*sha512.Size {
+			return m, fmt.Errorf("%s value %q: not a sha512", MetricReloadVersion, h)
+		}
+		m.Hashes = append(m.Hashes, h)
 	}
 	return m, nil
 }
 
-// sampleLine splits `name{labels} value [timestamp]`.
-func sampleLine(line string) (name, labels, value string, ok bool) {
-	var rest string
-	if i := strings.IndexAny(line, "{ "); i > 0 && line[i] == '{' {
-		j := strings.LastIndexByte(line, '}')
-		if j < i {
-			return "", "", "", false
-		}
-		name, labels, rest = line[:i], line[i+1:j], line[j+1:]
-	} else {
-		name, rest, ok = strings.Cut(line, " ")
-		if !ok {
-			return "", "", "", false
-		}
+// sampleValue is s's value, of whichever type the body declared; NaN
+// for a type without one value (a histogram, a summary).
+func sampleValue(s *dto.Metric) float64 {
+	switch {
+	case s.Counter != nil:
+		return s.GetCounter().GetValue()
+	case s.Gauge != nil:
+		return s.GetGauge().GetValue()
+	case s.Untyped != nil:
+		return s.GetUntyped().GetValue()
 	}
-	f := strings.Fields(rest)
-	if len(f) == 0 {
-		return "", "", "", false
-	}
-	return name, labels, f[0], true
+	return math.NaN()
 }
 
-// labelValue is the value of label key in labels (`a="x",b="y"`); the
-// values it looks for hold no quote or comma.
-func labelValue(labels, key string) string {
-	for _, kv := range strings.Split(labels, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if ok && k == key {
-			return strings.Trim(v, `"`)
+// labelValue is the value of s's label key, "" without it.
+func labelValue(s *dto.Metric, key string) string {
+	for _, l := range s.GetLabel() {
+		if l.GetName() == key {
+			return l.GetValue()
 		}
 	}
 	return ""

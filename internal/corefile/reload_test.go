@@ -1,7 +1,10 @@
 package corefile_test
 
 import (
+	"encoding/hex"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -148,4 +151,75 @@ func TestParseReloadMetrics(t *testing.T) {
 	if m, err := corefile.ParseReloadMetrics(strings.NewReader("up 1\n"), 4096); err != nil || m.HaveFailed || len(m.Hashes) != 0 {
 		t.Errorf("no reload plugin: %+v %v", m, err)
 	}
+}
+
+// A label value is a label's whole value: a sha512 hash written inside
+// another label's value (the pod's /metrics is its cluster admin's) is
+// no hash the pod loaded, and a series parsed twice is one format error.
+func TestParseReloadMetricsLabelsAreParsed(t *testing.T) {
+	h := strings.Repeat("cd", 64)
+	forged := "coredns_reload_version_info{note=\"x,hash=sha512,value=" + h + "\",hash=\"md5\",value=\"00\"} 1\n"
+	if m, err := corefile.ParseReloadMetrics(strings.NewReader(forged), 4096); err != nil || len(m.Hashes) != 0 {
+		t.Errorf("a hash inside another label's value: %+v, %v; want none", m, err)
+	}
+	escaped := "coredns_reload_version_info{hash=\"sha512\",value=\"" + h + "\",note=\"a\\\"}b\"} 1\n"
+	if m, err := corefile.ParseReloadMetrics(strings.NewReader(escaped), 4096); err != nil || len(m.Hashes) != 1 || m.Hashes[0] != h {
+		t.Errorf("an escaped quote and brace in another label: %+v, %v; want the hash", m, err)
+	}
+	if _, err := corefile.ParseReloadMetrics(strings.NewReader("coredns_reload_failed_total{ 1\n"), 4096); err == nil {
+		t.Error("a body not in the text format: no error")
+	}
+}
+
+// A CoreDNS pod's /metrics is its cluster admin's to write: whatever the
+// body, the parse never panics, reads at most one byte past its limit,
+// refuses a body past the limit, and every hash it returns is a sha512
+// in hex that the body holds.
+func FuzzParseReloadMetrics(f *testing.F) {
+	h := strings.Repeat("ab", 64)
+	for _, seed := range []string{
+		"coredns_reload_version_info{hash=\"sha512\",value=\"" + h + "\"} 1\ncoredns_reload_failed_total 2\n",
+		"# TYPE coredns_reload_failed_total counter\ncoredns_reload_failed_total -1\n",
+		"coredns_reload_version_info{note=\"x,hash=sha512,value=" + h + "\"} 1\n",
+		"coredns_reload_version_info{a=\"\x1b[2J\\\"\\n\"} 1\n",
+		"\x00\xff\xfe{}\"\\\n\r\n\t",
+		strings.Repeat("x", 300) + " 1\n",
+		"coredns_reload_failed_total NaN\ncoredns_reload_failed_total 1\n",
+	} {
+		f.Add(seed, int64(len(seed)))
+		f.Add(seed, int64(len(seed)/2))
+	}
+	f.Fuzz(func(t *testing.T, body string, limit int64) {
+		if limit < 0 || limit > 1<<16 {
+			limit = int64(len(body)) / 2
+		}
+		cr := &countingReader{r: strings.NewReader(body)}
+		m, err := corefile.ParseReloadMetrics(cr, limit)
+		if cr.n > limit+1 {
+			t.Fatalf("read %d bytes, limit %d", cr.n, limit)
+		}
+		if int64(len(body)) > limit && err == nil {
+			t.Fatalf("a body of %d bytes past the limit %d parsed: %+v", len(body), limit, m)
+		}
+		for _, got := range m.Hashes {
+			if _, herr := hex.DecodeString(got); herr != nil || len(got) != 128 || !strings.Contains(body, got) {
+				t.Fatalf("hash %q from %q", got, body)
+			}
+		}
+		if err == nil && m.HaveFailed && (m.Failed < 0 || math.IsNaN(m.Failed)) {
+			t.Fatalf("failed %v from %q", m.Failed, body)
+		}
+	})
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -52,6 +52,7 @@ type GatewayDNS struct {
 	Name     string `json:"name"` // namespace/name
 	Ready    bool   `json:"ready"`
 	Reason   string `json:"reason"`
+	Message  string `json:"message,omitempty"`
 	Selected int32  `json:"selected"`
 	// Published and Healthy count the selected clusters whose gateway
 	// name is in every target, and whose gateway counts as healthy.
@@ -117,7 +118,12 @@ func Build(gds []v1alpha1.GatewayDNS, sets []xccv1alpha1.ClusterSet) Report {
 		st := gd.Status
 		row := GatewayDNS{Name: gd.Namespace + "/" + gd.Name, Selected: st.SelectedClusters, Published: st.ReadyClusters, Healthy: st.HealthyClusters}
 		row.Ready, row.Reason = ready(st.Conditions, v1alpha1.ConditionReady)
-		if st.ObservedGeneration < gd.Generation {
+		// Its clusters and targets say what is behind, but for a failed
+		// API discovery, which the message alone says.
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == xccv1alpha1.ReasonAPIDiscoveryFailed {
+			row.Message = c.Message
+		}
+		if st.ObservedGeneration < gd.Generation && row.Reason != xccv1alpha1.ReasonAPIDiscoveryFailed {
 			row.Ready, row.Reason = false, "NotObserved"
 		}
 		for _, c := range st.Clusters {
@@ -141,7 +147,8 @@ func Build(gds []v1alpha1.GatewayDNS, sets []xccv1alpha1.ClusterSet) Report {
 		if c := meta.FindStatusCondition(st.Conditions, xccv1alpha1.ConditionReady); c != nil && !row.Ready {
 			row.Message = c.Message
 		}
-		if st.ObservedGeneration < cs.Generation {
+		// A failed API discovery says why the controller has not observed it.
+		if st.ObservedGeneration < cs.Generation && row.Reason != xccv1alpha1.ReasonAPIDiscoveryFailed {
 			row.Ready, row.Reason = false, "NotObserved"
 		}
 		for _, m := range st.Clusters {
@@ -279,7 +286,7 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 		return err
 	}
 	for _, g := range r.GatewayDNS {
-		writeBehind(w, g.Name, "", g.Behind, now, nil)
+		writeBehind(w, g.Name, g.Message, g.Behind, now, nil)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(tw, "CLUSTERSET\tREADY\tSTATUS\tMEMBERS\tEXPORTS/IMPORTS\tBEHIND")

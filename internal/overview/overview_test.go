@@ -169,3 +169,19 @@ func textHas(t *testing.T, r Report, now time.Time, wants ...string) string {
 	}
 	return text
 }
+
+// While the controller's API discovery fails, an object it has never
+// reconciled says so (its Ready condition, with the error) rather than
+// NotObserved, which would hide why.
+func TestReportDiscoveryFailing(t *testing.T) {
+	failing := cond(metav1.ConditionFalse, xccv1alpha1.ReasonAPIDiscoveryFailed, "the controller reconciles nothing until the API discovery answers: 503")
+	r := Build([]v1alpha1.GatewayDNS{gatewayDNS("gw", 1, v1alpha1.GatewayDNSStatus{Conditions: failing})},
+		[]xccv1alpha1.ClusterSet{clusterSet("prod", 1, xccv1alpha1.ClusterSetStatus{Conditions: failing})})
+	if g := r.GatewayDNS[0]; g.Ready || g.Reason != xccv1alpha1.ReasonAPIDiscoveryFailed {
+		t.Errorf("GatewayDNS %+v; want not Ready, %s", g, xccv1alpha1.ReasonAPIDiscoveryFailed)
+	}
+	if s := r.ClusterSets[0]; s.Ready || s.Reason != xccv1alpha1.ReasonAPIDiscoveryFailed {
+		t.Errorf("ClusterSet %+v; want not Ready, %s", s, xccv1alpha1.ReasonAPIDiscoveryFailed)
+	}
+	textHas(t, r, now, xccv1alpha1.ReasonAPIDiscoveryFailed, "until the API discovery answers: 503")
+}

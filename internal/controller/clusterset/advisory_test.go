@@ -1,8 +1,10 @@
 package clusterset
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +15,9 @@ import (
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/printable"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -211,4 +215,40 @@ func addressesIn(t *testing.T, e *testEnv, m testfixture.Member, ns string) []st
 		}
 	}
 	return out
+}
+
+// The addresses of a member's endpoints that are refused (metadata,
+// loopback, link-local, ..., and one that is no address, escape
+// sequences in it) are named in the Valid message of its ServiceExport,
+// counted, the first few shown escaped and cut: the member's operator
+// cannot read the controller's log. Its valid endpoint is imported.
+func TestControllerClusterSetRefusedAddressesInExportStatus(t *testing.T) {
+	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
+	hostile := hostileSlices()
+	garbage := hostile[0].(*discoveryv1.EndpointSlice)
+	garbage.Endpoints = append([]discoveryv1.Endpoint{testfixture.Endpoint("\x1b[2J"+strings.Repeat("9", 4<<10), true)}, garbage.Endpoints...)
+	add(t, a, hostile...)
+	e := twoMembers(t, a, b)
+	testfixture.Eventually(t, "cluster-a's valid endpoint imported into cluster-b", func() bool {
+		return slices.Contains(addressesIn(t, e, b, "shop"), "10.244.1.5")
+	})
+	want := fmt.Sprintf("%d endpoint addresses refused", len(testfixture.AdvisoryAddresses)+1)
+	var valid metav1.Condition
+	testfixture.Eventually(t, "cluster-a's export Valid, naming the refused addresses", func() bool {
+		ex, err := a.MCS.MulticlusterV1beta1().ServiceExports("shop").Get(e.ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		i := slices.IndexFunc(ex.Status.Conditions, func(c metav1.Condition) bool { return c.Type == "Valid" })
+		if i < 0 {
+			return false
+		}
+		valid = ex.Status.Conditions[i]
+		return strings.Contains(valid.Message, want)
+	})
+	t.Logf("Valid: %s", valid.Message)
+	if valid.Status != metav1.ConditionTrue || !strings.Contains(valid.Message, "127.0.0.1") ||
+		!printable.IsLine(valid.Message) || len(valid.Message) > aggregate.MaxConditionMessageBytes {
+		t.Errorf("Valid %s %q (%d bytes); want True, the first refused named, escaped and cut", valid.Status, valid.Message, len(valid.Message))
+	}
 }

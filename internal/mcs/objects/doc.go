@@ -42,7 +42,9 @@
 //     source, cut in a fixed order, and at most Limits of them and of
 //     their slices per source cluster over all its imports, its oldest
 //     exports first (boundMembers); a cut there is named in the import's
-//     Ready message. What is left out is listed in Objects.Refused.
+//     Ready message. What is left out is listed in Objects.Refused; the
+//     addresses of a member's own export that are refused are counted in
+//     its export's Valid message, the first few named (refusedAddresses).
 //   - Slices hold at most MaxEndpointsPerSlice endpoints, one address
 //     family and one port set each, named from the derived Service, the
 //     source cluster, the family, the port set and an index, so a slice

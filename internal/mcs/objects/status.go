@@ -4,10 +4,24 @@ import (
 	"fmt"
 	"strings"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/xcc-dns/xcc-dns/internal/cidr"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+	"github.com/xcc-dns/xcc-dns/internal/printable"
+)
+
+const (
+	// maxRefusedShown is how many refused addresses an export's Valid
+	// message names; the rest are counted.
+	maxRefusedShown = 3
+	// maxRefusedText bounds the text of each one shown: the address is
+	// the member's, of any length.
+	maxRefusedText = 160
 )
 
 // ReasonPending is Ready's reason while the import is not yet written in
@@ -23,10 +37,15 @@ func exportStatuses(in Input) []ExportStatus {
 			continue
 		}
 		st := ExportStatus{Namespace: e.Namespace, Name: e.Name}
+		refused := refusedAddresses(in.Imports[e.Key].Endpoints[in.Cluster], in.AllowedCIDRs)
 		for _, c := range e.Conditions {
+			msg := c.Message
+			if c.Type == aggregate.ConditionValid && c.Status == aggregate.StatusTrue {
+				msg += refused
+			}
 			mc := metav1.Condition{
 				Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: string(c.Reason),
-				Message: aggregate.CutMessage(c.Message), // as the cache keeps it (workload.exportForCache)
+				Message: aggregate.CutMessage(msg), // as the cache keeps it (workload.exportForCache)
 			}
 			if c.Type == aggregate.ConditionReady && c.Status == aggregate.StatusTrue && !in.Imports[e.Key].Written {
 				mc.Status, mc.Reason = metav1.ConditionFalse, ReasonPending
@@ -37,6 +56,41 @@ func exportStatuses(in Input) []ExportStatus {
 		out = append(out, st)
 	}
 	return out
+}
+
+// refusedAddresses says, for the Valid message of an export, how many
+// addresses of its ready endpoints (in, the member's own slices of the
+// exported Service) no member imports (contract.EndpointAddress: cloud
+// metadata, loopback, link-local, outside allowed, ...) and the first
+// few, escaped and cut; "" when none is. Without it they were only
+// logged by the controller, which the member's operator cannot read.
+func refusedAddresses(in []*discoveryv1.EndpointSlice, allowed cidr.List) string {
+	n := 0
+	var shown []string
+	for _, s := range sortedSlices(in) {
+		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
+			continue // the whole slice is refused, not an address
+		}
+		for _, ep := range servingOnly(s).Endpoints {
+			if !ptr.Deref(ep.Conditions.Ready, true) || ptr.Deref(ep.Conditions.Terminating, false) || len(ep.Addresses) == 0 {
+				continue
+			}
+			if _, err := contract.EndpointAddress(s.AddressType, ep.Addresses[0], allowed); err != nil {
+				n++
+				if len(shown) < maxRefusedShown {
+					shown = append(shown, printable.Cut(err.Error(), maxRefusedText))
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	msg := fmt.Sprintf("; %d endpoint addresses refused, not imported: %s", n, strings.Join(shown, "; "))
+	if more := n - len(shown); more > 0 {
+		msg += fmt.Sprintf("; and %d more", more)
+	}
+	return msg
 }
 
 // importStatus is the status of imp's ServiceImport in a member where the

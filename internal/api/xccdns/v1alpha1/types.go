@@ -20,6 +20,11 @@ const (
 	// ConditionReady is True when every member's imports are written in
 	// every reachable member, and False with the reason while they are not.
 	ConditionReady = "Ready"
+	// ReasonAPIDiscoveryFailed is the Ready reason of every ClusterSet
+	// and GatewayDNS while the API discovery at the controller's start
+	// fails: nothing is reconciled until it answers; the message holds
+	// its last error.
+	ReasonAPIDiscoveryFailed = "APIDiscoveryFailed"
 )
 
 // MemberReason says whether a selected Cluster takes part in the
