@@ -45,10 +45,15 @@ type lanesEnv struct {
 
 // newLanesEnv makes the Set (wait 200 ms, first backoff 2 s) and Writer;
 // clients are the workload clusters by name.
-func newLanesEnv(t *testing.T) *lanesEnv {
+func newLanesEnv(t *testing.T) *lanesEnv { return newLanesEnvWait(t, 200*time.Millisecond) }
+
+// newLanesEnvWait is newLanesEnv whose Publish waits for its writes up to
+// wait: a test that reads every target's result waits for all of them,
+// however loaded the machine.
+func newLanesEnvWait(t *testing.T, wait time.Duration) *lanesEnv {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	lanes := lane.NewSet(lane.Config{Wait: 200 * time.Millisecond, MinBackoff: 2 * time.Second})
+	lanes := lane.NewSet(lane.Config{Wait: wait, MinBackoff: 2 * time.Second})
 	lanes.Start(ctx)
 	t.Cleanup(func() { cancel(); lanes.Stop() })
 	e := &lanesEnv{ctx: ctx, lanes: lanes, synced: make(chan string, 16)}
@@ -205,7 +210,7 @@ func (c refusingSliceClient) Create(context.Context, *discoveryv1.EndpointSlice,
 // however many Clusters reach it; the Clusters tried before keep their
 // own refusal, those after take the written state.
 func TestSameDestinationIsTriedOneTargetAtATime(t *testing.T) {
-	e := newLanesEnv(t)
+	e := newLanesEnvWait(t, time.Minute)
 	shared := workloadClient("uid-shared")
 	var inflight, most atomic.Int32
 	clients := map[string]workload.Client{"writer": shared}
