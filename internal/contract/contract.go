@@ -33,6 +33,10 @@ const (
 
 	LabelManagedBy = "endpointslice.kubernetes.io/managed-by"
 	ManagedByValue = "xcc-dns-controller"
+	// LabelAppManagedBy, of ManagedByValue, marks every other object the
+	// controller writes into a workload cluster (its Multi-Cluster
+	// Services objects) as its own.
+	LabelAppManagedBy = "app.kubernetes.io/managed-by"
 	// LabelServiceName stays, although nothing of ours reads it: the
 	// cluster DNS's kubernetes plugin indexes every EndpointSlice, and for
 	// one without it answers PTR queries with a name it cannot send. Its

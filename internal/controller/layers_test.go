@@ -25,16 +25,17 @@ var below = map[string][]string{
 	"write": {"kubeclient", "printable"},
 	// The MCS domain, pure but for apply's calls through write.
 	"mcs/aggregate": {},
-	"mcs/objects":   {"cidr", "contract", "mcs/aggregate", "owned", "skydnsrecord", "api/v1alpha1"},
+	"mcs/objects":   {"cidr", "contract", "mcs/aggregate", "owned", "printable", "skydnsrecord", "api/v1alpha1"},
 	"mcs/apply":     {"kubeclient", "printable", "mcs/aggregate", "mcs/objects", "owned", "write", "cidr", "contract", "skydnsrecord", "api/v1alpha1"},
 	// The engine both reconcilers share.
 	"controller/lane": {"kubeclient", "printable"},
 	// The connections and caches: they read for both reconcilers and
-	// know neither's domain. The MCS packages are still read into by the
-	// caches of the controller's own objects (own.go) and of the
-	// members' exports (exports.go), the last to move.
+	// know neither's domain; the kinds of the writer's own objects are
+	// the writer's (workload.OwnKind). The one MCS package left is what
+	// bounds a cached ServiceExport (exports.go: the read bounds of its
+	// exported labels and condition messages).
 	"controller/workload": {"contract", "kubeclient", "kubeconfig", "printable", "watch", "cidr", "owned", "skydnsrecord", "api/v1alpha1",
-		"mcs/aggregate", "mcs/apply", "mcs/objects", "write"},
+		"mcs/aggregate"},
 	"controller/desired": {"api/v1alpha1", "cidr", "contract", "kubeconfig", "owned", "skydnsrecord"},
 }
 

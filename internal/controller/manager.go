@@ -141,6 +141,7 @@ func New(cfg Config) *Manager {
 		EnqueueIn:       m.enqueueIn,
 		OnService:       m.serviceChanged,
 		OnMember:        m.memberChanged,
+		Own:             clusterset.OwnKinds(),
 	})
 	m.engine = engine
 	m.gatewayDNS = gatewaydns.New(gatewaydns.Config{

@@ -110,6 +110,7 @@ func (e *testEnv) start() {
 			}
 		},
 		OnMember: func(cluster string, users []string) { rec.MemberChanged(cluster, users) },
+		Own:      OwnKinds(),
 	})
 	e.workloads = engine.Workloads
 	cfg := e.cfg.Config

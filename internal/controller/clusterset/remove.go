@@ -26,7 +26,7 @@ func (c *Reconciler) removeMember(ctx context.Context, m setMember) error {
 	if !ok {
 		return nil
 	}
-	client = apply.Observed(client, c.cfg.Workloads.Seen(m.cluster))
+	client = apply.Observed(client, c.seen(m.cluster))
 	existing, err := apply.List(ctx, client)
 	if err != nil {
 		return err

@@ -187,7 +187,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 	if !ok {
 		return errors.New("its client has no Multi-Cluster Services API")
 	}
-	client = memo.exports.client(apply.Observed(client, c.cfg.Workloads.Seen(m.cluster)))
+	client = memo.exports.client(apply.Observed(client, c.seen(m.cluster)))
 	// Everything is read from the member's informers; the controller's
 	// own objects are listed only while those have not listed yet.
 	existing, contractSlices, cached, err := c.ownObjects(ctx, m, client)
@@ -267,7 +267,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 // slices, and its contract slices.
 func (c *Reconciler) ownObjects(ctx context.Context, m setMember, client apply.Member) (existing apply.Existing,
 	contractSlices []*discoveryv1.EndpointSlice, cached bool, err error) {
-	if existing, contractSlices, ok := c.cfg.Workloads.Own(m.cluster); ok {
+	if existing, contractSlices, ok := c.ownedObjects(m.cluster); ok {
 		return existing, contractSlices, true, nil
 	}
 	if existing, err = apply.ListOurs(ctx, client); err != nil {

@@ -74,6 +74,9 @@ type EngineConfig struct {
 	// OnMember is called instead of OnService for the informers of a
 	// clusterset member, with the member's key (workload.Config).
 	OnMember func(cluster string, users []string)
+	// Own are the kinds the ClusterSet writer keeps of its own in each
+	// member (workload.Config.Own, clusterset.OwnKinds).
+	Own []workload.OwnKind
 }
 
 // NewEngine builds the engine: the management informers (Clusters, and
@@ -103,6 +106,7 @@ func NewEngine(cfg EngineConfig) Engine {
 		OnMember:       cfg.OnMember,
 		Gauge:          gauge,
 		Limits:         cfg.ReadLimits,
+		Own:            cfg.Own,
 		Written:        cfg.Written,
 	})
 	// A Cluster or a kubeconfig Secret changes the result of every

@@ -4,7 +4,7 @@
 // namespace (whose presence opts the cluster in) and one on each gateway
 // Service; for a clusterset member one informer per kind it reads
 // (exports.go; its EndpointSlices one watch for every admitted export,
-// export_slices.go) and on the controller's own objects there (own.go). A Set shares them among every GatewayDNS and ClusterSet
+// export_slices.go) and on the writer's own objects there, of the kinds it names (own.go). A Set shares them among every GatewayDNS and ClusterSet
 // that uses a cluster and stops them when none does, so a thousand syncs
 // open one connection per cluster, not one per sync, and a write plans
 // from caches instead of lists.

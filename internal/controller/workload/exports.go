@@ -97,7 +97,7 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 		ew.namespaces = watchNamespaces(w.client, w.reads, notify)
 		ew.exports.run(ctx, notify)
 		ew.namespaces.run(ctx, notify)
-		ew.own = watchOwn(ctx, w, mcs, m.sliceNamespace, notify)
+		ew.own = watchOwn(ctx, w, mcs, m.sliceNamespace, m.own, notify)
 		exported := func(namespace, name string) bool {
 			_, exists, _ := ew.exports.store.GetByKey(namespace + "/" + name)
 			return exists

@@ -5,19 +5,13 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
-	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
 	informer "github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
@@ -27,49 +21,72 @@ import (
 // event never came (a watch that restarted) is read from the store again.
 const writtenTTL = time.Minute
 
-// ownStore is one of the informers on the controller's own objects in a
-// member; the index into ownWatch.stores.
-type ownStore int
+// OwnKind is one kind of the objects a writer keeps of its own in each
+// clusterset member (Config.Own): watched by its label selector, with
+// the writes the watch has not shown yet (Seen) in their place, and a
+// digest per group kept as the events come, so a write plans from them
+// instead of listing and hashing the member's objects. The kinds are the
+// writer's to say; this package knows none of them.
+type OwnKind struct {
+	// What names the kind in logs and errors.
+	What string
+	// Object is an empty object of the kind, the informer's type.
+	Object runtime.Object
+	// Selector selects the writer's objects of the kind. It is checked
+	// again on every object read: the member's API server is the
+	// tenant's and may send a watch anything, and what is read here is
+	// what a write may delete.
+	Selector string
+	// ListWatch is the kind's list and watch in a member whose slice
+	// namespace is sliceNamespace.
+	ListWatch func(kube Client, mcs MCSClient, sliceNamespace string) ListWatch
+	// Digest is the group an object of the kind counts in and its
+	// digest; ok false: it counts in none.
+	Digest func(metav1.Object) (group any, digest uint64, ok bool)
+}
 
-const (
-	ownImports ownStore = iota
-	ownServices
-	ownSlices   // imported EndpointSlices, beside the exported Services
-	ownContract // KindClusterSet contract slices in the slice namespace
-	ownStores
-)
+// ListWatch is the list and watch of one kind.
+type ListWatch struct {
+	List  func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	Watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
+}
 
-// ownWatch is the controller's own objects in a clusterset member, by
-// label, one informer per kind: ServiceImports, derived Services,
-// imported EndpointSlices and contract slices. A write plans from them
-// instead of listing the member, and what it wrote (Seen) is kept beside
+// Owned is what Own reads of a member.
+type Owned struct {
+	// Lists holds, per kind of Config.Own, the writer's objects as the
+	// member holds them, its writes not shown yet in their place. Read
+	// only: the objects are shared.
+	Lists [][]metav1.Object
+	// Digest is the sum of the digests of a group's objects in Lists.
+	Digest func(group any) uint64
+}
+
+// ownWatch is the writer's own objects in a clusterset member, one
+// informer per kind of Config.Own. What it wrote (Seen) is kept beside
 // them until the watch shows it, so the next write, a moment later,
 // plans from what the member holds and not from a lagging watch.
 type ownWatch struct {
-	stores [ownStores]*objectWatch
-	// selectors are the stores' label selectors, checked again on every
-	// object read: the member's API server is the tenant's and may send
-	// a watch anything, and what is read here is what a write may delete.
-	selectors [ownStores]labels.Selector
+	kinds     []OwnKind
+	stores    []*objectWatch
+	selectors []labels.Selector
 	mu        sync.Mutex
 	// written are the writes the watch has not shown yet; obj nil for a
 	// deletion.
 	written map[ownKey]writtenObject
 	// mine are, per store, the objects that match its selector, and
-	// held, per import, the sum of apply.HeldDigest over those of the
-	// ServiceImport, Service and slice stores: both kept as the events
-	// come. A write reads every import of the member, and checking the
-	// labels of thousands of objects and hashing them at every write was
-	// the larger part of its cost.
-	mine [ownStores]map[objectName]metav1.Object
-	held map[aggregate.Key]uint64
+	// held, per group, the sum of the digests of those objects: both
+	// kept as the events come. A write reads every group of the member,
+	// and checking the labels of thousands of objects and hashing them at
+	// every write was the larger part of its cost.
+	mine []map[objectName]metav1.Object
+	held map[any]uint64
 }
 
 // objectName is a namespaced object's name.
 type objectName struct{ namespace, name string }
 
 type ownKey struct {
-	store           ownStore
+	store           int
 	namespace, name string
 }
 
@@ -79,63 +96,53 @@ type writtenObject struct {
 	at  time.Time
 }
 
-// newOwnWatch is an ownWatch without informers yet.
-func newOwnWatch() *ownWatch {
-	o := &ownWatch{written: map[ownKey]writtenObject{}, held: map[aggregate.Key]uint64{}}
-	for i := range o.mine {
+// newOwnWatch is an ownWatch of kinds without informers yet.
+func newOwnWatch(kinds []OwnKind) *ownWatch {
+	o := &ownWatch{kinds: kinds, stores: make([]*objectWatch, len(kinds)), selectors: make([]labels.Selector, len(kinds)),
+		written: map[ownKey]writtenObject{}, mine: make([]map[objectName]metav1.Object, len(kinds)), held: map[any]uint64{}}
+	for i, k := range kinds {
 		o.mine[i] = map[objectName]metav1.Object{}
-	}
-	for i := range o.selectors {
-		s := apply.OursSelector()
-		if ownStore(i) == ownContract {
-			s = contract.ClusterSetSelector()
+		sel, err := labels.Parse(k.Selector)
+		if err != nil {
+			// A kind's selector is the writer's constant: a bad one
+			// selects nothing rather than everything.
+			sel = labels.Nothing()
 		}
-		o.selectors[i], _ = labels.Parse(s) // both are built valid
+		o.selectors[i] = sel
 	}
 	return o
 }
 
-// watchOwn starts the informers of ownWatch for a member whose slice
-// namespace is sliceNamespace, in ctx; onSynced is called as each lists.
-func watchOwn(ctx context.Context, w *Cluster, mcs MCSClient, sliceNamespace string, onSynced func()) *ownWatch {
-	o := newOwnWatch()
-	ours := apply.OursSelector()
-	sel := func(s string) func(metav1.ListOptions) metav1.ListOptions {
-		return func(opts metav1.ListOptions) metav1.ListOptions { opts.LabelSelector = s; return opts }
+// watchOwn starts the informers of an ownWatch of kinds for a member
+// whose slice namespace is sliceNamespace, in ctx; onSynced is called as
+// each lists.
+func watchOwn(ctx context.Context, w *Cluster, mcs MCSClient, sliceNamespace string, kinds []OwnKind, onSynced func()) *ownWatch {
+	o := newOwnWatch(kinds)
+	for i, k := range kinds {
+		lw := k.ListWatch(w.client, mcs, sliceNamespace)
+		o.stores[i] = o.informer(w.reads, i, k.What, k.Object, k.Selector, lw)
 	}
-	imports := mcs.MulticlusterV1beta1().ServiceImports(metav1.NamespaceAll)
-	services := w.client.CoreV1().Services(metav1.NamespaceAll)
-	slices := w.client.DiscoveryV1().EndpointSlices(metav1.NamespaceAll)
-	contractSlices := w.client.DiscoveryV1().EndpointSlices(sliceNamespace)
-	o.stores[ownImports] = o.informer(w.reads, ownImports, "the controller's ServiceImports", &mcsv1beta1.ServiceImport{},
-		sel(ours), lister(imports.List), imports.Watch)
-	o.stores[ownServices] = o.informer(w.reads, ownServices, "the controller's derived Services", &corev1.Service{},
-		sel(ours), lister(services.List), services.Watch)
-	o.stores[ownSlices] = o.informer(w.reads, ownSlices, "the controller's imported EndpointSlices", &discoveryv1.EndpointSlice{},
-		sel(ours), lister(slices.List), slices.Watch)
-	o.stores[ownContract] = o.informer(w.reads, ownContract, "the controller's clusterset slices", &discoveryv1.EndpointSlice{},
-		sel(contract.ClusterSetSelector()), lister(contractSlices.List), contractSlices.Watch)
 	for _, s := range o.stores {
 		s.run(ctx, onSynced)
 	}
 	return o
 }
 
-// lister is a typed List as an informer calls it.
-func lister[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+// Lister is a typed List as an informer calls it (ListWatch.List).
+func Lister[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return list(ctx, opts) }
 }
 
-// informer is one store of o; its events retire the writes they show.
-func (o *ownWatch) informer(r *reads, store ownStore, what string, obj runtime.Object, sel func(metav1.ListOptions) metav1.ListOptions,
-	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *objectWatch {
+// informer is one store of o, its list and watch restricted to selector;
+// its events retire the writes they show.
+func (o *ownWatch) informer(r *reads, store int, what string, obj runtime.Object, selector string, kind ListWatch) *objectWatch {
+	sel := func(opts metav1.ListOptions) metav1.ListOptions { opts.LabelSelector = selector; return opts }
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return list(ctx, sel(opts))
+			return kind.List(ctx, sel(opts))
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return watchFn(ctx, sel(opts))
+			return kind.Watch(ctx, sel(opts))
 		},
 	}
 	return newInformer(r, what, lw, cache.InformerOptions{
@@ -158,9 +165,9 @@ func (o *ownWatch) informer(r *reads, store ownStore, what string, obj runtime.O
 	})
 }
 
-// ours returns obj as the controller's object of store: an object of
-// the store's selector, nil for any other.
-func (o *ownWatch) ours(store ownStore, obj any) metav1.Object {
+// ours returns obj as the writer's object of store: an object of the
+// store's selector, nil for any other.
+func (o *ownWatch) ours(store int, obj any) metav1.Object {
 	m := informer.Meta(obj)
 	if m == nil || !o.selectors[store].Matches(labels.Set(m.GetLabels())) {
 		return nil
@@ -171,7 +178,7 @@ func (o *ownWatch) ours(store ownStore, obj any) metav1.Object {
 // count keeps mine and held as the store's object old (nil: none)
 // becomes cur (nil: deleted). The informer calls it in the order its
 // store changes.
-func (o *ownWatch) count(store ownStore, old, cur any) {
+func (o *ownWatch) count(store int, old, cur any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if m := o.ours(store, old); m != nil {
@@ -191,13 +198,12 @@ func (o *ownWatch) count(store ownStore, old, cur any) {
 	}
 }
 
-// digestOf is apply.HeldDigest of m, an object of store; the contract
-// slices are no import's.
-func (o *ownWatch) digestOf(store ownStore, m metav1.Object) (aggregate.Key, uint64, bool) {
-	if store == ownContract {
-		return aggregate.Key{}, 0, false
+// digestOf is the store kind's Digest of m.
+func (o *ownWatch) digestOf(store int, m metav1.Object) (any, uint64, bool) {
+	if o.kinds[store].Digest == nil {
+		return nil, 0, false
 	}
-	return apply.HeldDigest(m)
+	return o.kinds[store].Digest(m)
 }
 
 // ownForCache drops the managed fields, the largest part of an object
@@ -218,7 +224,7 @@ func ownForCache(obj any) (any, error) {
 // shown retires the write of obj's key that the watch now shows: a
 // deletion once the watch deletes it, an object once the watch has its
 // resourceVersion or a newer one (or one that cannot be compared).
-func (o *ownWatch) shown(store ownStore, obj any, deleted bool) {
+func (o *ownWatch) shown(store int, obj any, deleted bool) {
 	m := informer.Meta(obj)
 	if m == nil {
 		return
@@ -251,25 +257,8 @@ func (o *ownWatch) retire(k ownKey) {
 	}
 }
 
-// seen keeps a write of the controller (apply.Seen) until the watch
-// shows it. A slice goes to the contract store when it is one.
-func (o *ownWatch) seen(kind apply.Kind, namespace, name string, obj metav1.Object) {
-	var stores []ownStore
-	switch kind {
-	case apply.KindImport:
-		stores = []ownStore{ownImports}
-	case apply.KindService:
-		stores = []ownStore{ownServices}
-	case apply.KindSlice:
-		switch {
-		case obj == nil:
-			stores = []ownStore{ownSlices, ownContract}
-		case obj.GetLabels()[contract.LabelRecord] == string(contract.KindClusterSet):
-			stores = []ownStore{ownContract}
-		default:
-			stores = []ownStore{ownSlices}
-		}
-	}
+// seen keeps a write of the writer into store until the watch shows it.
+func (o *ownWatch) seen(store int, namespace, name string, obj metav1.Object) {
 	w := writtenObject{obj: obj, at: time.Now()}
 	if obj != nil {
 		w.rv = obj.GetResourceVersion()
@@ -279,9 +268,7 @@ func (o *ownWatch) seen(kind apply.Kind, namespace, name string, obj metav1.Obje
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, s := range stores {
-		o.written[ownKey{store: s, namespace: namespace, name: name}] = w
-	}
+	o.written[ownKey{store: store, namespace: namespace, name: name}] = w
 }
 
 // synced reports whether every store has listed and none is cut off.
@@ -324,7 +311,7 @@ func (o *ownWatch) pending() map[ownKey]writtenObject {
 // list returns the objects of store as the member holds them: the
 // store's, with the controller's writes the watch has not shown yet
 // (pending) in their place. The objects are shared: read only.
-func list[T metav1.Object](o *ownWatch, store ownStore, pending map[ownKey]writtenObject) []T {
+func list(o *ownWatch, store int, pending map[ownKey]writtenObject) []metav1.Object {
 	// The store's objects a pending write stands in for, by pointer: a
 	// few, where the objects are thousands; nil (none) reads as empty.
 	var replaced map[metav1.Object]bool
@@ -340,29 +327,28 @@ func list[T metav1.Object](o *ownWatch, store ownStore, pending map[ownKey]writt
 			replaced[m] = true
 		}
 	}
-	out := make([]T, 0, len(o.mine[store]))
+	out := make([]metav1.Object, 0, len(o.mine[store]))
 	for _, obj := range o.mine[store] {
-		if m, ok := obj.(T); ok && !replaced[obj] {
-			out = append(out, m)
+		if !replaced[obj] {
+			out = append(out, obj)
 		}
 	}
 	o.mu.Unlock()
 	for k, w := range pending {
-		// A pending deletion (obj nil) is no T: left out.
-		if m, ok := w.obj.(T); ok && k.store == store {
-			out = append(out, m)
+		// A pending deletion (obj nil) is left out.
+		if w.obj != nil && k.store == store {
+			out = append(out, w.obj)
 		}
 	}
 	return out
 }
 
-// digest returns the apply.Existing.Digest of the lists read with
-// pending: held, with each pending write in place of what the store
+// digest returns the Owned.Digest of the lists read with pending: held, with each pending write in place of what the store
 // holds at its key. A write the watch shows after pending was read is
 // counted twice, so its import is planned once more than it needs, never
 // less.
-func (o *ownWatch) digest(pending map[ownKey]writtenObject) func(aggregate.Key) uint64 {
-	adjust := map[aggregate.Key]uint64{}
+func (o *ownWatch) digest(pending map[ownKey]writtenObject) func(any) uint64 {
+	adjust := map[any]uint64{}
 	o.mu.Lock()
 	for k, w := range pending {
 		if m, ok := o.mine[k.store][objectName{k.namespace, k.name}]; ok {
@@ -377,48 +363,49 @@ func (o *ownWatch) digest(pending map[ownKey]writtenObject) func(aggregate.Key) 
 		}
 	}
 	o.mu.Unlock()
-	return func(k aggregate.Key) uint64 {
+	return func(k any) uint64 {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		return o.held[k] + adjust[k]
 	}
 }
 
-// Own returns the controller's own objects in member w as its informers
-// hold them with the writes they have not shown yet (Seen): the
-// ServiceImports, derived Services and imported slices (Existing
-// without Exports) and the clusterset contract slices. ok is false until
-// they have listed (or when they are cut off): the caller lists then.
-// Read only: the objects are shared.
-func (m *Set) Own(w *Cluster) (existing apply.Existing, contractSlices []*discoveryv1.EndpointSlice, ok bool) {
-	m.mu.Lock()
-	var o *ownWatch
-	if w.exports != nil {
-		o = w.exports.own
-	}
-	m.mu.Unlock()
-	if o == nil || !o.synced() {
-		return existing, nil, false
+// Own returns the writer's own objects in member w (Config.Own) as its
+// informers hold them, with the writes they have not shown yet (Seen).
+// ok is false until they have listed (or when they are cut off, or no
+// kinds are configured): the caller lists then.
+func (m *Set) Own(w *Cluster) (owned Owned, ok bool) {
+	o := m.ownOf(w)
+	if o == nil || len(o.kinds) == 0 || !o.synced() {
+		return owned, false
 	}
 	pending := o.pending()
-	existing.Imports = list[*mcsv1beta1.ServiceImport](o, ownImports, pending)
-	existing.Services = list[*corev1.Service](o, ownServices, pending)
-	existing.Slices = list[*discoveryv1.EndpointSlice](o, ownSlices, pending)
-	existing.Digest = o.digest(pending)
-	return existing, list[*discoveryv1.EndpointSlice](o, ownContract, pending), true
+	owned.Lists = make([][]metav1.Object, len(o.kinds))
+	for i := range o.kinds {
+		owned.Lists[i] = list(o, i, pending)
+	}
+	owned.Digest = o.digest(pending)
+	return owned, true
 }
 
-// Seen is the apply.Seen of member w: its writes are kept beside its
-// informers until they show them. A no-op while w has none.
-func (m *Set) Seen(w *Cluster) apply.Seen {
-	m.mu.Lock()
-	var o *ownWatch
-	if w.exports != nil {
-		o = w.exports.own
-	}
-	m.mu.Unlock()
+// Seen returns what keeps a write into member w beside its informers
+// until they show it: an object of the kind store (an index of
+// Config.Own) as the member returned it, nil for one deleted. A no-op
+// while w has none.
+func (m *Set) Seen(w *Cluster) func(store int, namespace, name string, obj metav1.Object) {
+	o := m.ownOf(w)
 	if o == nil {
-		return func(apply.Kind, string, string, metav1.Object) {}
+		return func(int, string, string, metav1.Object) {}
 	}
 	return o.seen
+}
+
+// ownOf is the ownWatch of w, nil while it has none.
+func (m *Set) ownOf(w *Cluster) *ownWatch {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w.exports == nil {
+		return nil
+	}
+	return w.exports.own
 }

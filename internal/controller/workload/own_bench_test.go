@@ -24,8 +24,8 @@ import (
 // every object digested. The figures are in docs/benchmarks.md.
 func BenchmarkOwnRead(b *testing.B) {
 	const imports = 5000
-	o := newOwnWatch()
-	for _, s := range []ownStore{ownImports, ownServices, ownSlices} {
+	o := newOwnWatch(mcsKinds())
+	for _, s := range []int{kindImports, kindServices, kindSlices} {
 		o.stores[s] = &objectWatch{store: &informerStore{o: o, store: s, Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}}
 	}
 	keys := make([]aggregate.Key, 0, imports)
@@ -36,23 +36,23 @@ func BenchmarkOwnRead(b *testing.B) {
 			return metav1.ObjectMeta{Namespace: ns, Name: n, UID: types.UID(fmt.Sprintf("%08d-0000-0000-0000-000000000000", i)),
 				ResourceVersion: fmt.Sprint(100000 + i), Labels: ours(name)}
 		}
-		_ = o.stores[ownImports].store.Add(&mcsv1beta1.ServiceImport{ObjectMeta: meta(name)})
-		_ = o.stores[ownServices].store.Add(&corev1.Service{ObjectMeta: meta("derived-" + name)})
-		_ = o.stores[ownSlices].store.Add(&discoveryv1.EndpointSlice{ObjectMeta: meta(name + "-v4")})
+		_ = o.stores[kindImports].store.Add(&mcsv1beta1.ServiceImport{ObjectMeta: meta(name)})
+		_ = o.stores[kindServices].store.Add(&corev1.Service{ObjectMeta: meta("derived-" + name)})
+		_ = o.stores[kindSlices].store.Add(&discoveryv1.EndpointSlice{ObjectMeta: meta(name + "-v4")})
 	}
 	// A few writes the watch has not shown yet, as while an export is
 	// added.
 	for i := range 3 {
 		ns, name := fmt.Sprintf("ns%d", i%50), fmt.Sprintf("svc%d", i)
-		o.seen(apply.KindService, ns, "derived-"+name, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "derived-" + name,
+		o.seen(kindServices, ns, "derived-"+name, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "derived-" + name,
 			ResourceVersion: "200000", Labels: ours(name)}})
 	}
 	b.Run("kept", func(b *testing.B) {
 		for b.Loop() {
 			pending := o.pending()
-			_ = list[*mcsv1beta1.ServiceImport](o, ownImports, pending)
-			_ = list[*corev1.Service](o, ownServices, pending)
-			_ = list[*discoveryv1.EndpointSlice](o, ownSlices, pending)
+			_ = list(o, kindImports, pending)
+			_ = list(o, kindServices, pending)
+			_ = list(o, kindSlices, pending)
 			digest := o.digest(pending)
 			for _, k := range keys {
 				_ = digest(k)
@@ -62,7 +62,7 @@ func BenchmarkOwnRead(b *testing.B) {
 	b.Run("summed", func(b *testing.B) {
 		for b.Loop() {
 			sums := map[aggregate.Key]uint64{}
-			for _, s := range []ownStore{ownImports, ownServices, ownSlices} {
+			for _, s := range []int{kindImports, kindServices, kindSlices} {
 				for _, obj := range o.stores[s].store.List() {
 					m := obj.(metav1.Object) //nolint:forcetypeassert // objects only
 					if !o.selectors[s].Matches(labels.Set(m.GetLabels())) {

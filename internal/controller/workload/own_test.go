@@ -12,20 +12,48 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 )
 
+// Indexes of mcsKinds.
+const (
+	kindImports = iota
+	kindServices
+	kindSlices
+)
+
+// mcsKinds are the kinds of the ClusterSet writer's objects, as
+// clusterset.OwnKinds has them but for the lists and watches: the tests
+// fill the stores themselves.
+func mcsKinds() []OwnKind {
+	digest := func(o metav1.Object) (any, uint64, bool) { return apply.HeldDigest(o) }
+	return []OwnKind{
+		kindImports:  {What: "imports", Selector: apply.OursSelector(), Digest: digest},
+		kindServices: {What: "services", Selector: apply.OursSelector(), Digest: digest},
+		kindSlices:   {What: "slices", Selector: apply.OursSelector(), Digest: digest},
+	}
+}
+
+// services are the Services of objs.
+func services(objs []metav1.Object) []*corev1.Service {
+	var out []*corev1.Service
+	for _, o := range objs {
+		out = append(out, o.(*corev1.Service)) //nolint:forcetypeassert // the Service store's
+	}
+	return out
+}
+
 // A write of the controller stands in for the object its informer holds
 // until the informer shows that write or a newer one; a deletion hides
 // the object until the informer deletes it too.
 func TestOwnWrittenUntilShown(t *testing.T) {
-	o := newOwnWatch()
-	store := &informerStore{o: o, store: ownServices, Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
-	o.stores[ownServices] = &objectWatch{store: store}
+	o := newOwnWatch(mcsKinds())
+	store := &informerStore{o: o, store: kindServices, Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
+	o.stores[kindServices] = &objectWatch{store: store}
 	svc := func(name, rv, ip string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, ResourceVersion: rv, Labels: ours(name)},
 			Spec: corev1.ServiceSpec{ClusterIP: ip}}
 	}
 	held := func() map[string]string {
 		pending := o.pending()
-		listed := list[*corev1.Service](o, ownServices, pending)
+		listed := services(list(o, kindServices, pending))
 		// The digests kept as events come are those of the objects listed.
 		sums := map[aggregate.Key]uint64{}
 		for _, s := range listed {
@@ -67,9 +95,9 @@ func TestOwnWrittenUntilShown(t *testing.T) {
 	_ = store.Add(foreign)
 	check("the informer's", map[string]string{"a": "5/", "b": "6/10.0.0.2"})
 
-	o.seen(apply.KindService, "shop", "a", svc("a", "9", "10.0.0.1"))
-	o.seen(apply.KindService, "shop", "b", nil)
-	o.seen(apply.KindService, "shop", "c", svc("c", "10", "10.0.0.3"))
+	o.seen(kindServices, "shop", "a", svc("a", "9", "10.0.0.1"))
+	o.seen(kindServices, "shop", "b", nil)
+	o.seen(kindServices, "shop", "c", svc("c", "10", "10.0.0.3"))
 	check("written, not shown", map[string]string{"a": "9/10.0.0.1", "c": "10/10.0.0.3"})
 
 	// An older event of a (the watch lags) does not retire the write.
@@ -95,7 +123,7 @@ func TestOwnWrittenUntilShown(t *testing.T) {
 type informerStore struct {
 	cache.Store
 	o     *ownWatch
-	store ownStore
+	store int
 }
 
 func (s *informerStore) Add(obj any) error { return s.Update(obj) }
@@ -132,9 +160,9 @@ func ours(name string) map[string]string {
 // controller's labels is never read as one of its own, so no write
 // deletes it.
 func TestOwnReadsOnlyWhatItsSelectorSelects(t *testing.T) {
-	o := newOwnWatch()
-	store := &informerStore{o: o, store: ownServices, Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
-	o.stores[ownServices] = &objectWatch{store: store}
+	o := newOwnWatch(mcsKinds())
+	store := &informerStore{o: o, store: kindServices, Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
+	o.stores[kindServices] = &objectWatch{store: store}
 	_ = store.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "derived", Labels: ours("web")}})
 	_ = store.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "users", Labels: map[string]string{"app": "web"}}})
 	// One that was the controller's and is no longer.
@@ -144,7 +172,7 @@ func TestOwnReadsOnlyWhatItsSelectorSelects(t *testing.T) {
 		t.Errorf("an object that is no longer the controller's still counts in its import's digest (%d)", d)
 	}
 	var got []string
-	for _, s := range list[*corev1.Service](o, ownServices, nil) {
+	for _, s := range services(list(o, kindServices, nil)) {
 		got = append(got, s.Name)
 	}
 	if len(got) != 1 || got[0] != "derived" {

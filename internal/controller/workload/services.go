@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 )
 
 // allServices is the one cluster-wide Service informer of a workload
@@ -130,7 +130,7 @@ func watchAllServices(client Client, r *reads, s *allServices) *objectWatch {
 // twice. A tenant that puts the label on a Service of its own only
 // hides it from its own exports and names.
 func notOwnServices() string {
-	return objects.LabelManagedBy + "!=" + objects.ManagedByValue
+	return contract.LabelAppManagedBy + "!=" + contract.ManagedByValue
 }
 
 // sameForReaders: a and b, cached Services, differ in nothing

@@ -199,7 +199,9 @@ type Set struct {
 	clusters       map[string]*Cluster // by "<cluster-ns>/<cluster>"
 	gauge          func(n int)
 	onWrite        func(Writer, time.Duration, error)
-	limits         ReadLimits
+	// own are the kinds of Config.Own.
+	own    []OwnKind
+	limits ReadLimits
 }
 
 // Config wires a Set to the controller.
@@ -226,6 +228,9 @@ type Config struct {
 	// Written, if set, is told of every write into a cluster
 	// (Cluster.NoteWrite): its writer, duration and error.
 	Written func(Writer, time.Duration, error)
+	// Own are the kinds of the objects the ClusterSet writer keeps of its
+	// own in each member (own.go); none: Own never answers.
+	Own []OwnKind
 }
 
 // NewSet returns an empty Set; Start gives it the context its informers run in.
@@ -235,7 +240,7 @@ func NewSet(cfg Config) *Set {
 		onMember = func(_ string, users []string) { cfg.OnService(users) }
 	}
 	return &Set{newClient: cfg.NewClient, sliceNamespace: cfg.SliceNamespace, onNamespace: cfg.OnNamespace,
-		onService: cfg.OnService, onMember: onMember, gauge: cfg.Gauge, onWrite: cfg.Written, clusters: map[string]*Cluster{}, limits: cfg.Limits.withDefaults()}
+		onService: cfg.OnService, onMember: onMember, gauge: cfg.Gauge, onWrite: cfg.Written, own: cfg.Own, clusters: map[string]*Cluster{}, limits: cfg.Limits.withDefaults()}
 }
 
 // Start sets the context every informer runs in and ends with; call it

@@ -22,7 +22,7 @@ const (
 	// LabelManagedBy marks every object of this package as the
 	// controller's; only objects that carry it (and LabelServiceName)
 	// are ever changed or deleted.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelManagedBy = contract.LabelAppManagedBy
 	// ManagedByValue is the value of LabelManagedBy and of
 	// LabelSliceManagedBy: the controller's name, as on its other slices.
 	ManagedByValue = contract.ManagedByValue
