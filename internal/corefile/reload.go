@@ -11,9 +11,7 @@ import (
 	"strings"
 
 	"github.com/coredns/caddy/caddyfile"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/xcc-dns/xcc-dns/internal/promtext"
 )
 
 // DefaultConfPath is the path CoreDNS loads its Corefile from without
@@ -99,55 +97,26 @@ type ReloadMetrics struct {
 // that is no count or a hash of sha512 set to 1 that is no sha512.
 func ParseReloadMetrics(body io.Reader, limit int64) (ReloadMetrics, error) {
 	var m ReloadMetrics
-	lr := &io.LimitedReader{R: body, N: limit + 1}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(lr)
-	if lr.N <= 0 {
-		return m, fmt.Errorf("read /metrics: longer than %d bytes", limit)
-	}
+	families, err := promtext.Parse(body, limit)
 	if err != nil {
-		return m, fmt.Errorf("/metrics is not in the Prometheus text format: %w", err)
+		return m, err
 	}
 	for _, s := range families[MetricReloadFailed].GetMetric() {
-		v := sampleValue(s)
+		v := promtext.Value(s)
 		if math.IsNaN(v) || v < 0 {
 			return m, fmt.Errorf("%s %v: not a count", MetricReloadFailed, v)
 		}
 		m.Failed, m.HaveFailed = m.Failed+v, true
 	}
 	for _, s := range families[MetricReloadVersion].GetMetric() {
-		if sampleValue(s) != 1 || labelValue(s, "hash") != "sha512" {
+		if promtext.Value(s) != 1 || promtext.Label(s, "hash") != "sha512" {
 			continue
 		}
-		h := labelValue(s, "value")
+		h := promtext.Label(s, "value")
 		if _, err := hex.DecodeString(h); err != nil || len(h) != 2*sha512.Size {
 			return m, fmt.Errorf("%s value %q: not a sha512", MetricReloadVersion, h)
 		}
 		m.Hashes = append(m.Hashes, h)
 	}
 	return m, nil
-}
-
-// sampleValue is s's value, of whichever type the body declared; NaN
-// for a type without one value (a histogram, a summary).
-func sampleValue(s *dto.Metric) float64 {
-	switch {
-	case s.Counter != nil:
-		return s.GetCounter().GetValue()
-	case s.Gauge != nil:
-		return s.GetGauge().GetValue()
-	case s.Untyped != nil:
-		return s.GetUntyped().GetValue()
-	}
-	return math.NaN()
-}
-
-// labelValue is the value of s's label key, "" without it.
-func labelValue(s *dto.Metric, key string) string {
-	for _, l := range s.GetLabel() {
-		if l.GetName() == key {
-			return l.GetValue()
-		}
-	}
-	return ""
 }

@@ -11,13 +11,11 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
-	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
+	"github.com/xcc-dns/xcc-dns/internal/promtext"
 )
 
 // ServeCluster is what the serve pods of one workload cluster hold, as
@@ -138,13 +136,9 @@ const (
 // Only the series without labels count.
 func ParseServeMetrics(body io.Reader, limit int64) (ServeMetrics, error) {
 	var m ServeMetrics
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(workload.LimitReader(body, limit, "/metrics"))
-	if errors.Is(err, workload.ErrResponseTooLarge) {
-		return m, fmt.Errorf("read %w", err)
-	}
+	families, err := promtext.Parse(body, limit)
 	if err != nil {
-		return m, fmt.Errorf("/metrics is not in the Prometheus text format: %w", err)
+		return m, err
 	}
 	records, haveRecords, err := plainValue(families[metricRecords])
 	if err != nil {
@@ -181,16 +175,10 @@ func plainValue(mf *dto.MetricFamily) (v float64, ok bool, err error) {
 		if ok {
 			return 0, false, fmt.Errorf("%s: more than once", mf.GetName())
 		}
-		switch {
-		case s.Gauge != nil:
-			v = s.GetGauge().GetValue()
-		case s.Untyped != nil:
-			v = s.GetUntyped().GetValue()
-		case s.Counter != nil:
-			v = s.GetCounter().GetValue()
-		default:
+		if !promtext.Plain(s) {
 			return 0, false, fmt.Errorf("%s: a %s, not a gauge", mf.GetName(), mf.GetType())
 		}
+		v = promtext.Value(s)
 		ok = true
 	}
 	if ok && (math.IsNaN(v) || v < 0 || v > maxExact || (mf.GetName() == metricRecords && v != math.Trunc(v))) {
