@@ -146,6 +146,10 @@ func wrongNote(who string, ok bool, got string) string {
 	return fmt.Sprintf(" [%s: %s]", who, got)
 }
 
+// peersLatencyAddresses picks the timed exports' addresses in
+// 198.19.255.0/24, apart from the fill's and the specification's.
+const peersLatencyAddresses = (255 - 200) * 120
+
 func latencyName(i int) string { return fmt.Sprintf("lat-%02d", i) }
 
 // latency exports one Service at a time from cluster-a and times, for
@@ -153,7 +157,7 @@ func latencyName(i int) string { return fmt.Sprintf("lat-%02d", i) }
 func (r *peersRun) latency() {
 	t, ctx := r.t, r.ctx
 	for i := range peersLatencyRounds {
-		if err := r.aC.createService(ctx, benchService(peersNamespace, latencyName(i), false, 900+i)); err != nil {
+		if err := r.aC.createService(ctx, benchService(peersNamespace, latencyName(i), false, peersLatencyAddresses+i)); err != nil {
 			t.Fatal(err)
 		}
 	}
