@@ -41,7 +41,7 @@ const (
 	// q/s is reported).
 	peersPerfSeconds = 8
 	peersPerfClients = 4
-	peersPerfRounds  = 3
+	peersPerfRounds  = 5
 	// peersLatencyRounds exports are timed one at a time, each server
 	// asked every peersPoll from the export on.
 	peersLatencyRounds = 20
@@ -313,7 +313,7 @@ func (r *peersRun) perf() {
 	if err := os.WriteFile(file, []byte(peersQueries(r.n-peersSpecCount)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	servers := []peerServer{r.xccC, r.stockC, r.xccU, r.stockU}
+	servers := []peerServer{r.xccC, r.stockC, r.xccU, r.stockU} // pairs: cached, uncached
 	for _, s := range []peerServer{r.xccC, r.stockC} {
 		if _, err := lab.Dnsperf(r.ctx, s.addr, file, 0, peersPerfClients); err != nil {
 			t.Fatal(err)
@@ -329,16 +329,33 @@ func (r *peersRun) perf() {
 			results[i] = append(results[i], res)
 		}
 	}
-	med := make([]lab.PerfResult, len(servers))
-	for i := range servers {
-		slices.SortFunc(results[i], func(a, b lab.PerfResult) int { return cmp.Compare(a.QPS, b.QPS) })
-		med[i] = results[i][len(results[i])/2]
-	}
 	perfCell := func(p lab.PerfResult) string {
 		return fmt.Sprintf("%s q/s, p50 %s, p99 %s ms (NXDOMAIN %s)", thousands(p.QPS), msF(p.P50), msF(p.P99), share(p, "NXDOMAIN"))
 	}
-	r.row(fmt.Sprintf("dnsperf, cached (cache 30 for stock), median of %d x %d s", peersPerfRounds, peersPerfSeconds), perfCell(med[0]), perfCell(med[1]))
-	r.row("dnsperf, no cache", perfCell(med[2]), perfCell(med[3]))
+	for k, what := range []string{"cached (cache 30 for stock)", "no cache"} {
+		x, s := results[2*k], results[2*k+1]
+		r.row(fmt.Sprintf("dnsperf, %s, median of %d x %d s; xcc-dns / stock q/s, median of paired rounds (range)", what, peersPerfRounds, peersPerfSeconds),
+			perfCell(medianQPS(x))+", "+pairedRatio(x, s), perfCell(medianQPS(s)))
+	}
+}
+
+// medianQPS is the run of median q/s.
+func medianQPS(runs []lab.PerfResult) lab.PerfResult {
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(a, b lab.PerfResult) int { return cmp.Compare(a.QPS, b.QPS) })
+	return sorted[len(sorted)/2]
+}
+
+// pairedRatio is the median of x's q/s over y's in the same round, with
+// the lowest and highest: the machine's speed drifts between rounds more
+// than between two servers of one round.
+func pairedRatio(x, y []lab.PerfResult) string {
+	ratios := make([]float64, len(x))
+	for i := range x {
+		ratios[i] = x[i].QPS / y[i].QPS
+	}
+	slices.Sort(ratios)
+	return fmt.Sprintf("x%.2f (%.2f-%.2f)", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 }
 
 // peersQueries is the dnsperf query list of n imports.
