@@ -42,10 +42,10 @@ func (l *Lab) StartStockMCSDNS(ctx context.Context, w *Cluster, name string, cac
 		return nil, fmt.Errorf("stock CoreDNS %s not built (run make node-components): %w", StockCoreDNSVersion, err)
 	}
 	s := &StockMCSDNS{Name: name, conf: filepath.Join(l.Dir, w.Name, name+".Corefile"), l: l}
-	err := l.startRetrying(ctx, name, 2, func(ports []int) (*Process, func(context.Context) error, error) {
+	err := l.startRetrying(ctx, name, 3, func(ports []int) (*Process, func(context.Context) error, error) {
 		s.Addr = fmt.Sprintf("%s:%d", loopback, ports[0])
 		s.ready = fmt.Sprintf("http://%s:%d/ready", loopback, ports[1])
-		text := StockMCSCorefile(ports[0], ports[1], w.Kubeconfig, ClusterSetZone, cache)
+		text := StockMCSCorefile(StockPorts{DNS: ports[0], Ready: ports[1], Metrics: ports[2]}, w.Kubeconfig, ClusterSetZone, cache)
 		if err := os.WriteFile(s.conf, []byte(text), 0o644); err != nil {
 			return nil, nil, fmt.Errorf("write %s: %w", s.conf, err)
 		}
@@ -60,20 +60,26 @@ func (l *Lab) StartStockMCSDNS(ctx context.Context, w *Cluster, name string, cac
 }
 
 // StockMCSCorefile is the Corefile of StartStockMCSDNS: kubeadm's
-// `kubernetes cluster.local` block with the clusterset zone added and
+// default Corefile for the plugins a clusterset query passes through
+// (errors, kubernetes with ttl 30, prometheus, cache 30, loadbalance),
+// with the clusterset zone added to the kubernetes block and
 // `multicluster` on, bound to the lab's loopback.
-func StockMCSCorefile(dnsPort, readyPort int, kubeconfig, zone string, cache bool) string {
+func StockMCSCorefile(p StockPorts, kubeconfig, zone string, cache bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cluster.local:%d %s:%d {\n", dnsPort, zone, dnsPort)
-	fmt.Fprintf(&b, "    bind %s\n    errors\n    ready %s:%d\n", loopback, loopback, readyPort)
+	fmt.Fprintf(&b, "cluster.local:%d %s:%d {\n", p.DNS, zone, p.DNS)
+	fmt.Fprintf(&b, "    bind %s\n    errors\n    ready %s:%d\n", loopback, loopback, p.Ready)
 	fmt.Fprintf(&b, "    kubernetes cluster.local %s {\n", zone)
 	fmt.Fprintf(&b, "        kubeconfig %s\n        multicluster %s\n        ttl 30\n    }\n", kubeconfig, zone)
+	fmt.Fprintf(&b, "    prometheus %s:%d\n", loopback, p.Metrics)
 	if cache {
 		fmt.Fprintf(&b, "    %s\n", stockCache)
 	}
-	b.WriteString("}\n")
+	b.WriteString("    loadbalance\n}\n")
 	return b.String()
 }
+
+// StockPorts are the ports of a StockMCSDNS.
+type StockPorts struct{ DNS, Ready, Metrics int }
 
 // Restart stops the server and starts it again on the same ports, without
 // waiting for its readiness (which needs its API server): the caller
