@@ -200,7 +200,10 @@ func (r *peersRun) waitImports(want int) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster-b holds %d of %d imports after %s (last error %v)", held, want, peersFillTimeout, err)
+			if err != nil {
+				return fmt.Errorf("cluster-b holds %d of %d imports after %s: %w", held, want, peersFillTimeout, err)
+			}
+			return fmt.Errorf("cluster-b holds %d of %d imports after %s", held, want, peersFillTimeout)
 		}
 		time.Sleep(2 * time.Second)
 	}
