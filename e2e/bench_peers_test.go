@@ -59,8 +59,8 @@ const (
 // peerServer is one DNS server of the comparison.
 type peerServer struct {
 	name, addr string
-	// rss are the processes whose resident memory is its cost.
-	rss func() map[string]int
+	// procs are the processes whose CPU and memory are its cost.
+	procs func() map[string]int
 }
 
 // peersRun is the state of one testBenchPeers run.
@@ -323,23 +323,49 @@ func (r *peersRun) perf() {
 		}
 	}
 	results := make([][]lab.PerfResult, len(servers))
+	cpu := make([][]float64, len(servers)) // µs of CPU per answer
 	for range peersPerfRounds {
 		for i, s := range servers {
+			before := r.cpuOf(s)
 			res, err := lab.Dnsperf(r.ctx, s.addr, file, peersPerfSeconds, peersPerfClients)
 			if err != nil {
 				t.Fatal(err)
 			}
 			results[i] = append(results[i], res)
+			cpu[i] = append(cpu[i], float64((r.cpuOf(s)-before).Microseconds())/float64(answers(res)))
 		}
 	}
-	perfCell := func(p lab.PerfResult) string {
-		return fmt.Sprintf("%s q/s, p50 %s, p99 %s ms (NXDOMAIN %s)", thousands(p.QPS), msF(p.P50), msF(p.P99), share(p, "NXDOMAIN"))
+	perfCell := func(i int) string {
+		p := medianQPS(results[i])
+		slices.Sort(cpu[i])
+		return fmt.Sprintf("%s q/s, p50 %s, p99 %s ms, CPU %.0f µs/answer (NXDOMAIN %s)",
+			thousands(p.QPS), msF(p.P50), msF(p.P99), cpu[i][len(cpu[i])/2], share(p, "NXDOMAIN"))
 	}
 	for k, what := range []string{"cached (cache 30 for stock)", "no cache"} {
-		x, s := results[2*k], results[2*k+1]
 		r.row(fmt.Sprintf("dnsperf, %s, median of %d x %d s; xcc-dns / stock q/s, median of paired rounds (range)", what, peersPerfRounds, peersPerfSeconds),
-			perfCell(medianQPS(x))+", "+pairedRatio(x, s), perfCell(medianQPS(s)))
+			perfCell(2*k)+", "+pairedRatio(results[2*k], results[2*k+1]), perfCell(2*k+1))
 	}
+}
+
+// cpuOf is the CPU time the server's processes have used so far.
+func (r *peersRun) cpuOf(s peerServer) time.Duration {
+	var total time.Duration
+	for _, pid := range s.procs() {
+		d, err := procCPU(pid)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		total += d
+	}
+	return total
+}
+
+func answers(p lab.PerfResult) int {
+	n := 0
+	for _, c := range p.Rcodes {
+		n += c
+	}
+	return max(n, 1)
 }
 
 // medianQPS is the run of median q/s.
@@ -404,7 +430,7 @@ func (r *peersRun) memory() {
 		var parts []string
 		var total int64
 		names := make([]string, 0)
-		pids := s.rss()
+		pids := s.procs()
 		for n := range pids {
 			names = append(names, n)
 		}
