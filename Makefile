@@ -413,7 +413,7 @@ bench-mcs-scale: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## The MCS scale ben
 	@cat $(BENCH_MCS_SCALE_OUT)
 
 .PHONY: bench-lab
-bench-lab: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Propagation, gateways failover, headless churn, MCS and scale in the local lab (real kube-apiservers); tables in bin/bench/lab.txt.
+bench-lab: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) $(COREDNS_UPSTREAM) dnsperf ## Propagation, gateways failover, headless churn, MCS, stock CoreDNS side by side and scale in the local lab (real kube-apiservers); tables in bin/bench/lab.txt.
 	@mkdir -p $(BENCH_DIR)
 	@rm -f $(BENCH_DIR)/lab.txt
 	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/lab.txt XCC_BENCH_SCALE=$(BENCH_SCALE) $(GO) test -count=1 -timeout $(BENCH_LAB_TIMEOUT) -run '^TestE2E$$/^Bench' -v .
