@@ -244,6 +244,9 @@ func (r *peersRun) startServers() {
 	r.stockU = peerServer{"stock CoreDNS, no cache", r.stockPlain.Addr, func() map[string]int {
 		return map[string]int{"CoreDNS": r.stockPlain.Proc.Pid()}
 	}}
+	if v := os.Getenv(lab.StockTTLEnv); v != "" {
+		r.notes = append(r.notes, fmt.Sprintf("stock CoreDNS answers with ttl %s (%s), not kubeadm's 30", v, lab.StockTTLEnv))
+	}
 	last := lab.ClusterSetHost(peersNamespace, fillName(r.n-peersSpecCount-1))
 	for _, s := range []peerServer{r.xccC, r.xccU, r.stockC, r.stockU} {
 		if _, err := waitAnswer(s.addr, last, dns.TypeA, 2*time.Minute); err != nil {

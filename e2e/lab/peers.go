@@ -41,11 +41,15 @@ func (l *Lab) StartStockMCSDNS(ctx context.Context, w *Cluster, name string, cac
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("stock CoreDNS %s not built (run make node-components): %w", StockCoreDNSVersion, err)
 	}
+	ttl, err := stockTTLSetting()
+	if err != nil {
+		return nil, err
+	}
 	s := &StockMCSDNS{Name: name, conf: filepath.Join(l.Dir, w.Name, name+".Corefile"), l: l}
-	err := l.startRetrying(ctx, name, 3, func(ports []int) (*Process, func(context.Context) error, error) {
+	err = l.startRetrying(ctx, name, 3, func(ports []int) (*Process, func(context.Context) error, error) {
 		s.Addr = fmt.Sprintf("%s:%d", loopback, ports[0])
 		s.ready = fmt.Sprintf("http://%s:%d/ready", loopback, ports[1])
-		text := StockMCSCorefile(StockPorts{DNS: ports[0], Ready: ports[1], Metrics: ports[2]}, w.Kubeconfig, ClusterSetZone, cache)
+		text := StockMCSCorefile(StockSettings{DNS: ports[0], Ready: ports[1], Metrics: ports[2], TTL: ttl}, w.Kubeconfig, ClusterSetZone, cache)
 		if err := os.WriteFile(s.conf, []byte(text), 0o644); err != nil {
 			return nil, nil, fmt.Errorf("write %s: %w", s.conf, err)
 		}
@@ -61,15 +65,15 @@ func (l *Lab) StartStockMCSDNS(ctx context.Context, w *Cluster, name string, cac
 
 // StockMCSCorefile is the Corefile of StartStockMCSDNS: kubeadm's
 // default Corefile for the plugins a clusterset query passes through
-// (errors, kubernetes with ttl 30, prometheus, cache 30, loadbalance),
+// (errors, kubernetes with its ttl, prometheus, cache 30, loadbalance),
 // with the clusterset zone added to the kubernetes block and
 // `multicluster` on, bound to the lab's loopback.
-func StockMCSCorefile(p StockPorts, kubeconfig, zone string, cache bool) string {
+func StockMCSCorefile(p StockSettings, kubeconfig, zone string, cache bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster.local:%d %s:%d {\n", p.DNS, zone, p.DNS)
 	fmt.Fprintf(&b, "    bind %s\n    errors\n    ready %s:%d\n", loopback, loopback, p.Ready)
 	fmt.Fprintf(&b, "    kubernetes cluster.local %s {\n", zone)
-	fmt.Fprintf(&b, "        kubeconfig %s\n        multicluster %s\n        ttl 30\n    }\n", kubeconfig, zone)
+	fmt.Fprintf(&b, "        kubeconfig %s\n        multicluster %s\n        ttl %d\n    }\n", kubeconfig, zone, p.TTL)
 	fmt.Fprintf(&b, "    prometheus %s:%d\n", loopback, p.Metrics)
 	if cache {
 		fmt.Fprintf(&b, "    %s\n", stockCache)
@@ -78,8 +82,28 @@ func StockMCSCorefile(p StockPorts, kubeconfig, zone string, cache bool) string 
 	return b.String()
 }
 
-// StockPorts are the ports of a StockMCSDNS.
-type StockPorts struct{ DNS, Ready, Metrics int }
+// StockSettings are the ports of a StockMCSDNS and its records' TTL.
+type StockSettings struct{ DNS, Ready, Metrics, TTL int }
+
+// StockTTLEnv sets the TTL of the stock server's answers (default
+// kubeadm's, stockTTL); 5 is that of our clusterset records, which tells
+// the TTL's share of a difference between the cached servers.
+const StockTTLEnv = "XCC_BENCH_PEERS_STOCK_TTL"
+
+// stockTTL is the kubernetes plugin's ttl in kubeadm's Corefile.
+const stockTTL = 30
+
+func stockTTLSetting() (int, error) {
+	v := os.Getenv(StockTTLEnv)
+	if v == "" {
+		return stockTTL, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 3600 {
+		return 0, fmt.Errorf("%s=%q: want seconds from 0 to 3600 (the kubernetes plugin's range)", StockTTLEnv, v)
+	}
+	return n, nil
+}
 
 // Restart stops the server and starts it again on the same ports, without
 // waiting for its readiness (which needs its API server): the caller

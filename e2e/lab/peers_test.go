@@ -35,17 +35,17 @@ func TestWithoutCache(t *testing.T) {
 }
 
 func TestStockMCSCorefile(t *testing.T) {
-	got := StockMCSCorefile(StockPorts{DNS: 1053, Ready: 1081, Metrics: 1153}, "b.kubeconfig", ClusterSetZone, true)
+	got := StockMCSCorefile(StockSettings{DNS: 1053, Ready: 1081, Metrics: 1153, TTL: 30}, "b.kubeconfig", ClusterSetZone, true)
 	for _, want := range []string{
 		"cluster.local:1053 clusterset.local:1053 {\n    bind 127.0.0.1\n",
-		"kubernetes cluster.local clusterset.local {\n        kubeconfig b.kubeconfig\n        multicluster clusterset.local\n",
+		"kubernetes cluster.local clusterset.local {\n        kubeconfig b.kubeconfig\n        multicluster clusterset.local\n        ttl 30\n",
 		"ready 127.0.0.1:1081\n", "    cache 30\n", "prometheus 127.0.0.1:1153\n", "    loadbalance\n}",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}
 	}
-	if strings.Contains(StockMCSCorefile(StockPorts{DNS: 1053, Ready: 1081, Metrics: 1153}, "b.kubeconfig", ClusterSetZone, false), "cache") {
+	if strings.Contains(StockMCSCorefile(StockSettings{DNS: 1053, Ready: 1081, Metrics: 1153, TTL: 30}, "b.kubeconfig", ClusterSetZone, false), "cache") {
 		t.Error("cache without cache")
 	}
 }
