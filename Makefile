@@ -392,6 +392,18 @@ bench-mcs: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## The Multi-Cluster Servi
 	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/mcs.txt $(GO) test -count=1 -timeout 60m -run '^TestE2E$$/^BenchMCS' -v .
 	@cat $(BENCH_DIR)/mcs.txt
 
+# bench-peers: the imports served by both, and the go test timeout.
+BENCH_PEERS_EXPORTS ?= 1000
+BENCH_PEERS_TIMEOUT ?= 60m
+
+.PHONY: bench-peers
+bench-peers: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) $(COREDNS_UPSTREAM) dnsperf ## The clusterset zone served by xcc-dns and by stock CoreDNS 1.14.2 (multicluster) in the lab: answers, dnsperf, memory, export-to-answer, API server down; table in bin/bench/peers.txt.
+	@mkdir -p $(BENCH_DIR)
+	@rm -f $(BENCH_DIR)/peers.txt
+	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/peers.txt XCC_BENCH_PEERS_EXPORTS=$(BENCH_PEERS_EXPORTS) \
+		$(GO) test -count=1 -timeout $(BENCH_PEERS_TIMEOUT) -run '^TestE2E$$/^BenchPeers$$' -v .
+	@cat $(BENCH_DIR)/peers.txt
+
 .PHONY: bench-mcs-scale
 bench-mcs-scale: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## The MCS scale benchmark alone at 5,000 exports in ten members (BENCH_MCS_EXPORTS, BENCH_MCS_MEMBERS); table in bin/bench/mcs-5000x10.txt.
 	@mkdir -p $(BENCH_DIR)
@@ -401,7 +413,7 @@ bench-mcs-scale: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## The MCS scale ben
 	@cat $(BENCH_MCS_SCALE_OUT)
 
 .PHONY: bench-lab
-bench-lab: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## Propagation, gateways failover, headless churn, MCS and scale in the local lab (real kube-apiservers); tables in bin/bench/lab.txt.
+bench-lab: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) $(COREDNS_UPSTREAM) dnsperf ## Propagation, gateways failover, headless churn, MCS, stock CoreDNS side by side and scale in the local lab (real kube-apiservers); tables in bin/bench/lab.txt.
 	@mkdir -p $(BENCH_DIR)
 	@rm -f $(BENCH_DIR)/lab.txt
 	cd $(E2E_DIR) && XCC_BENCH=1 XCC_BENCH_OUT=$(BENCH_DIR)/lab.txt XCC_BENCH_SCALE=$(BENCH_SCALE) $(GO) test -count=1 -timeout $(BENCH_LAB_TIMEOUT) -run '^TestE2E$$/^Bench' -v .

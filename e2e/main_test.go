@@ -134,6 +134,7 @@ var suite = []struct {
 	{"BenchHeadlessScale", bench, testBenchHeadlessScale},
 	{"BenchMCSLatency", bench, testBenchMCSLatency},
 	{"BenchMCSScale", bench, testBenchMCSScale},
+	{"BenchPeers", bench, testBenchPeers},
 	{"BenchScale", bench, testBenchScale},
 
 	{"HeadlessDown", outage, testHeadlessDown},

@@ -1,0 +1,456 @@
+package e2e
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/xcc-dns/xcc-dns/e2e/lab"
+)
+
+// Settings of testBenchPeers.
+const (
+	peersNamespace = "bench-peers"
+	peersSet       = "bench-peers"
+	// peersExportsEnv sets how many imports are served (default
+	// peersExports).
+	peersExportsEnv = "XCC_BENCH_PEERS_EXPORTS"
+	peersExports    = 1000
+	// peersSpecCount are the specification's services among them.
+	peersSpecCount = 2
+	// peersMaxExports keeps cluster-a, which holds the specification's
+	// and the timed exports besides half the fill, within the
+	// controller's default of 1,000 exports per member.
+	peersMaxExports = 2*(1000-peersSpecCount-peersLatencyRounds) + peersSpecCount
+	// peersNXEvery: one query in this many in the dnsperf list is for a
+	// name that does not exist.
+	peersNXEvery = 10
+	// dnsperf: seconds a run, clients, rounds per server (the median by
+	// q/s is reported).
+	peersPerfSeconds = 8
+	peersPerfClients = 4
+	peersPerfRounds  = 5
+	// peersLatencyRounds exports are timed one at a time, each server
+	// asked every peersPoll from the export on.
+	peersLatencyRounds = 20
+	peersPoll          = 10 * time.Millisecond
+	// peersFillTimeout bounds the fill; peersAnswerWait how long a
+	// server may take to answer after a restart or the API server's
+	// return before what it answers is recorded.
+	peersFillTimeout = 20 * time.Minute
+	peersAnswerWait  = 30 * time.Second
+	// peersDownSettle is how long the API server is down before the
+	// servers are asked.
+	peersDownSettle = 3 * time.Second
+)
+
+// peerServer is one DNS server of the comparison.
+type peerServer struct {
+	name, addr string
+	// procs are the processes whose CPU and memory are its cost.
+	procs func() map[string]int
+}
+
+// peersRun is the state of one testBenchPeers run.
+type peersRun struct {
+	t      *testing.T
+	ctx    context.Context
+	d      *lab.WorkloadDNS
+	aC, bC benchClients
+	n      int
+	checks []peerCheck
+	// xcc and stock, cached (what a user runs) and uncached (the data
+	// path alone).
+	xccC, xccU, stockC, stockU peerServer
+	stockCached, stockPlain    *lab.StockMCSDNS
+	xccPlain                   *lab.UncachedXCCDNS
+	rows                       [][3]string
+	notes, detail              []string
+}
+
+// testBenchPeers serves the same Multi-Cluster Services objects with
+// xcc-dns (cluster-b's serve and our CoreDNS) and with stock CoreDNS
+// 1.14.2, whose kubernetes plugin's `multicluster` option reads the
+// ServiceImports and imported EndpointSlices the controller writes into
+// cluster-b, and compares: the answers to the names of the MCS DNS
+// specification and hostile names, q/s and latency with dnsperf cached
+// and uncached, resident memory, export-to-answer time, and the answers
+// with cluster-b's API server down, before and after each server's
+// restart. It fails only when a measurement cannot be made.
+func testBenchPeers(t *testing.T) {
+	requireBench(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+	r := &peersRun{t: t, ctx: ctx, d: theLab.DNS[lab.ClusterB], n: peersExportCount(t)}
+	var err error
+	if r.aC, err = newBenchClients(theLab.Workload(lab.ClusterA)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.cleanup)
+	r.fill()
+	r.startServers()
+	r.checks = r.specChecks()
+	r.correctness("answers right (MCS DNS specification and hostile names)", r.xccC, r.stockC, true)
+	r.perf()
+	r.memory()
+	r.latency()
+	r.apiServerDown()
+	report(t, r.table())
+}
+
+func peersExportCount(t *testing.T) int {
+	s := os.Getenv(peersExportsEnv)
+	if s == "" {
+		return peersExports
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= peersSpecCount || n > peersMaxExports {
+		t.Fatalf("%s=%q: want a number from %d to %d", peersExportsEnv, s, peersSpecCount+1, peersMaxExports)
+	}
+	return n
+}
+
+func (r *peersRun) row(what, xcc, stock string) { r.rows = append(r.rows, [3]string{what, xcc, stock}) }
+
+// fill exports r.n Services in all: the specification's two (web,
+// ClusterSetIP; db, headless with named pods) from cluster-a and r.n-2
+// more (one in ten headless) from cluster-a and cluster-b in turn, so
+// that no member passes the controller's default limit of exports per
+// member; then waits until cluster-b holds every import.
+func (r *peersRun) fill() {
+	t, ctx := r.t, r.ctx
+	bC, err := newBenchClients(theLab.Workload(lab.ClusterB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.bC = bC
+	for _, c := range []string{lab.ClusterA, lab.ClusterB} {
+		if err := lab.EnsureNamespace(ctx, theLab.Workload(c), peersNamespace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	began := time.Now()
+	err = inParallel(r.n-peersSpecCount, func(i int) error {
+		m := r.fillMember(i)
+		s := benchService(peersNamespace, fillName(i), i%mcsHeadlessEvery == 0, i)
+		if err := m.createService(ctx, s); err != nil {
+			return err
+		}
+		return m.export(ctx, peersNamespace, s.Name)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range peersSpecServices() {
+		if err := r.aC.createService(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.aC.export(ctx, peersNamespace, s.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := lab.ApplyYAML(ctx, theLab.Management, lab.ClusterSetGVR, lab.ClusterSetYAML(peersSet)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.waitImports(r.n); err != nil {
+		t.Fatal(err)
+	}
+	r.notes = append(r.notes, fmt.Sprintf("%d imports, one in ten headless, exported from cluster-a and cluster-b, all held by cluster-b %s after the first export",
+		r.n, time.Since(began).Round(time.Second)))
+}
+
+// fillMember is the member fill export i is made in.
+func (r *peersRun) fillMember(i int) benchClients {
+	if i%2 == 0 {
+		return r.aC
+	}
+	return r.bC
+}
+
+func fillName(i int) string { return fmt.Sprintf("f-%05d", i) }
+
+// waitImports waits until cluster-b holds want ServiceImports in the
+// namespace, each ClusterSetIP one with its address.
+func (r *peersRun) waitImports(want int) error {
+	b := theLab.Workload(lab.ClusterB)
+	deadline := time.Now().Add(peersFillTimeout)
+	for {
+		l, err := b.Dynamic.Resource(lab.ServiceImportGVR).Namespace(peersNamespace).List(r.ctx, metav1.ListOptions{})
+		held := 0
+		if err == nil {
+			for _, u := range l.Items {
+				if importHeld(u) {
+					held++
+				}
+			}
+		}
+		if held >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("cluster-b holds %d of %d imports after %s: %w", held, want, peersFillTimeout, err)
+			}
+			return fmt.Errorf("cluster-b holds %d of %d imports after %s", held, want, peersFillTimeout)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func importHeld(u unstructured.Unstructured) bool {
+	typ, _, _ := unstructured.NestedString(u.Object, "spec", "type")
+	ips, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "ips")
+	return typ == "Headless" || len(ips) > 0
+}
+
+// startServers starts stock CoreDNS twice (with kubeadm's cache 30 and
+// without) and our CoreDNS once more without cache, beside cluster-b's
+// serve and our cached CoreDNS, and waits until each answers the last
+// import.
+func (r *peersRun) startServers() {
+	t, ctx, b := r.t, r.ctx, theLab.Workload(lab.ClusterB)
+	var err error
+	if r.stockCached, err = theLab.StartStockMCSDNS(ctx, b, "stock-coredns-cached-"+b.Name, true); err != nil {
+		t.Fatal(err)
+	}
+	if r.stockPlain, err = theLab.StartStockMCSDNS(ctx, b, "stock-coredns-nocache-"+b.Name, false); err != nil {
+		t.Fatal(err)
+	}
+	if r.xccPlain, err = r.d.StartUncachedXCCDNS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := r.d
+	r.xccC = peerServer{"xcc-dns", d.XCCDNSAddr, func() map[string]int {
+		return map[string]int{"serve": d.Serve.Pid(), "CoreDNS": d.XCCDNS.Pid()}
+	}}
+	r.xccU = peerServer{"xcc-dns, no cache", r.xccPlain.Addr, func() map[string]int {
+		return map[string]int{"serve": d.Serve.Pid(), "CoreDNS": r.xccPlain.Proc.Pid()}
+	}}
+	r.stockC = peerServer{"stock CoreDNS", r.stockCached.Addr, func() map[string]int {
+		return map[string]int{"CoreDNS": r.stockCached.Proc.Pid()}
+	}}
+	r.stockU = peerServer{"stock CoreDNS, no cache", r.stockPlain.Addr, func() map[string]int {
+		return map[string]int{"CoreDNS": r.stockPlain.Proc.Pid()}
+	}}
+	if v := os.Getenv(lab.StockTTLEnv); v != "" {
+		r.notes = append(r.notes, fmt.Sprintf("stock CoreDNS answers with ttl %s (%s), not kubeadm's 30", v, lab.StockTTLEnv))
+	}
+	last := lab.ClusterSetHost(peersNamespace, fillName(r.n-peersSpecCount-1))
+	for _, s := range []peerServer{r.xccC, r.xccU, r.stockC, r.stockU} {
+		if _, err := waitAnswer(s.addr, last, dns.TypeA, 2*time.Minute); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+	}
+}
+
+// waitAnswer asks addr for name until it answers NOERROR with records,
+// and returns how long that took.
+func waitAnswer(addr, name string, qtype uint16, within time.Duration) (time.Duration, error) {
+	began := time.Now()
+	var last string
+	for time.Since(began) < within {
+		m, err := lab.Query(addr, name, qtype)
+		if err == nil && m.Rcode == dns.RcodeSuccess && len(m.Answer) > 0 {
+			return time.Since(began), nil
+		}
+		last = fmt.Sprint(err)
+		if err == nil {
+			last = lab.Summary(m)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("%s not answered in %s: last %s", name, within, last)
+}
+
+func (r *peersRun) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for _, s := range []*lab.StockMCSDNS{r.stockCached, r.stockPlain} {
+		if s != nil {
+			s.Stop()
+		}
+	}
+	if r.xccPlain != nil {
+		r.xccPlain.Stop()
+	}
+	if err := lab.DeleteClusterSet(ctx, theLab.Management, lab.ClusterNamespace, peersSet); err != nil {
+		r.t.Error(err)
+	}
+	namesA := []string{"web", "db"}
+	var namesB []string
+	for i := range r.n - peersSpecCount {
+		if i%2 == 0 {
+			namesA = append(namesA, fillName(i))
+		} else {
+			namesB = append(namesB, fillName(i))
+		}
+	}
+	for i := range peersLatencyRounds {
+		namesA = append(namesA, latencyName(i))
+	}
+	if err := deleteBenchExports(ctx, r.aC, peersNamespace, namesA); err != nil {
+		r.t.Error(err)
+	}
+	if r.bC.kube != nil {
+		if err := deleteBenchExports(ctx, r.bC, peersNamespace, namesB); err != nil {
+			r.t.Error(err)
+		}
+	}
+}
+
+// perf drives each server with dnsperf: every import's A name and one
+// name in peersNXEvery that does not exist, in a fixed shuffled order;
+// cached servers warmed with one pass first. Rounds alternate servers.
+func (r *peersRun) perf() {
+	t := r.t
+	file := filepath.Join(theLab.Dir, "peers-queries.txt")
+	if err := os.WriteFile(file, []byte(peersQueries(r.n-peersSpecCount)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	servers := []peerServer{r.xccC, r.stockC, r.xccU, r.stockU} // pairs: cached, uncached
+	for _, s := range []peerServer{r.xccC, r.stockC} {
+		if _, err := lab.Dnsperf(r.ctx, s.addr, file, 0, peersPerfClients); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results := make([][]lab.PerfResult, len(servers))
+	cpu := make([][]float64, len(servers)) // µs of CPU per answer
+	for range peersPerfRounds {
+		for i, s := range servers {
+			before := r.cpuOf(s)
+			res, err := lab.Dnsperf(r.ctx, s.addr, file, peersPerfSeconds, peersPerfClients)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results[i] = append(results[i], res)
+			cpu[i] = append(cpu[i], float64((r.cpuOf(s)-before).Microseconds())/float64(answers(res)))
+		}
+	}
+	perfCell := func(i int) string {
+		p := medianQPS(results[i])
+		slices.Sort(cpu[i])
+		return fmt.Sprintf("%s q/s, p50 %s, p99 %s ms, CPU %.0f µs/answer (NXDOMAIN %s)",
+			thousands(p.QPS), msF(p.P50), msF(p.P99), cpu[i][len(cpu[i])/2], share(p, "NXDOMAIN"))
+	}
+	for k, what := range []string{"cached (cache 30 for stock)", "no cache"} {
+		r.row(fmt.Sprintf("dnsperf, %s, median of %d x %d s; xcc-dns / stock q/s, median of paired rounds (range)", what, peersPerfRounds, peersPerfSeconds),
+			perfCell(2*k)+", "+pairedRatio(results[2*k], results[2*k+1]), perfCell(2*k+1))
+	}
+}
+
+// cpuOf is the CPU time the server's processes have used so far.
+func (r *peersRun) cpuOf(s peerServer) time.Duration {
+	var total time.Duration
+	for _, pid := range s.procs() {
+		d, err := procCPU(pid)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		total += d
+	}
+	return total
+}
+
+func answers(p lab.PerfResult) int {
+	n := 0
+	for _, c := range p.Rcodes {
+		n += c
+	}
+	return max(n, 1)
+}
+
+// medianQPS is the run of median q/s.
+func medianQPS(runs []lab.PerfResult) lab.PerfResult {
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(a, b lab.PerfResult) int { return cmp.Compare(a.QPS, b.QPS) })
+	return sorted[len(sorted)/2]
+}
+
+// pairedRatio is the median of x's q/s over y's in the same round, with
+// the lowest and highest: the machine's speed drifts between rounds more
+// than between two servers of one round.
+func pairedRatio(x, y []lab.PerfResult) string {
+	ratios := make([]float64, len(x))
+	for i := range x {
+		ratios[i] = x[i].QPS / y[i].QPS
+	}
+	slices.Sort(ratios)
+	return fmt.Sprintf("x%.2f (%.2f-%.2f)", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+}
+
+// peersQueries is the dnsperf query list of n imports.
+func peersQueries(n int) string {
+	var lines []string
+	for i := range n {
+		lines = append(lines, lab.ClusterSetHost(peersNamespace, fillName(i))+" A")
+		if i%peersNXEvery == 0 {
+			lines = append(lines, lab.ClusterSetHost(peersNamespace, fmt.Sprintf("nx-%05d", i))+" A")
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(lines), func(i, j int) { lines[i], lines[j] = lines[j], lines[i] })
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func thousands(f float64) string {
+	s := strconv.Itoa(int(f + 0.5))
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func msF(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64)
+}
+
+func share(p lab.PerfResult, rcode string) string {
+	total := 0
+	for _, n := range p.Rcodes {
+		total += n
+	}
+	if total == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(p.Rcodes[rcode])/float64(total))
+}
+
+// memory reads the resident memory of each server's processes.
+func (r *peersRun) memory() {
+	cell := func(s peerServer) string {
+		var parts []string
+		var total int64
+		names := make([]string, 0)
+		pids := s.procs()
+		for n := range pids {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range slices.Backward(names) { // serve first
+			rss, err := procRSS(pids[n])
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			total += rss
+			parts = append(parts, fmt.Sprintf("%s %.0f", n, mib(rss)))
+		}
+		if len(parts) == 1 {
+			return fmt.Sprintf("%.0f MiB", mib(total))
+		}
+		return fmt.Sprintf("%.0f MiB (%s)", mib(total), strings.Join(parts, " + "))
+	}
+	r.row("resident memory after dnsperf, cached", cell(r.xccC), cell(r.stockC))
+	r.row("resident memory after dnsperf, no cache", cell(r.xccU), cell(r.stockU))
+}
