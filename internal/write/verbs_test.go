@@ -20,6 +20,7 @@ var management = map[string]bool{
 	"controller/state/clusterset.go": true,
 	"controller/mgmt/status.go":      true,
 	"controller/mgmt/finalizer.go":   true,
+	"controller/discoverystatus.go":  true,
 }
 
 // The reconcilers plan; only package write calls a workload client's

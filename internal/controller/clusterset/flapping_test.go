@@ -111,9 +111,10 @@ func TestControllerClusterSetFlappingMemberIsRateLimited(t *testing.T) {
 	// Each member's events cause a burst, then perSecond syncs a second:
 	// cluster-a's changes, cluster-b's new export, and in every member
 	// the events of the controller's own writes there. A write that ends
-	// after its sync stopped waiting syncs once more (rare here: 2).
+	// after its sync stopped waiting syncs once more: rare, a few on a
+	// loaded machine. Unbounded, the 100 changes make about 100 syncs.
 	perMember := func(d time.Duration) float64 { return perSecond * (1 + d.Seconds()) }
-	bound := 3*perMember(flapEnd) + 2
+	bound := 3*perMember(flapEnd) + 4
 	syncs := e.syncs() - syncsBefore
 	t.Logf("%d changes in %v: %v syncs, %d slice writes into cluster-c (bound %v)", flaps, elapsed, syncs, writes.Load()-writesBefore, bound)
 	if syncs > bound {
