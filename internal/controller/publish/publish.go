@@ -593,7 +593,7 @@ func (w *Writer) writeTarget(ctx context.Context, snap snapshot, old targetState
 	defer func() { t.Cluster.NoteWrite(workload.WriterGatewayDNS, time.Since(start), r.err) }()
 	// One gate for the write: a call that times out ends it, the calls
 	// after fail at once (write.ErrNotAnswering).
-	t.api = w.slices(t)
+	t.api = w.boundSlices(t)
 	if snap.remove {
 		return w.removeTarget(ctx, snap, old, known, t, uid, ref)
 	}
@@ -663,13 +663,11 @@ func (w *Writer) removeTarget(ctx context.Context, snap snapshot, old targetStat
 	return r
 }
 
-// slices returns the slice client of a target's slice namespace for one
-// write: the one writeTarget made, or one of its own; each call bounded by
-// workload.RequestTimeout, its errors cut (write.Gate).
-func (w *Writer) slices(t Target) sliceClient {
-	if t.api != nil {
-		return t.api
-	}
+// boundSlices returns the slice client of a target's slice namespace for
+// one write (Target.api): each call bounded by workload.RequestTimeout,
+// its errors cut, and the rest of the write not sent once one call has
+// passed its deadline (write.Gate).
+func (w *Writer) boundSlices(t Target) sliceClient {
 	return write.Bound(sliceClient(t.Cluster.Client().DiscoveryV1().EndpointSlices(w.cfg.SliceNamespace)), write.NewGate(workload.RequestTimeout))
 }
 
@@ -678,7 +676,7 @@ func (w *Writer) slices(t Target) sliceClient {
 // too. It returns the slices of kept source clusters the target has, and
 // the self marker of ref's namespace if it was listed.
 func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.Result) (map[string]string, *discoveryv1.EndpointSlice, int, error) {
-	list, err := w.slices(t).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
+	list, err := t.api.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{
 		contract.LabelManagedBy: contract.ManagedByValue}).String()})
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("list EndpointSlices in %s/%s: %w", t.Name, w.cfg.SliceNamespace, err)
@@ -786,7 +784,7 @@ func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 		put(s, false)
 	}
 	for _, name := range append(gone, dl.Delete...) {
-		s, err := w.slices(t).Get(ctx, name, metav1.GetOptions{})
+		s, err := t.api.Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
@@ -815,7 +813,7 @@ func (w *Writer) writeDelta(ctx context.Context, t Target, ref string, dl Delta,
 func (w *Writer) put(ctx context.Context, t Target, ref string, s *discoveryv1.EndpointSlice, isNew bool) (bool, error) {
 	var existing *discoveryv1.EndpointSlice
 	if !isNew {
-		got, err := w.slices(t).Get(ctx, s.Name, metav1.GetOptions{})
+		got, err := t.api.Get(ctx, s.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -845,7 +843,7 @@ func (w *Writer) put(ctx context.Context, t Target, ref string, s *discoveryv1.E
 func (w *Writer) create(ctx context.Context, t Target, ref string, s *discoveryv1.EndpointSlice) (*discoveryv1.EndpointSlice, bool, error) {
 	s = s.DeepCopy()
 	s.Namespace = w.cfg.SliceNamespace
-	got, created, err := write.Create(ctx, w.slices(t), s, func(h *discoveryv1.EndpointSlice) bool { return ownedBy(h, ref) })
+	got, created, err := write.Create(ctx, t.api, s, func(h *discoveryv1.EndpointSlice) bool { return ownedBy(h, ref) })
 	if err != nil {
 		return nil, false, fmt.Errorf("create %s: %w", s.Name, err)
 	}
@@ -860,7 +858,7 @@ func (w *Writer) create(ctx context.Context, t Target, ref string, s *discoveryv
 // update writes s, which carries the resourceVersion of the slice it replaces.
 func (w *Writer) update(ctx context.Context, t Target, s *discoveryv1.EndpointSlice) error {
 	s.Namespace = w.cfg.SliceNamespace
-	if _, err := write.Update(ctx, w.slices(t), s); err != nil {
+	if _, err := write.Update(ctx, t.api, s); err != nil {
 		return fmt.Errorf("update %s: %w", s.Name, err)
 	}
 	w.cfg.Written.WithLabelValues("update").Inc()
@@ -871,7 +869,7 @@ func (w *Writer) update(ctx context.Context, t Target, s *discoveryv1.EndpointSl
 
 // delete removes s if it is still the object that was read (write.Delete).
 func (w *Writer) delete(ctx context.Context, t Target, s *discoveryv1.EndpointSlice) error {
-	if err := write.Delete(ctx, w.slices(t), s); err != nil {
+	if err := write.Delete(ctx, t.api, s); err != nil {
 		return fmt.Errorf("delete %s: %w", s.Name, err)
 	}
 	w.cfg.Written.WithLabelValues("delete").Inc()

@@ -40,7 +40,7 @@ func (w *Writer) writeSelf(ctx context.Context, t Target, had string, listed *di
 		return had, 0, nil
 	}
 	existing := listed
-	api := w.slices(t)
+	api := t.api
 	if read {
 		var err error
 		existing, err = api.Get(ctx, want.Name, metav1.GetOptions{})
@@ -114,7 +114,7 @@ func sameSelf(existing, want *discoveryv1.EndpointSlice) bool {
 // any more.
 func (w *Writer) removeSelf(ctx context.Context, t Target, namespace string) error {
 	name := contract.SelfSliceName(namespace)
-	api := w.slices(t)
+	api := t.api
 	existing, err := api.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
