@@ -13,7 +13,7 @@ import (
 )
 
 // The kinds of the controller's own objects in a member, as OwnKinds
-// lists them: indexes of workload.Owned.Lists and of workload.Set.Seen.
+// lists them: indexes of workload.OwnList and of workload.Set.Seen.
 const (
 	ownImports = iota
 	ownServices
@@ -63,25 +63,14 @@ func slicesIn(kube workload.Client, namespace string) workload.ListWatch {
 // ok is false until they have listed: the caller lists then.
 func (c *Reconciler) ownedObjects(m *workload.Cluster) (existing apply.Existing, contractSlices []*discoveryv1.EndpointSlice, ok bool) {
 	owned, ok := c.cfg.Workloads.Own(m)
-	if !ok || len(owned.Lists) <= ownContract {
+	if !ok || owned.Kinds() <= ownContract {
 		return existing, nil, false
 	}
-	existing.Imports = typed[*mcsv1beta1.ServiceImport](owned.Lists[ownImports])
-	existing.Services = typed[*corev1.Service](owned.Lists[ownServices])
-	existing.Slices = typed[*discoveryv1.EndpointSlice](owned.Lists[ownSlices])
+	existing.Imports = workload.OwnList[*mcsv1beta1.ServiceImport](owned, ownImports)
+	existing.Services = workload.OwnList[*corev1.Service](owned, ownServices)
+	existing.Slices = workload.OwnList[*discoveryv1.EndpointSlice](owned, ownSlices)
 	existing.Digest = func(k aggregate.Key) uint64 { return owned.Digest(k) }
-	return existing, typed[*discoveryv1.EndpointSlice](owned.Lists[ownContract]), true
-}
-
-// typed are the objects of objs of type T.
-func typed[T metav1.Object](objs []metav1.Object) []T {
-	out := make([]T, 0, len(objs))
-	for _, o := range objs {
-		if t, ok := o.(T); ok {
-			out = append(out, t)
-		}
-	}
-	return out
+	return existing, workload.OwnList[*discoveryv1.EndpointSlice](owned, ownContract), true
 }
 
 // seen is the apply.Seen of member m: each write is kept beside the

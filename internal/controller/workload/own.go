@@ -51,14 +51,23 @@ type ListWatch struct {
 	Watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
 }
 
-// Owned is what Own reads of a member.
+// Owned is what Own reads of a member: its lists are read with OwnList.
 type Owned struct {
-	// Lists holds, per kind of Config.Own, the writer's objects as the
-	// member holds them, its writes not shown yet in their place. Read
-	// only: the objects are shared.
-	Lists [][]metav1.Object
-	// Digest is the sum of the digests of a group's objects in Lists.
+	o       *ownWatch
+	pending map[ownKey]writtenObject
+	// Digest is the sum of the digests of a group's objects in the
+	// lists.
 	Digest func(group any) uint64
+}
+
+// Kinds is how many kinds the lists are of (Config.Own).
+func (o Owned) Kinds() int { return len(o.o.kinds) }
+
+// OwnList returns the writer's objects of kind (an index of Config.Own)
+// of type T as the member holds them, its writes not shown yet in their
+// place. Read only: the objects are shared.
+func OwnList[T metav1.Object](owned Owned, kind int) []T {
+	return list[T](owned.o, kind, owned.pending)
 }
 
 // ownWatch is the writer's own objects in a clusterset member, one
@@ -311,7 +320,7 @@ func (o *ownWatch) pending() map[ownKey]writtenObject {
 // list returns the objects of store as the member holds them: the
 // store's, with the controller's writes the watch has not shown yet
 // (pending) in their place. The objects are shared: read only.
-func list(o *ownWatch, store int, pending map[ownKey]writtenObject) []metav1.Object {
+func list[T metav1.Object](o *ownWatch, store int, pending map[ownKey]writtenObject) []T {
 	// The store's objects a pending write stands in for, by pointer: a
 	// few, where the objects are thousands; nil (none) reads as empty.
 	var replaced map[metav1.Object]bool
@@ -327,17 +336,17 @@ func list(o *ownWatch, store int, pending map[ownKey]writtenObject) []metav1.Obj
 			replaced[m] = true
 		}
 	}
-	out := make([]metav1.Object, 0, len(o.mine[store]))
+	out := make([]T, 0, len(o.mine[store]))
 	for _, obj := range o.mine[store] {
-		if !replaced[obj] {
-			out = append(out, obj)
+		if m, ok := obj.(T); ok && !replaced[obj] {
+			out = append(out, m)
 		}
 	}
 	o.mu.Unlock()
 	for k, w := range pending {
-		// A pending deletion (obj nil) is left out.
-		if w.obj != nil && k.store == store {
-			out = append(out, w.obj)
+		// A pending deletion (obj nil) is no T: left out.
+		if m, ok := w.obj.(T); ok && k.store == store {
+			out = append(out, m)
 		}
 	}
 	return out
@@ -380,12 +389,7 @@ func (m *Set) Own(w *Cluster) (owned Owned, ok bool) {
 		return owned, false
 	}
 	pending := o.pending()
-	owned.Lists = make([][]metav1.Object, len(o.kinds))
-	for i := range o.kinds {
-		owned.Lists[i] = list(o, i, pending)
-	}
-	owned.Digest = o.digest(pending)
-	return owned, true
+	return Owned{o: o, pending: pending, Digest: o.digest(pending)}, true
 }
 
 // Seen returns what keeps a write into member w beside its informers

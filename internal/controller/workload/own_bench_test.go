@@ -50,9 +50,9 @@ func BenchmarkOwnRead(b *testing.B) {
 	b.Run("kept", func(b *testing.B) {
 		for b.Loop() {
 			pending := o.pending()
-			_ = list(o, kindImports, pending)
-			_ = list(o, kindServices, pending)
-			_ = list(o, kindSlices, pending)
+			_ = list[*mcsv1beta1.ServiceImport](o, kindImports, pending)
+			_ = list[*corev1.Service](o, kindServices, pending)
+			_ = list[*discoveryv1.EndpointSlice](o, kindSlices, pending)
 			digest := o.digest(pending)
 			for _, k := range keys {
 				_ = digest(k)

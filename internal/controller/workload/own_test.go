@@ -31,15 +31,6 @@ func mcsKinds() []OwnKind {
 	}
 }
 
-// services are the Services of objs.
-func services(objs []metav1.Object) []*corev1.Service {
-	var out []*corev1.Service
-	for _, o := range objs {
-		out = append(out, o.(*corev1.Service)) //nolint:forcetypeassert // the Service store's
-	}
-	return out
-}
-
 // A write of the controller stands in for the object its informer holds
 // until the informer shows that write or a newer one; a deletion hides
 // the object until the informer deletes it too.
@@ -53,7 +44,7 @@ func TestOwnWrittenUntilShown(t *testing.T) {
 	}
 	held := func() map[string]string {
 		pending := o.pending()
-		listed := services(list(o, kindServices, pending))
+		listed := list[*corev1.Service](o, kindServices, pending)
 		// The digests kept as events come are those of the objects listed.
 		sums := map[aggregate.Key]uint64{}
 		for _, s := range listed {
@@ -172,7 +163,7 @@ func TestOwnReadsOnlyWhatItsSelectorSelects(t *testing.T) {
 		t.Errorf("an object that is no longer the controller's still counts in its import's digest (%d)", d)
 	}
 	var got []string
-	for _, s := range services(list(o, kindServices, nil)) {
+	for _, s := range list[*corev1.Service](o, kindServices, nil) {
 		got = append(got, s.Name)
 	}
 	if len(got) != 1 || got[0] != "derived" {
