@@ -31,11 +31,9 @@ var below = map[string][]string{
 	"controller/lane": {"kubeclient", "printable"},
 	// The connections and caches: they read for both reconcilers and
 	// know neither's domain; the kinds of the writer's own objects are
-	// the writer's (workload.OwnKind). The one MCS package left is what
-	// bounds a cached ServiceExport (exports.go: the read bounds of its
-	// exported labels and condition messages).
-	"controller/workload": {"contract", "kubeclient", "kubeconfig", "printable", "watch", "cidr", "owned", "skydnsrecord", "api/v1alpha1",
-		"mcs/aggregate"},
+	// the writer's (workload.OwnKind), and what a cached ServiceExport
+	// keeps is the reader's (workload.Config.ExportCache).
+	"controller/workload": {"contract", "kubeclient", "kubeconfig", "printable", "watch", "cidr", "owned", "skydnsrecord", "api/v1alpha1"},
 	"controller/desired": {"api/v1alpha1", "cidr", "contract", "kubeconfig", "owned", "skydnsrecord"},
 }
 

@@ -142,6 +142,7 @@ func New(cfg Config) *Manager {
 		OnService:       m.serviceChanged,
 		OnMember:        m.memberChanged,
 		Own:             clusterset.OwnKinds(),
+		ExportCache:     clusterset.ExportCache,
 	})
 	m.engine = engine
 	m.gatewayDNS = gatewaydns.New(gatewaydns.Config{

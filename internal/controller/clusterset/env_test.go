@@ -109,8 +109,9 @@ func (e *testEnv) start() {
 				rec.Add(key)
 			}
 		},
-		OnMember: func(cluster string, users []string) { rec.MemberChanged(cluster, users) },
-		Own:      OwnKinds(),
+		OnMember:    func(cluster string, users []string) { rec.MemberChanged(cluster, users) },
+		Own:         OwnKinds(),
+		ExportCache: ExportCache,
 	})
 	e.workloads = engine.Workloads
 	cfg := e.cfg.Config

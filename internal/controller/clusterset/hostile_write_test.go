@@ -93,6 +93,11 @@ func fillWithRefusingMember(t *testing.T, size int) refusingRun {
 			t.Fatalf("cluster-b refused %d creates, want %d", refused.Load(), want)
 		}
 	}
+	// Measured once no refusal is in flight: each holds its message, in
+	// the reactor and the error, until its call returns.
+	for last := int64(-1); last != refused.Load(); time.Sleep(time.Second) {
+		last = refused.Load()
+	}
 	goruntime.GC()
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)

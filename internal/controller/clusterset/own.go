@@ -97,3 +97,8 @@ func (c *Reconciler) seen(m *workload.Cluster) apply.Seen {
 		}
 	}
 }
+
+// ExportCache is what each member's ServiceExport informer keeps of an
+// export (workload.Config.ExportCache): what the aggregator and the
+// status writes read, bounded (aggregate.ForCache).
+func ExportCache(obj any) (any, error) { return aggregate.ForCache(obj) }

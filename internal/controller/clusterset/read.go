@@ -151,7 +151,7 @@ func seenOf(last memberRead, known bool, registered, now time.Time) func(aggrega
 // there is none) as the aggregator reads them.
 func exportOf(cluster string, e *mcsv1beta1.ServiceExport, svc *corev1.Service) aggregate.Export {
 	x := aggregate.Export{Cluster: cluster, Namespace: e.Namespace, Name: e.Name, Created: e.CreationTimestamp.Time,
-		Labels: e.Spec.ExportedLabels, Annotations: e.Spec.ExportedAnnotations, Cut: workload.ExportedCut(e)}
+		Labels: e.Spec.ExportedLabels, Annotations: e.Spec.ExportedAnnotations, Cut: aggregate.ExportedCut(e)}
 	if svc == nil || svc.DeletionTimestamp != nil {
 		return x
 	}

@@ -77,6 +77,9 @@ type EngineConfig struct {
 	// Own are the kinds the ClusterSet writer keeps of its own in each
 	// member (workload.Config.Own, clusterset.OwnKinds).
 	Own []workload.OwnKind
+	// ExportCache is what each member's ServiceExport informer keeps of
+	// an export (workload.Config.ExportCache).
+	ExportCache cache.TransformFunc
 }
 
 // NewEngine builds the engine: the management informers (Clusters, and
@@ -107,6 +110,7 @@ func NewEngine(cfg EngineConfig) Engine {
 		Gauge:          gauge,
 		Limits:         cfg.ReadLimits,
 		Own:            cfg.Own,
+		ExportCache:    cfg.ExportCache,
 		Written:        cfg.Written,
 	})
 	// A Cluster or a kubeconfig Secret changes the result of every

@@ -7,59 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 )
-
-// A member may write any number of conditions of 32 KiB messages into a
-// ServiceExport's status (a hostile API server more): the cache keeps
-// the controller's own types and the first others up to
-// MaxCachedConditions, each cut to documented sizes.
-func TestExportForCacheConditionsBounded(t *testing.T) {
-	var conds []metav1.Condition
-	for i := range 40 {
-		conds = append(conds, metav1.Condition{Type: "Other" + strings.Repeat("t", i), Status: metav1.ConditionTrue,
-			Reason: strings.Repeat("R", 4096), Message: strings.Repeat("m", 32<<10)})
-	}
-	for _, own := range []aggregate.ConditionType{aggregate.ConditionValid, aggregate.ConditionConflict, aggregate.ConditionReady} {
-		conds = append(conds, metav1.Condition{Type: string(own), Status: metav1.ConditionTrue, Reason: "Mine", Message: strings.Repeat("é", 20<<10)})
-	}
-	in := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
-		Status: mcsv1beta1.ServiceExportStatus{Conditions: conds}}
-	got, _ := exportForCache(in)
-	e := got.(*mcsv1beta1.ServiceExport)
-	kept := e.Status.Conditions
-	if len(kept) != MaxCachedConditions {
-		t.Fatalf("kept %d conditions, want %d", len(kept), MaxCachedConditions)
-	}
-	for _, own := range []aggregate.ConditionType{aggregate.ConditionValid, aggregate.ConditionConflict, aggregate.ConditionReady} {
-		if c := findCondition(kept, string(own)); c == nil || c.Reason != "Mine" {
-			t.Errorf("the controller's own condition %s not kept: %+v", own, c)
-		}
-	}
-	for _, c := range kept {
-		if len(c.Message) > aggregate.MaxConditionMessageBytes || len(c.Reason) > maxConditionReasonBytes || len(c.Type) > maxConditionTypeBytes {
-			t.Errorf("condition %.20s... kept with a message of %d bytes, a reason of %d, a type of %d", c.Type, len(c.Message), len(c.Reason), len(c.Type))
-		}
-		if !strings.HasSuffix(c.Message, aggregate.CutMark) {
-			t.Errorf("a cut message of %s does not say so: ...%s", c.Type, c.Message[len(c.Message)-10:])
-		}
-	}
-	if again, _ := exportForCache(e); !reflect.DeepEqual(again, e) {
-		t.Error("not idempotent")
-	}
-}
-
-func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
-	for i := range cs {
-		if cs[i].Type == t {
-			return &cs[i]
-		}
-	}
-	return nil
-}
 
 // The gateway or exported Service is cached with what is read of it:
 // identity, spec and load-balancer status, not the labels, annotations,

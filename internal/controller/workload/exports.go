@@ -3,7 +3,6 @@ package workload
 import (
 	"context"
 	"sort"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,8 +13,6 @@ import (
 	"k8s.io/klog/v2"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
-
-	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 )
 
 // ExportsRef is the ref under which Release keeps a cluster's informers
@@ -93,7 +90,7 @@ func (m *Set) WatchExports(w *Cluster, user string) {
 		ew = &exportsWatch{ctx: ctx, cancel: cancel, users: map[string]bool{}, services: services.informer,
 			wanted: map[string]map[string]bool{}}
 		notify := func() { m.onMember(w.key, m.exportsUsersOf(ew)) }
-		ew.exports = watchExports(mcs, w.reads, notify)
+		ew.exports = watchExports(mcs, w.reads, m.exportCache, notify)
 		ew.namespaces = watchNamespaces(w.client, w.reads, notify)
 		ew.exports.run(ctx, notify)
 		ew.namespaces.run(ctx, notify)
@@ -176,7 +173,7 @@ func (m *Set) exportsUsersOf(ew *exportsWatch) []string {
 }
 
 // watchExports is the cluster-wide ServiceExport informer of a member.
-func watchExports(client MCSClient, r *reads, onChange func()) *objectWatch {
+func watchExports(client MCSClient, r *reads, keep cache.TransformFunc, onChange func()) *objectWatch {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return client.MulticlusterV1beta1().ServiceExports(metav1.NamespaceAll).List(ctx, o)
@@ -196,7 +193,7 @@ func watchExports(client MCSClient, r *reads, onChange func()) *objectWatch {
 			},
 			DeleteFunc: func(any) { onChange() },
 		},
-		Transform: exportForCache,
+		Transform: exportTransform(keep),
 	})
 }
 
@@ -266,89 +263,22 @@ func serviceForCache(obj any) (any, error) {
 	return out, nil
 }
 
-// exportForCache keeps of a ServiceExport what the aggregator and the
-// status writes read: identity, creation time, exported labels and
-// annotations (aggregate.ReadBound) and conditions (boundConditions); no
-// labels, annotations or managedFields, which a member's users choose
-// and may make large. Idempotent.
-func exportForCache(obj any) (any, error) {
-	e, ok := obj.(*mcsv1beta1.ServiceExport)
-	if !ok {
+// exportTransform is the transform of a member's ServiceExport
+// informer: what the ClusterSet side keeps of an export (Config.ExportCache,
+// nil: all of it), its metadata's strings interned.
+func exportTransform(keep cache.TransformFunc) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		if keep != nil {
+			var err error
+			if obj, err = keep(obj); err != nil {
+				return nil, err
+			}
+		}
+		if e, ok := obj.(*mcsv1beta1.ServiceExport); ok {
+			internMeta(&e.ObjectMeta)
+		}
 		return obj, nil
 	}
-	out := &mcsv1beta1.ServiceExport{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: e.Name, Namespace: e.Namespace, UID: e.UID, ResourceVersion: e.ResourceVersion,
-			Generation: e.Generation, CreationTimestamp: e.CreationTimestamp, DeletionTimestamp: e.DeletionTimestamp,
-		},
-		Status: mcsv1beta1.ServiceExportStatus{Conditions: boundConditions(e.Status.Conditions)},
-	}
-	var labelsCut, annotationsCut int
-	out.Spec.ExportedLabels, labelsCut = aggregate.ReadBound(e.Spec.ExportedLabels)
-	out.Spec.ExportedAnnotations, annotationsCut = aggregate.ReadBound(e.Spec.ExportedAnnotations)
-	// What an earlier pass cut is kept: the transform is idempotent.
-	if cut := labelsCut + annotationsCut + ExportedCut(e); cut > 0 {
-		out.Annotations = map[string]string{AnnotationExportedCut: strconv.Itoa(cut)}
-	}
-	internMeta(&out.ObjectMeta)
-	return out, nil
-}
-
-// Bounds of the conditions of a cached ServiceExport: a member (or its
-// API server) may write any number, each with a 32 KiB message. The
-// controller writes the status from the cache, so what is cut here is
-// cut in the member too at its next status write; the controller's own
-// messages are cut alike (aggregate.CutMessage) and never change by it.
-const (
-	// MaxCachedConditions is the most conditions kept: the controller's
-	// own types (Valid, Conflict, Ready) and the first others.
-	MaxCachedConditions = 8
-	// maxConditionTypeBytes and maxConditionReasonBytes are the API's
-	// bounds of a condition's type and reason; a hostile API server may
-	// send longer ones.
-	maxConditionTypeBytes   = 316
-	maxConditionReasonBytes = 1024
-)
-
-// boundConditions keeps of conds the controller's own types and the
-// first others, MaxCachedConditions at most, in their order, with the
-// message cut to aggregate.MaxConditionMessageBytes and type and reason
-// to the API's bounds. Idempotent.
-func boundConditions(conds []metav1.Condition) []metav1.Condition {
-	if len(conds) == 0 {
-		return conds
-	}
-	own := map[string]bool{string(aggregate.ConditionValid): true, string(aggregate.ConditionConflict): true, string(aggregate.ConditionReady): true}
-	seen := map[string]bool{}
-	others := MaxCachedConditions - len(own)
-	var out []metav1.Condition
-	for _, c := range conds {
-		c.Type = c.Type[:min(len(c.Type), maxConditionTypeBytes)]
-		if seen[c.Type] {
-			continue
-		}
-		if !own[c.Type] {
-			if others == 0 {
-				continue
-			}
-			others--
-		}
-		seen[c.Type] = true
-		c.Reason = c.Reason[:min(len(c.Reason), maxConditionReasonBytes)]
-		c.Message = aggregate.CutMessage(c.Message)
-		out = append(out, c)
-	}
-	return out
-}
-
-// AnnotationExportedCut, on a cached ServiceExport only, is how many of
-// its exported labels and annotations exportForCache cut.
-const AnnotationExportedCut = "xcc-dns.io/exported-cut"
-
-// ExportedCut is what AnnotationExportedCut says of a cached export.
-func ExportedCut(e *mcsv1beta1.ServiceExport) int {
-	n, _ := strconv.Atoi(e.Annotations[AnnotationExportedCut])
-	return n
 }
 
 // namespaceForCache keeps a Namespace's name, UID and deletion mark.

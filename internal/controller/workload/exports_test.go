@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -18,7 +17,6 @@ import (
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
-	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -34,52 +32,6 @@ func (c memberClient) MulticlusterV1beta1() mcsclient.MulticlusterV1beta1Interfa
 }
 
 var _ MCSClient = memberClient{}
-
-// The export informer keeps identity, creation time, conditions and the
-// exported labels and annotations only, idempotently.
-func TestExportForCache(t *testing.T) {
-	created := metav1.NewTime(time.Unix(100, 0))
-	cond := []metav1.Condition{{Type: "Valid", Status: metav1.ConditionTrue, Reason: "Valid"}}
-	in := &mcsv1beta1.ServiceExport{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u", ResourceVersion: "4", Generation: 2,
-			CreationTimestamp: created, Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"big": "x"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
-		Spec:   mcsv1beta1.ServiceExportSpec{ExportedLabels: map[string]string{"l": "v"}},
-		Status: mcsv1beta1.ServiceExportStatus{Conditions: cond},
-	}
-	want := &mcsv1beta1.ServiceExport{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u", ResourceVersion: "4", Generation: 2, CreationTimestamp: created},
-		Spec:       mcsv1beta1.ServiceExportSpec{ExportedLabels: map[string]string{"l": "v"}},
-		Status:     mcsv1beta1.ServiceExportStatus{Conditions: cond},
-	}
-	got, err := exportForCache(in)
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("exportForCache = %+v, %v\nwant %+v", got, err, want)
-	}
-	if again, _ := exportForCache(got); !reflect.DeepEqual(again, want) {
-		t.Errorf("not idempotent: %+v", again)
-	}
-}
-
-// A tenant may write a megabyte of exported annotations: the cache keeps
-// twice what an import may carry, and says how much it cut.
-func TestExportForCacheBounded(t *testing.T) {
-	big := map[string]string{}
-	for i := range 1000 {
-		big[fmt.Sprintf("k%04d", i)] = strings.Repeat("x", 1000)
-	}
-	in := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
-		Spec: mcsv1beta1.ServiceExportSpec{ExportedAnnotations: big}}
-	got, _ := exportForCache(in)
-	e := got.(*mcsv1beta1.ServiceExport)
-	kept := len(e.Spec.ExportedAnnotations)
-	if kept == 0 || kept > 2*aggregate.MaxExportedEntries || ExportedCut(e) != 1000-kept {
-		t.Fatalf("kept %d entries, cut %d: want at most %d kept and the rest counted", kept, ExportedCut(e), 2*aggregate.MaxExportedEntries)
-	}
-	if again, _ := exportForCache(e); !reflect.DeepEqual(again, e) {
-		t.Errorf("not idempotent: cut %d", ExportedCut(again.(*mcsv1beta1.ServiceExport)))
-	}
-}
 
 // WatchExports starts the informers of a member; Exports lists its exports
 // sorted and its live namespaces, follows changes with an event for the
@@ -234,5 +186,25 @@ func TestExportChanged(t *testing.T) {
 		if got := exportChanged(base, cur); got != tc.want {
 			t.Errorf("%s: changed %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A member's ServiceExport informer keeps what Config.ExportCache keeps
+// of an export, or all of it without one.
+func TestExportTransform(t *testing.T) {
+	in := func() *mcsv1beta1.ServiceExport {
+		return &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web",
+			Annotations: map[string]string{"big": "x"}}}
+	}
+	dropAnnotations := func(obj any) (any, error) {
+		e := obj.(*mcsv1beta1.ServiceExport).DeepCopy()
+		e.Annotations = nil
+		return e, nil
+	}
+	if got, _ := exportTransform(dropAnnotations)(in()); got.(*mcsv1beta1.ServiceExport).Annotations != nil {
+		t.Errorf("ExportCache not applied: %+v", got)
+	}
+	if got, _ := exportTransform(nil)(in()); got.(*mcsv1beta1.ServiceExport).Annotations["big"] != "x" {
+		t.Errorf("without ExportCache the export is not kept whole: %+v", got)
 	}
 }

@@ -200,8 +200,9 @@ type Set struct {
 	gauge          func(n int)
 	onWrite        func(Writer, time.Duration, error)
 	// own are the kinds of Config.Own.
-	own    []OwnKind
-	limits ReadLimits
+	own         []OwnKind
+	exportCache cache.TransformFunc
+	limits      ReadLimits
 }
 
 // Config wires a Set to the controller.
@@ -231,6 +232,10 @@ type Config struct {
 	// Own are the kinds of the objects the ClusterSet writer keeps of its
 	// own in each member (own.go); none: Own never answers.
 	Own []OwnKind
+	// ExportCache is what a member's ServiceExport informer keeps of an
+	// export (aggregate.ForCache, which the ClusterSet side reads); nil
+	// keeps it whole.
+	ExportCache cache.TransformFunc
 }
 
 // NewSet returns an empty Set; Start gives it the context its informers run in.
@@ -240,7 +245,7 @@ func NewSet(cfg Config) *Set {
 		onMember = func(_ string, users []string) { cfg.OnService(users) }
 	}
 	return &Set{newClient: cfg.NewClient, sliceNamespace: cfg.SliceNamespace, onNamespace: cfg.OnNamespace,
-		onService: cfg.OnService, onMember: onMember, gauge: cfg.Gauge, onWrite: cfg.Written, own: cfg.Own, clusters: map[string]*Cluster{}, limits: cfg.Limits.withDefaults()}
+		onService: cfg.OnService, onMember: onMember, gauge: cfg.Gauge, onWrite: cfg.Written, own: cfg.Own, exportCache: cfg.ExportCache, clusters: map[string]*Cluster{}, limits: cfg.Limits.withDefaults()}
 }
 
 // Start sets the context every informer runs in and ends with; call it

@@ -45,7 +45,7 @@ func exportStatuses(in Input) []ExportStatus {
 			}
 			mc := metav1.Condition{
 				Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: string(c.Reason),
-				Message: aggregate.CutMessage(msg), // as the cache keeps it (workload.exportForCache)
+				Message: aggregate.CutMessage(msg), // as the cache keeps it (aggregate.ForCache)
 			}
 			if c.Type == aggregate.ConditionReady && c.Status == aggregate.StatusTrue && !in.Imports[e.Key].Written {
 				mc.Status, mc.Reason = metav1.ConditionFalse, ReasonPending
