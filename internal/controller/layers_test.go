@@ -34,7 +34,7 @@ var below = map[string][]string{
 	// the writer's (workload.OwnKind), and what a cached ServiceExport
 	// keeps is the reader's (workload.Config.ExportCache).
 	"controller/workload": {"contract", "kubeclient", "kubeconfig", "printable", "watch", "cidr", "owned", "skydnsrecord", "api/v1alpha1"},
-	"controller/desired": {"api/v1alpha1", "cidr", "contract", "kubeconfig", "owned", "skydnsrecord"},
+	"controller/desired":  {"api/v1alpha1", "cidr", "contract", "kubeconfig", "owned", "skydnsrecord"},
 }
 
 // Each package imports only what is below it: no writer depends on a
