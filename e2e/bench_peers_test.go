@@ -108,6 +108,7 @@ func testBenchPeers(t *testing.T) {
 	r.latency()
 	r.apiServerDown()
 	report(t, r.table())
+	report(t, r.gateways())
 }
 
 func peersExportCount(t *testing.T) int {
