@@ -61,9 +61,9 @@ type gwRun struct {
 	notes []string
 }
 
-func gwLabel(i int) string         { return fmt.Sprintf("g-%02d", i) }
-func gwXCCHost(i int) string       { return lab.NamesHost(gwLabel(i), lab.ClusterNamespace) }
-func gwEDNSHost(i int) string      { return gwLabel(i) + "." + lab.ExternalDNSZone }
+func gwLabel(i int) string          { return fmt.Sprintf("g-%02d", i) }
+func gwXCCHost(i int) string        { return lab.NamesHost(gwLabel(i), lab.ClusterNamespace) }
+func gwEDNSHost(i int) string       { return gwLabel(i) + "." + lab.ExternalDNSZone }
 func gwAddress(i, round int) string { return fmt.Sprintf("198.18.%d.%d", 200+i, round+1) }
 
 func (g *gwRun) row(what, xcc, edns string) { g.rows = append(g.rows, [3]string{what, xcc, edns}) }
