@@ -146,35 +146,52 @@ func setGWAddress(ctx context.Context, w *lab.Cluster, name, ip string) error {
 
 // latency changes each Service's address gwRounds times, one change at a
 // time, and asks both uncached servers every peersPoll from just before
-// the write until each answers the new address alone.
+// the write until each answers the new address alone; an answer that is
+// neither the old address nor the new one (no address while a publisher
+// deletes before it adds) is counted, not an error.
 func (g *gwRun) latency() {
 	t, ctx := g.p.t, g.p.ctx
 	a := theLab.Workload(lab.ClusterA)
-	var xcc, edns []time.Duration
+	var took [2][]time.Duration
+	var gaps [2]int
 	for round := 1; round <= gwRounds; round++ {
 		for i := range gwServices {
-			took, err := g.change(ctx, a, i, round)
+			c, err := g.change(ctx, a, i, round)
 			if err != nil {
 				t.Fatal(err)
 			}
-			xcc, edns = append(xcc, took[0]), append(edns, took[1])
+			for k := range 2 {
+				took[k] = append(took[k], c.took[k])
+				gaps[k] += btoi(c.gap[k])
+			}
 		}
 		t.Logf("gateway names: round %d of %d timed", round, gwRounds)
 	}
 	cell := func(d []time.Duration) string {
 		return fmt.Sprintf("%s / %s (max %s)", fmtDuration(percentile(d, 50)), fmtDuration(percentile(d, 99)), fmtDuration(percentile(d, 100)))
 	}
-	g.row(fmt.Sprintf("load-balancer address changed in cluster-a to answer in cluster-b's DNS, no cache, p50 / p99 of %d", len(xcc)), cell(xcc), cell(edns))
+	n := len(took[0])
+	g.row(fmt.Sprintf("load-balancer address changed in cluster-a to answer in cluster-b's DNS, no cache, p50 / p99 of %d", n), cell(took[0]), cell(took[1]))
+	g.row(fmt.Sprintf("... changes during which the name answered no address (asked every %s)", peersPoll),
+		fmt.Sprintf("%d of %d", gaps[0], n), fmt.Sprintf("%d of %d", gaps[1], n))
+}
+
+// gwChange is what one change showed of each publisher: how long until
+// the new address alone, and whether anything but the old or the new
+// address was answered on the way.
+type gwChange struct {
+	took [2]time.Duration
+	gap  [2]bool
 }
 
 // change makes one change and times both answers.
-func (g *gwRun) change(ctx context.Context, a *lab.Cluster, i, round int) ([2]time.Duration, error) {
-	var took [2]time.Duration
+func (g *gwRun) change(ctx context.Context, a *lab.Cluster, i, round int) (gwChange, error) {
+	var c gwChange
 	var errs [2]error
 	addr, old := gwAddress(i, round), gwAddress(i, round-1)
 	began := time.Now()
 	if err := setGWAddress(ctx, a, gwLabel(i), addr); err != nil {
-		return took, err
+		return c, err
 	}
 	deadline := began.Add(gwChangeTimeout)
 	var wg sync.WaitGroup
@@ -182,21 +199,21 @@ func (g *gwRun) change(ctx context.Context, a *lab.Cluster, i, round int) ([2]ti
 		wg.Go(func() {
 			_, at, err := pollA(ctx, q[0], q[1], peersPoll, deadline, func(got []string) (bool, error) {
 				if !slices.Equal(got, []string{addr}) && !slices.Equal(got, []string{old}) {
-					return false, fmt.Errorf("want %s or the old %s", addr, old)
+					c.gap[k] = true
 				}
 				return slices.Equal(got, []string{addr}), nil
 			})
-			took[k], errs[k] = at.Sub(began), err
+			c.took[k], errs[k] = at.Sub(began), err
 		})
 	}
 	wg.Wait()
 	if errs[0] != nil {
-		return took, fmt.Errorf("xcc-dns: %w", errs[0])
+		return c, fmt.Errorf("xcc-dns: %w", errs[0])
 	}
 	if errs[1] != nil {
-		return took, fmt.Errorf("ExternalDNS: %w", errs[1])
+		return c, fmt.Errorf("ExternalDNS: %w", errs[1])
 	}
-	return took, nil
+	return c, nil
 }
 
 // gwHostile is one hostile annotation: what each publisher is asked to
@@ -216,7 +233,7 @@ func gwHostiles() []gwHostile {
 
 // hostile creates in cluster-b (selected by the GatewayDNS, with an
 // ExternalDNS instance of its own) one Service per hostile annotation,
-// waits for ExternalDNS to have synced (the apex answered, or
+// waits for ExternalDNS to have synced (the free name answered, or
 // gwHostileWait) and for xcc-dns's status of each name, then records
 // what each answers for the name and for g-00.
 func (g *gwRun) hostile() {
@@ -224,23 +241,48 @@ func (g *gwRun) hostile() {
 	b := theLab.Workload(lab.ClusterB)
 	hs := gwHostiles()
 	for k, h := range hs {
-		if err := createDualService(ctx, b, h.service, h.fqdn, h.hostname, fmt.Sprintf("198.18.250.%d", k+1)); err != nil {
+		if err := createDualService(ctx, b, h.service, h.fqdn, h.hostname, gwHostileAddress(k)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	began := time.Now()
-	_, _, _ = pollA(ctx, g.x.DNSAddr, lab.ExternalDNSZone, 100*time.Millisecond, began.Add(gwHostileWait), func(got []string) (bool, error) {
+	_, _, _ = pollA(ctx, g.x.DNSAddr, hs[1].hostname, 100*time.Millisecond, began.Add(gwHostileWait), func(got []string) (bool, error) {
 		return len(got) > 0, nil
 	})
 	reasons := g.waitReasons(hs, began.Add(gwHostileWait))
-	for _, h := range hs {
+	for k, h := range hs {
 		g.row("hostile annotation in cluster-b: "+h.what,
-			fmt.Sprintf("`%s`: %s; answers %s", h.fqdn, reasons[h.fqdn], answerOf(g.xcc, h.fqdn)),
-			fmt.Sprintf("`%s`: answers %s", h.hostname, answerOf(g.x.DNSAddr, h.hostname)))
+			fmt.Sprintf("`%s`: %s; answers %s", h.fqdn, reasons[h.fqdn], hostileAnswer(g.xcc, h.fqdn, gwHostileAddress(k))),
+			fmt.Sprintf("`%s`: answers %s", h.hostname, hostileAnswer(g.x.DNSAddr, h.hostname, gwHostileAddress(k))))
 	}
-	g.row("... and cluster-a's name g-00 (address "+gwAddress(0, gwRounds)+")",
-		answerOf(g.xcc, gwXCCHost(0)), answerOf(g.x.DNSAddr, gwEDNSHost(0)))
+	g.row("... and cluster-a's g-00 (its address "+gwAddress(0, gwRounds)+")",
+		hostileAnswer(g.xcc, gwXCCHost(0), gwHostileAddress(0)), hostileAnswer(g.x.DNSAddr, gwEDNSHost(0), gwHostileAddress(0)))
 	t.Logf("gateway names: hostile annotations judged")
+}
+
+// gwHostileAddress is the address of hostile Service k.
+func gwHostileAddress(k int) string { return fmt.Sprintf("198.18.250.%d", k+1) }
+
+// hostileAnswer is what server answers for name (A): the rcode, the
+// addresses (their count when more than three), and whether the hostile
+// address is among them.
+func hostileAnswer(server, name, hostile string) string {
+	m, err := lab.Query(server, name, dns.TypeA)
+	if err != nil {
+		return "no answer: " + err.Error()
+	}
+	v := lab.Values(m, dns.TypeA)
+	out := dns.RcodeToString[m.Rcode]
+	switch {
+	case len(v) > 3:
+		out += fmt.Sprintf(" with %d addresses", len(v))
+	case len(v) > 0:
+		out += " " + strings.Join(v, ", ")
+	}
+	if slices.Contains(v, hostile) {
+		out += ", **the hostile " + hostile + " among them**"
+	}
+	return out
 }
 
 // waitReasons waits until the walkthrough GatewayDNS's status.names has

@@ -11,11 +11,11 @@ import (
 
 // apiServerDown stops cluster-a's API server for gwDownHold and asks both
 // servers for g-00 every gwDownPoll: how many asks each answered with its
-// last address; then starts the API server again.
+// last address among the answer's; then starts the API server again.
 func (g *gwRun) apiServerDown() {
 	t, ctx := g.p.t, g.p.ctx
 	a := theLab.Workload(lab.ClusterA)
-	want := "NOERROR " + gwAddress(0, gwRounds)
+	want := gwAddress(0, gwRounds)
 	queries := [][2]string{{g.xcc, gwXCCHost(0)}, {g.x.DNSAddr, gwEDNSHost(0)}}
 	a.Stop()
 	t.Logf("gateway names: cluster-a's API server stopped for %s", gwDownHold)
@@ -27,7 +27,7 @@ func (g *gwRun) apiServerDown() {
 		asks++
 		for k, q := range queries {
 			got := answerOf(q[0], q[1])
-			if got == want {
+			if strings.HasPrefix(got, "NOERROR ") && strings.Contains(got+",", " "+want+",") {
 				right[k]++
 			} else if wrong[k] == "" {
 				wrong[k] = fmt.Sprintf("; first other answer after %s: %s", time.Since(began).Round(time.Second), got)
