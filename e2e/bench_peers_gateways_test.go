@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -68,9 +69,14 @@ func gwAddress(i, round int) string { return fmt.Sprintf("198.18.%d.%d", 200+i, 
 
 func (g *gwRun) row(what, xcc, edns string) { g.rows = append(g.rows, [3]string{what, xcc, edns}) }
 
-// gateways runs the gateway names half and returns its table.
+// gateways runs the gateway names half and returns its table; without
+// the ExternalDNS binary (make bench-peers builds it; bench-lab does not)
+// it says so and runs nothing.
 func (r *peersRun) gateways() string {
 	t := r.t
+	if _, err := os.Stat(theLab.Bin("external-dns-" + lab.ExternalDNSVersion)); err != nil {
+		return fmt.Sprintf("peers, gateway names: not run, ExternalDNS %s is not built (make bench-peers builds it): %v\n", lab.ExternalDNSVersion, err)
+	}
 	g := &gwRun{p: r, xcc: r.xccPlain.Addr}
 	t.Cleanup(g.cleanup)
 	g.setup()
