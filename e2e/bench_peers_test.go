@@ -88,7 +88,9 @@ type peersRun struct {
 // specification and hostile names, q/s and latency with dnsperf cached
 // and uncached, resident memory, export-to-answer time, and the answers
 // with cluster-b's API server down, before and after each server's
-// restart. It fails only when a measurement cannot be made.
+// restart. Then gateways puts the names of the same LoadBalancer
+// Services beside ExternalDNS's (a table of its own). It fails only when
+// a measurement cannot be made.
 func testBenchPeers(t *testing.T) {
 	requireBench(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
@@ -108,6 +110,7 @@ func testBenchPeers(t *testing.T) {
 	r.latency()
 	r.apiServerDown()
 	report(t, r.table())
+	report(t, r.gateways())
 }
 
 func peersExportCount(t *testing.T) int {

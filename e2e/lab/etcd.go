@@ -18,6 +18,12 @@ const (
 // startEtcd starts the one etcd, in this process, that every API server of
 // the lab stores its objects in (each under its own prefix).
 func startEtcd(dir, logDir string) (*embed.Etcd, string, error) {
+	return startEtcdAs("lab", dir, filepath.Join(logDir, "etcd.log"))
+}
+
+// startEtcdAs starts an embedded etcd called name, its data under dir and
+// its log in logFile.
+func startEtcdAs(name, dir, logFile string) (*embed.Etcd, string, error) {
 	var lastErr error
 	for attempt := 0; attempt < portAttempts; attempt++ {
 		ports, err := freePorts(2)
@@ -27,7 +33,7 @@ func startEtcd(dir, logDir string) (*embed.Etcd, string, error) {
 		clientURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[0])}
 		peerURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", ports[1])}
 		cfg := embed.NewConfig()
-		cfg.Name = "lab"
+		cfg.Name = name
 		cfg.Dir = filepath.Join(dir, fmt.Sprintf("etcd-%d", attempt))
 		cfg.ListenClientUrls = []url.URL{clientURL}
 		cfg.AdvertiseClientUrls = []url.URL{clientURL}
@@ -38,7 +44,7 @@ func startEtcd(dir, logDir string) (*embed.Etcd, string, error) {
 		cfg.AutoCompactionMode = "periodic"
 		cfg.AutoCompactionRetention = "5m"
 		cfg.LogLevel = "warn"
-		cfg.LogOutputs = []string{filepath.Join(logDir, "etcd.log")}
+		cfg.LogOutputs = []string{logFile}
 		e, err := embed.StartEtcd(cfg)
 		if err != nil {
 			lastErr = fmt.Errorf("start embedded etcd on %s: %w", clientURL.Host, err)

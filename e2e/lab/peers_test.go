@@ -49,3 +49,19 @@ func TestStockMCSCorefile(t *testing.T) {
 		t.Error("cache without cache")
 	}
 }
+
+func TestExternalDNSCorefile(t *testing.T) {
+	got := ExternalDNSCorefile(1053, 1081, "http://127.0.0.1:2379")
+	for _, want := range []string{
+		"edns.test:1053 {\n    bind 127.0.0.1\n",
+		"ready 127.0.0.1:1081\n",
+		"etcd edns.test {\n        path /skydns\n        endpoint http://127.0.0.1:2379\n    }\n}\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "cache") {
+		t.Errorf("a cache in:\n%s", got)
+	}
+}
