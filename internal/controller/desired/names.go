@@ -76,6 +76,9 @@ type nameEntry struct {
 	st      v1alpha1.NameStatus
 	sources []nameSource
 	notes   []string
+	// kept counts the sources of clusters that were not read, whose
+	// slices stay (keptNames); keptHealthy those last seen healthy.
+	kept, keptHealthy int32
 }
 
 // nameSource is one cluster's Service claiming a name.
@@ -104,11 +107,15 @@ func addNames(c *computation) {
 	published := c.namesPublished()
 	within, cut := limitNames(c.clusters, published, c.gd.Namespace, c.zone, n.grants, c.limits)
 	for _, in := range c.clusters {
+		if in.Selected && c.out.Keep[in.Name] {
+			c.keptNames(in.Name)
+		}
 		if !in.Selected || !published[in.Name] {
 			continue
 		}
 		if !in.NamesSynced {
 			c.keepNames(in.Name)
+			c.keptNames(in.Name)
 			continue
 		}
 		svcs := slices.Clone(in.Names)
@@ -143,6 +150,33 @@ func (c *computation) keepNames(cluster string) {
 	for _, e := range c.entries {
 		if e.st.Name == cluster {
 			e.note("names: Services not listed yet (the kubeconfig needs list and watch on Services and EndpointSlices of every namespace); last published names kept")
+		}
+	}
+}
+
+// keptNames carries the last status entries of the names cluster
+// published: its name slices stay while it cannot be read (Keep), so a
+// name that answers keeps an entry saying from which sources and why.
+func (c *computation) keptNames(cluster string) {
+	n := c.names
+	for _, last := range c.gd.Status.Names {
+		if last.Reason != ReasonPublished {
+			continue
+		}
+		for _, ref := range last.Sources {
+			if !strings.HasPrefix(ref, cluster+"/") {
+				continue
+			}
+			e := n.entry(last.Name)
+			e.st.Sources = appendSource(e.st.Sources, ref)
+			e.kept++
+			if n.lastHealth[last.Name+" "+ref] {
+				e.keptHealthy++
+			}
+			e.notes = append(e.notes, ref+": cluster not read; last published addresses kept")
+			if !slices.Contains(n.claimed, last.Name) {
+				n.claimed = append(n.claimed, last.Name)
+			}
 		}
 	}
 }
@@ -272,7 +306,7 @@ func (c *computation) publishNames() {
 		e := n.byName[name]
 		if e.st.Reason == "" {
 			e.st.Reason = ReasonNoAddresses
-			if len(e.sources) > 0 {
+			if len(e.sources) > 0 || e.kept > 0 {
 				e.st.Reason = ReasonPublished
 			}
 		}
@@ -281,6 +315,7 @@ func (c *computation) publishNames() {
 			e.notes = append(e.notes, "not published: "+c.localityErr.Error())
 		}
 		if e.st.Reason == ReasonPublished {
+			e.st.HealthySources += e.keptHealthy
 			for _, s := range e.sources {
 				src := contract.Source{Namespace: c.gd.Namespace, GatewayDNS: c.gd.Name, Cluster: s.cluster, Kind: contract.KindName,
 					Hostname: name, TTL: c.gatewaysTTL, Locality: c.locality, Unhealthy: !s.h.healthy}

@@ -218,3 +218,40 @@ func TestAddNamesBoundsStatus(t *testing.T) {
 		t.Errorf("reason %s", d.Names[0].Reason)
 	}
 }
+
+// A cluster whose names stay published while it cannot be read (kept,
+// or its Services not listed yet) keeps their status entries too: a name
+// that answers says so, from which sources and why they were not read.
+// A deleting cluster's names go, entries and all.
+func TestAddNamesKeptClustersKeepTheirEntries(t *testing.T) {
+	const web, cart, old = "web.dev-team.names.xcc.test", "cart.dev-team.names.xcc.test", "old.dev-team.names.xcc.test"
+	with := func(in Input, f func(*Input)) Input { f(&in); return in }
+	clusters := []Input{
+		named("cluster-a", "shop/cart=cart=10.1.0.2"),
+		with(named("cluster-d", "shop/web=web=10.4.0.1"), func(in *Input) { in.ServiceSynced = false }),
+		with(named("cluster-e", "shop/web=web=10.5.0.1"), func(in *Input) { in.NamesSynced = false }),
+		with(named("cluster-f", "shop/old=old=10.6.0.1"), func(in *Input) { in.Deleting = true }),
+	}
+	gd := testfixture.GatewayDNS("gw")
+	gd.Spec.Names = &v1alpha1.Names{Enabled: true}
+	gd.Status.Names = []v1alpha1.NameStatus{
+		{Name: old, Reason: ReasonPublished, Sources: []string{"cluster-f/shop/old"}, HealthySources: 1},
+		{Name: web, Reason: ReasonPublished, Sources: []string{"cluster-d/shop/web", "cluster-e/shop/web"}, HealthySources: 2},
+	}
+	d := Compute(gd, "xcc.test", nil, clusters)
+	claimed := AddNames(&d, gd, "xcc.test", nil, contract.Grants{}, clusters, nil)
+	if got, want := reasonsView(d), []string{cart + " Published", web + " Published"}; !slices.Equal(got, want) {
+		t.Fatalf("status names:\n got %q\nwant %q", got, want)
+	}
+	kept := d.Names[1]
+	if !slices.Equal(kept.Sources, []string{"cluster-d/shop/web", "cluster-e/shop/web"}) || kept.HealthySources != 2 ||
+		!strings.Contains(kept.Message, "last published addresses kept") {
+		t.Errorf("kept entry %+v: want both sources, healthy as last seen, and why", kept)
+	}
+	if got := namesView(d); !slices.Equal(got, []string{cart + " IPv4 10.1.0.2"}) {
+		t.Errorf("slices %q: a kept cluster's name slices stay as they are, none built", got)
+	}
+	if !slices.Equal(claimed, []string{cart, web}) {
+		t.Errorf("claimed %q: a kept name stays claimed", claimed)
+	}
+}
