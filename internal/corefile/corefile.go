@@ -156,7 +156,7 @@ func Patch(old string, o Options) (string, Action, error) {
 	if err := readsThisMachine(old); err != nil {
 		return "", "", err
 	}
-	if err := checkClusterSetServer(o.ClusterSetServer); err != nil {
+	if err := CheckClusterSetServer(o.ClusterSetServer); err != nil {
 		return "", "", err
 	}
 	mid, action, err := patchForward(old, o)

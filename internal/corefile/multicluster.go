@@ -37,8 +37,9 @@ const (
 	multiclusterOption     = "multicluster"
 )
 
-// checkClusterSetServer refuses a server other than the two known ones.
-func checkClusterSetServer(server string) error {
+// CheckClusterSetServer refuses a server other than the two known ones
+// (empty is ClusterSetServe).
+func CheckClusterSetServer(server string) error {
 	switch server {
 	case "", ClusterSetServe, ClusterSetCoreDNS:
 		return nil

@@ -1,8 +1,12 @@
 package corefile
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // kubernetesSpan is what ClusterSetCoreDNS puts in place of kubeadm's
@@ -136,5 +140,35 @@ func TestRoundTripClusterSetByCoreDNS(t *testing.T) {
 		if err != nil || back != byServe {
 			t.Errorf("coredns then serve gave %v:\n%q\nwant:\n%q", err, back, byServe)
 		}
+	}
+}
+
+// TestKeepClusterSetByCoreDNS: serve's keeper writes the kubernetes lines
+// with the forward block, puts them back after an addon manager dropped
+// them, and takes both out with the Service.
+func TestKeepClusterSetByCoreDNS(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(corednsConfigMap(kubeadmCorefile), chartService("10.96.0.20", Finalizer))
+	o := keepOpts()
+	o.ClusterSetZone, o.ClusterSetServer = DefaultClusterSetZone, ClusterSetCoreDNS
+	if a, err := Keep(ctx, client, o); err != nil || a != Added {
+		t.Fatalf("first Keep: %s, %v; want %s", a, err, Added)
+	}
+	got := currentCorefile(t, client)
+	if !strings.Contains(got, kubernetesSpan) || strings.Contains(got, "clusterset.local:53") {
+		t.Fatalf("kept Corefile has not the kubernetes lines, or forwards the clusterset zone:\n%s", got)
+	}
+	// An addon manager puts kubeadm's Corefile back: all of it comes back.
+	if _, err := client.CoreV1().ConfigMaps(DefaultNamespace).Update(ctx, corednsConfigMap(kubeadmCorefile), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := Keep(ctx, client, o); err != nil || a != Added || currentCorefile(t, client) != got {
+		t.Errorf("Keep after the manager's Corefile: %s, %v, Corefile:\n%s", a, err, currentCorefile(t, client))
+	}
+	if err := client.CoreV1().Services("xcc-dns").Delete(ctx, "xcc-dns", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := Keep(ctx, client, o); err != nil || a != Removed || currentCorefile(t, client) != kubeadmCorefile {
+		t.Errorf("Keep with the Service gone: %s, %v, Corefile:\n%s", a, err, currentCorefile(t, client))
 	}
 }
