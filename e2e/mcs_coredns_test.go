@@ -81,7 +81,8 @@ func testMCSByCoreDNS(t *testing.T) {
 		waitRight(t, stock.Addr, c)
 	}
 	// The zone of xcc-dns still reaches serve through the forward block.
-	waitRight(t, stock.Addr, peerCheck{what: "xcc-dns's zone", name: "nope." + lab.Zone, qtype: dns.TypeA, rcode: dns.RcodeNameError})
+	waitRight(t, stock.Addr, peerCheck{what: "xcc-dns's zone", name: lab.GatewayHost("web", lab.ClusterA), qtype: dns.TypeA,
+		rcode: dns.RcodeSuccess, want: lab.DefaultGateways()[lab.ClusterA].IPs})
 	t.Logf("mcs by coredns: stock CoreDNS %s answered %d checks right on the patched Corefile", lab.StockCoreDNSVersion, len(checks)+1)
 
 	if back := patch("--clusterset-server=serve"); back != before {
@@ -134,6 +135,10 @@ func exportSpecServices(t *testing.T, set string) {
 		}
 	})
 	if err := theLab.ApplyWalkthrough(ctx); err != nil { // labels the Clusters
+		t.Fatal(err)
+	}
+	// Namespace sameness: a member holds imports of its own namespaces.
+	if err := lab.EnsureNamespace(ctx, b, peersNamespace); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range services {

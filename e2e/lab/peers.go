@@ -59,7 +59,7 @@ func (l *Lab) StartStockClusterDNS(ctx context.Context, w *Cluster, name, corefi
 			Upstream: l.Upstream, Kubeconfig: kubeconfig,
 		})
 		if err != nil {
-			return "", 0, fmt.Errorf("Corefile of %s: %w", w.Name, err)
+			return "", 0, fmt.Errorf("the Corefile of %s: %w", w.Name, err)
 		}
 		return text, ports[2], nil
 	})
