@@ -60,7 +60,7 @@ func testMCSByCoreDNS(t *testing.T) {
 	if err := theLab.UpgradeWorkloadChart(ctx, b, "mcs.dnsServer=coredns"); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, err := lab.KubeadmClusterDNSKubeconfig(ctx, b)
+	kubeconfig, err := theLab.KubeadmClusterDNSKubeconfig(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
