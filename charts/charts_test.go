@@ -104,6 +104,7 @@ var renderCases = []renderCase{
 	{golden: "management-grants.yaml", chart: managementChart, args: []string{"-f", "testdata/management-values.yaml",
 		"--set", "nameGrants[0].namespace=shop,nameGrants[0].suffix=shop.eu.xcc.test"}},
 	{golden: "workload-reverse.yaml", chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml", "--set", "reverseCIDRs={192.0.2.0/25,2001:db8::/32}"}},
+	{golden: "workload-clusterset-coredns.yaml", chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml", "--set", "mcs.dnsServer=coredns"}},
 }
 
 func render(t *testing.T, c renderCase) string {
@@ -375,8 +376,8 @@ func TestWorkloadZoneFlags(t *testing.T) {
 		args  []string
 		flags []string
 	}{
-		{"reverse CIDRs", renderCases[len(renderCases)-1].args, []string{`"--reverse-cidrs=192.0.2.0/25,2001:db8::/32"`}},
-		{"grants", renderCases[len(renderCases)-3].args, []string{`"--name-grants=shop=shop.eu.xcc.test;dev-team=dev.xcc.test"`}},
+		{"reverse CIDRs", renderCases[len(renderCases)-2].args, []string{`"--reverse-cidrs=192.0.2.0/25,2001:db8::/32"`}},
+		{"grants", renderCases[len(renderCases)-4].args, []string{`"--name-grants=shop=shop.eu.xcc.test;dev-team=dev.xcc.test"`}},
 		{"another zone", []string{"-f", "testdata/workload-values.yaml", "--set", "domain=mesh.example.org"}, []string{`"--domain=mesh.example.org"`}},
 		{"clusterset zone", []string{"-f", "testdata/workload-values.yaml"}, []string{`"--clusterset-zone=clusterset.local"`}},
 		{"no clusterset zone", []string{"-f", "testdata/workload-values.yaml", "--set", "mcs.dnsZone="}, []string{`"--clusterset-zone="`}},
@@ -404,7 +405,7 @@ func TestWorkloadZoneFlags(t *testing.T) {
 			}
 		})
 	}
-	hookArgs, _ := json(t, get(find(objects(t, render(t, renderCases[len(renderCases)-1])), "Job", releaseName+"-patch-corefile-add"), "spec", "template", "spec", "containers", 0, "args"))
+	hookArgs, _ := json(t, get(find(objects(t, render(t, renderCases[len(renderCases)-2])), "Job", releaseName+"-patch-corefile-add"), "spec", "template", "spec", "containers", 0, "args"))
 	for _, want := range []string{`"--reverse-cidrs=192.0.2.0/25,2001:db8::/32"`, `"--clusterset-zone=clusterset.local"`} {
 		if !strings.Contains(hookArgs, want) {
 			t.Errorf("patch-corefile hook args %s lack %s", hookArgs, want)
@@ -565,6 +566,8 @@ func TestRenderRefusals(t *testing.T) {
 		{"etcd client URL on a name starting 127.", workloadChart, "is not on loopback", []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.clientURL=http://127.0.0.1.example.com:2379"}},
 		{"etcd peer URL on a node address", workloadChart, `etcd.peerURL "http://10.0.0.5:2380" is not on loopback`, []string{"-f", "testdata/workload-values.yaml", "--set", "etcd.peerURL=http://10.0.0.5:2380"}},
 		{"etcd client URL in extraArgs", workloadChart, "set etcd.clientURL or etcd.peerURL instead", []string{"-f", "testdata/workload-values.yaml", "--set", "syncer.extraArgs={--etcd-client-url,http://10.0.0.5:2379}"}},
+		{"an unknown clusterset server", workloadChart, "mcs.dnsServer", []string{"-f", "testdata/workload-values.yaml", "--set", "mcs.dnsServer=etcd"}},
+		{"the cluster DNS answering no clusterset zone", workloadChart, "mcs.dnsServer coredns needs mcs.dnsZone", []string{"-f", "testdata/workload-values.yaml", "--set", "mcs.dnsServer=coredns", "--set", "mcs.dnsZone="}},
 		{"network policy admitting every pod in the cluster DNS namespace", workloadChart, "minProperties", []string{"-f", "testdata/workload-values.yaml", "--set", "networkPolicy.clusterDNS.podLabels.k8s-app=null"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -942,5 +945,53 @@ func TestWorkloadMCSCRDs(t *testing.T) {
 	}
 	if got := crdsOf("--set", "mcs.crds=false"); len(got) != 0 {
 		t.Errorf("mcs.crds=false: rendered CRDs %v", got)
+	}
+}
+
+// TestWorkloadClusterSetServer: mcs.dnsServer reaches serve, the guard
+// and the patch-corefile hook alike; with coredns the cluster DNS's
+// ServiceAccount may get, list and watch ServiceImports (and list and
+// watch EndpointSlices) and nothing more, and with serve no such grant
+// is rendered.
+func TestWorkloadClusterSetServer(t *testing.T) {
+	const role = releaseNS + "-" + releaseName + "-clusterset"
+	for _, server := range []string{"serve", "coredns"} {
+		t.Run(server, func(t *testing.T) {
+			objs := objects(t, render(t, renderCase{chart: workloadChart, args: []string{"-f", "testdata/workload-values.yaml", "--set", "mcs.dnsServer=" + server}}))
+			flag := `"--clusterset-server=` + server + `"`
+			serve, guard, _ := zoneFlags(t, objs)
+			hook, _ := json(t, get(find(objs, "Job", releaseName+"-patch-corefile-add"), "spec", "template", "spec", "containers", 0, "args"))
+			for what, args := range map[string]string{"serve": serve, "guard": guard, "patch-corefile hook": hook} {
+				if !strings.Contains(args, flag) || !strings.Contains(args, `"--clusterset-zone=clusterset.local"`) {
+					t.Errorf("%s args %s: want %s and the clusterset zone", what, args, flag)
+				}
+			}
+			cr, crb := find(objs, "ClusterRole", role), find(objs, "ClusterRoleBinding", role)
+			if server == "serve" {
+				if cr != nil || crb != nil {
+					t.Errorf("serve renders a grant for the cluster DNS: %v %v", cr, crb)
+				}
+				return
+			}
+			var r rbacv1.ClusterRole
+			var b rbacv1.ClusterRoleBinding
+			if err := yaml.UnmarshalStrict([]byte(mustJSON(t, cr)), &r); err != nil {
+				t.Fatalf("ClusterRole %s: %v", role, err)
+			}
+			if err := yaml.UnmarshalStrict([]byte(mustJSON(t, crb)), &b); err != nil {
+				t.Fatalf("ClusterRoleBinding %s: %v", role, err)
+			}
+			want := []rbacv1.PolicyRule{
+				{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceimports"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
+			}
+			if got, w := mustJSON(t, r.Rules), mustJSON(t, want); got != w {
+				t.Errorf("ClusterRole rules %s, want %s", got, w)
+			}
+			subj := rbacv1.Subject{Kind: "ServiceAccount", Name: "coredns", Namespace: "kube-system"}
+			if len(b.Subjects) != 1 || b.Subjects[0] != subj || b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != role {
+				t.Errorf("ClusterRoleBinding subjects %v, roleRef %v; want %v bound to ClusterRole %s", b.Subjects, b.RoleRef, subj, role)
+			}
+		})
 	}
 }

@@ -113,6 +113,7 @@ var suite = []struct {
 	{"Headless", shared, testHeadless},
 	{"Names", shared, testNames},
 	{"MCS", shared, testMCS},
+	{"MCSByCoreDNS", shared, testMCSByCoreDNS},
 	{"Explain", shared, testExplain},
 	{"MCSFrozenMember", shared, testMCSFrozenMember},
 	{"MCSRefusingMember", shared, testMCSRefusingMember},

@@ -33,7 +33,7 @@ func runCorefile(_ context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--name-grants: %w", err)
 	}
-	cfg := guard.Config{Zone: o.Domain, Grants: grants, ReverseCIDRs: o.ReverseCIDRs, ClusterSetZone: o.ClusterSetZone}
+	cfg := guard.Config{Zone: o.Domain, Grants: grants, ReverseCIDRs: o.ReverseCIDRs, ClusterSetZone: o.ServedClusterSetZone()}
 	if *out == "-" {
 		return guard.Write(os.Stdout, cfg)
 	}

@@ -55,7 +55,7 @@ func runPatchCorefile(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	klog.InfoS("cluster DNS Corefile", "configmap", o.Namespace+"/"+o.ConfigMap, "zone", o.Zone, "clustersetZone", o.ClusterSetZone, "forwardTo", o.ForwardTo, "reverseCIDRs", o.ReverseCIDRs.String(), "result", action)
+	klog.InfoS("cluster DNS Corefile", "configmap", o.Namespace+"/"+o.ConfigMap, "zone", o.Zone, "clustersetZone", o.ClusterSetZone, "clustersetServer", o.ClusterSetServer, "forwardTo", o.ForwardTo, "reverseCIDRs", o.ReverseCIDRs.String(), "result", action)
 	return nil
 }
 

@@ -48,20 +48,42 @@ func (l *Lab) helmInstall(ctx context.Context, c *Cluster, chart string, set ...
 // namespace SliceNamespace of c (TokenRequest API) and writes a kubeconfig
 // with it, so that a process runs with the chart's RBAC only.
 func chartKubeconfig(ctx context.Context, c *Cluster, sa string) (string, error) {
+	return serviceAccountKubeconfig(ctx, c, SliceNamespace, sa)
+}
+
+// serviceAccountKubeconfig is chartKubeconfig for the ServiceAccount
+// namespace/sa.
+func serviceAccountKubeconfig(ctx context.Context, c *Cluster, namespace, sa string) (string, error) {
 	seconds := int64(chartTokenSeconds)
-	tr, err := c.Client.CoreV1().ServiceAccounts(SliceNamespace).CreateToken(ctx, sa,
+	tr, err := c.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}},
 		metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("token of ServiceAccount %s/%s on %s: %w", SliceNamespace, sa, c.Name, err)
+		return "", fmt.Errorf("token of ServiceAccount %s/%s on %s: %w", namespace, sa, c.Name, err)
 	}
 	data, err := clientcmd.Write(*KubeconfigFor(c.Name, c.URL(), c.pki.CAPEM, tr.Status.Token))
 	if err != nil {
-		return "", fmt.Errorf("encode kubeconfig of %s/%s on %s: %w", SliceNamespace, sa, c.Name, err)
+		return "", fmt.Errorf("encode kubeconfig of %s/%s on %s: %w", namespace, sa, c.Name, err)
 	}
-	path := filepath.Join(c.dir, sa+".serviceaccount.kubeconfig")
+	file := sa
+	if namespace != SliceNamespace {
+		file = namespace + "." + sa
+	}
+	path := filepath.Join(c.dir, file+".serviceaccount.kubeconfig")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)
 	}
 	return path, nil
+}
+
+// UpgradeWorkloadChart upgrades the workload chart's release in c to
+// the values it has with set on top (helm upgrade --reuse-values),
+// hooks skipped as at install.
+func (l *Lab) UpgradeWorkloadChart(ctx context.Context, c *Cluster, set ...string) error {
+	args := []string{"upgrade", ReleaseName, filepath.Join(l.RepoRoot, WorkloadChart),
+		"--kubeconfig", c.Kubeconfig, "--namespace", SliceNamespace, "--reuse-values", "--no-hooks"}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return l.run(ctx, "helm-upgrade-"+c.Name, l.Bin("helm-"+HelmVersion), args...)
 }

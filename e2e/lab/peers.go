@@ -37,19 +37,50 @@ type StockMCSDNS struct {
 // kubeadm's `cache 30`. It returns once CoreDNS says ready (its
 // informers have synced).
 func (l *Lab) StartStockMCSDNS(ctx context.Context, w *Cluster, name string, cache bool) (*StockMCSDNS, error) {
-	bin := l.Bin("coredns-upstream-" + StockCoreDNSVersion)
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("stock CoreDNS %s not built (run make node-components): %w", StockCoreDNSVersion, err)
-	}
 	ttl, err := stockTTLSetting()
 	if err != nil {
 		return nil, err
 	}
-	s := &StockMCSDNS{Name: name, conf: filepath.Join(l.Dir, w.Name, name+".Corefile"), l: l}
-	err = l.startRetrying(ctx, name, 3, func(ports []int) (*Process, func(context.Context) error, error) {
-		s.Addr = fmt.Sprintf("%s:%d", loopback, ports[0])
-		s.ready = fmt.Sprintf("http://%s:%d/ready", loopback, ports[1])
+	return l.startStock(ctx, w, name, 3, func(ports []int) (string, int, error) {
 		text := StockMCSCorefile(StockSettings{DNS: ports[0], Ready: ports[1], Metrics: ports[2], TTL: ttl}, w.Kubeconfig, ClusterSetZone, cache)
+		return text, ports[1], nil
+	})
+}
+
+// StartStockClusterDNS starts stock CoreDNS on corefile, a Corefile as
+// kube-system/coredns of w holds it (patched by patch-corefile, say),
+// made the lab's as the cluster DNS's is: loopback, the lab's ports and
+// upstream, and kubeconfig (a ServiceAccount's, so that it reads with
+// that account's grants) in its kubernetes plugin.
+func (l *Lab) StartStockClusterDNS(ctx context.Context, w *Cluster, name, corefile, kubeconfig string) (*StockMCSDNS, error) {
+	return l.startStock(ctx, w, name, 4, func(ports []int) (string, int, error) {
+		text, err := localCorefile(corefile, corefileEdit{
+			DNSPort: ports[0], HealthPort: ports[1], ReadyPort: ports[2], MetricsPort: ports[3],
+			Upstream: l.Upstream, Kubeconfig: kubeconfig,
+		})
+		if err != nil {
+			return "", 0, fmt.Errorf("the Corefile of %s: %w", w.Name, err)
+		}
+		return text, ports[2], nil
+	})
+}
+
+// startStock runs stock CoreDNS on the Corefile conf makes of n free
+// ports (the first is DNS), ready when /ready on the port it names
+// answers 200.
+func (l *Lab) startStock(ctx context.Context, w *Cluster, name string, n int, conf func(ports []int) (text string, readyPort int, err error)) (*StockMCSDNS, error) {
+	bin := l.Bin("coredns-upstream-" + StockCoreDNSVersion)
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("stock CoreDNS %s not built (run make node-components): %w", StockCoreDNSVersion, err)
+	}
+	s := &StockMCSDNS{Name: name, conf: filepath.Join(l.Dir, w.Name, name+".Corefile"), l: l}
+	err := l.startRetrying(ctx, name, n, func(ports []int) (*Process, func(context.Context) error, error) {
+		text, ready, err := conf(ports)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.Addr = fmt.Sprintf("%s:%d", loopback, ports[0])
+		s.ready = fmt.Sprintf("http://%s:%d/ready", loopback, ready)
 		if err := os.WriteFile(s.conf, []byte(text), 0o644); err != nil {
 			return nil, nil, fmt.Errorf("write %s: %w", s.conf, err)
 		}

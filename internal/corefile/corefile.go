@@ -59,6 +59,11 @@ type Options struct {
 	// ClusterSetZone is forwarded too, when set: the zone of the MCS DNS
 	// specification (clusterset.local) that the xcc-dns server also serves.
 	ClusterSetZone string
+	// ClusterSetServer says who answers ClusterSetZone: ClusterSetServe
+	// (or empty), the xcc-dns server, through the managed block; or
+	// ClusterSetCoreDNS, the cluster DNS's own kubernetes plugin, whose
+	// line gets the zone and the multicluster option instead.
+	ClusterSetServer string
 	// ForwardTo is the xcc-dns Service address, ip or ip:port (IPv6 with a
 	// port as [ip]:port). Required unless Remove.
 	ForwardTo string
@@ -111,7 +116,7 @@ func block(o Options) (string, error) {
 		return "", err
 	}
 	keys := []string{z + ":" + DNSPort}
-	if o.ClusterSetZone != "" {
+	if o.ClusterSetZone != "" && !o.byCoreDNS() {
 		cs, err := normalizeZone(o.ClusterSetZone)
 		if err != nil {
 			return "", err
@@ -141,20 +146,47 @@ func block(o Options) (string, error) {
 
 // Patch returns old with the managed block added (or replaced, or removed
 // when o.Remove), and what it did. Text outside the markers is kept byte for
-// byte. It returns an error, and no text, when the Corefile reads
-// environment variables or files of this machine (readsThisMachine), when the markers are
-// unbalanced, when the Corefile already serves the zone outside the
-// markers, or when CoreDNS's Corefile parser would reject the result.
+// byte, but for the kubernetes line that ClusterSetCoreDNS replaces between
+// markers of its own (see patchKubernetes). It returns an error, and no
+// text, when the Corefile reads environment variables or files of this
+// machine (readsThisMachine), when the markers are unbalanced, when the
+// Corefile already serves the zone outside the markers, or when CoreDNS's
+// Corefile parser would reject the result.
 func Patch(old string, o Options) (string, Action, error) {
 	if err := readsThisMachine(old); err != nil {
 		return "", "", err
 	}
+	if err := CheckClusterSetServer(o.ClusterSetServer); err != nil {
+		return "", "", err
+	}
+	mid, action, err := patchForward(old, o)
+	if err != nil {
+		return "", "", err
+	}
+	next, err := patchKubernetes(mid, o)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case next == old:
+		return old, Unchanged, nil
+	case action == Unchanged && o.Remove:
+		action = Removed
+	case action == Unchanged:
+		action = Replaced
+	}
+	if err := Validate(next, old); err != nil {
+		return "", "", fmt.Errorf("refusing to write the %s Corefile: %w", action, err)
+	}
+	return next, action, nil
+}
+
+// patchForward adds, replaces or removes the managed forward block.
+func patchForward(old string, o Options) (string, Action, error) {
 	blk, err := findBlock(old)
 	if err != nil {
 		return "", "", err
 	}
-	var next string
-	var action Action
 	switch {
 	case o.Remove && blk == nil:
 		return old, Unchanged, nil
@@ -165,32 +197,26 @@ func Patch(old string, o Options) (string, Action, error) {
 		if start >= 2 && old[start-1] == '\n' && old[start-2] == '\n' {
 			start--
 		}
-		next, action = old[:start]+old[blk.end:], Removed
-	default:
-		want, err := block(o)
-		if err != nil {
+		return old[:start] + old[blk.end:], Removed, nil
+	}
+	want, err := block(o)
+	if err != nil {
+		return "", "", err
+	}
+	if blk == nil {
+		if err := checkZonesFree(old, o); err != nil {
 			return "", "", err
 		}
-		if blk != nil {
-			if old[blk.start:blk.end] == want {
-				return old, Unchanged, nil
-			}
-			// New reverse CIDRs may meet a block of the user's.
-			if err := checkZonesFree(old[:blk.start]+old[blk.end:], o); err != nil {
-				return "", "", err
-			}
-			next, action = old[:blk.start]+want+old[blk.end:], Replaced
-		} else {
-			if err := checkZonesFree(old, o); err != nil {
-				return "", "", err
-			}
-			next, action = appendBlock(old, want), Added
-		}
+		return appendBlock(old, want), Added, nil
 	}
-	if err := Validate(next, old); err != nil {
-		return "", "", fmt.Errorf("refusing to write the %s Corefile: %w", action, err)
+	if old[blk.start:blk.end] == want {
+		return old, Unchanged, nil
 	}
-	return next, action, nil
+	// New reverse CIDRs may meet a block of the user's.
+	if err := checkZonesFree(old[:blk.start]+old[blk.end:], o); err != nil {
+		return "", "", err
+	}
+	return old[:blk.start] + want + old[blk.end:], Replaced, nil
 }
 
 // BlockService returns the Service the managed block of corefile names

@@ -22,6 +22,7 @@ func (o *CommandOptions) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ConfigMap, "configmap", DefaultConfigMap, "name of the cluster DNS ConfigMap (key "+CorefileKey+")")
 	fs.StringVar(&o.Zone, "zone", DefaultZone, "zone forwarded to the xcc-dns server")
 	fs.StringVar(&o.ClusterSetZone, "clusterset-zone", DefaultClusterSetZone, "zone of the Multi-Cluster Services DNS specification forwarded too (xcc-syncer serve's --clusterset-zone); empty: none")
+	fs.StringVar(&o.ClusterSetServer, "clusterset-server", ClusterSetServe, "who answers --clusterset-zone: "+ClusterSetServe+", the xcc-dns server (the block forwards the zone there too); "+ClusterSetCoreDNS+", this cluster DNS's kubernetes plugin, whose line gets the zone and the multicluster option (CoreDNS 1.12.2 and later)")
 	fs.StringVar(&o.ForwardTo, "forward-to", "", "address of the xcc-dns server, ip[:port]; this or --forward-to-service unless --remove")
 	fs.StringVar(&o.ForwardToService, "forward-to-service", "", "namespace/name of the xcc-dns Service; its ClusterIP and DNS port are forwarded to, and the block names it; with --remove, its "+Finalizer+" finalizer is removed first")
 	fs.Var(&o.ReverseCIDRs, "reverse-cidrs", "comma-separated CIDRs whose reverse zones are forwarded too (xcc-syncer serve's --reverse-cidrs)")

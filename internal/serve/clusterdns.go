@@ -39,7 +39,7 @@ func newClusterDNSKeeper(kube kubernetes.Interface, o Options) (*clusterDNSKeepe
 	}
 	return &clusterDNSKeeper{kube: kube, period: period, o: corefile.KeepOptions{
 		Namespace: ns, ConfigMap: name, Service: o.ClusterDNSService,
-		Options: corefile.Options{Zone: o.Domain, ClusterSetZone: o.ClusterSetZone, ReverseCIDRs: o.ReverseCIDRs},
+		Options: corefile.Options{Zone: o.Domain, ClusterSetZone: o.ClusterSetZone, ClusterSetServer: o.ClusterSetServer, ReverseCIDRs: o.ReverseCIDRs},
 	}}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/cidr"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/corefile"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
 	"github.com/xcc-dns/xcc-dns/internal/httpserver"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
@@ -55,6 +56,11 @@ type Options struct {
 	// ClusterSetZone is --clusterset-zone: the zone of the MCS DNS
 	// specification, where the clusterset slices' records go; empty: none.
 	ClusterSetZone string
+	// ClusterSetServer is --clusterset-server: corefile.ClusterSetServe
+	// (or empty), this server answers ClusterSetZone; ClusterSetCoreDNS,
+	// the cluster DNS's kubernetes plugin does, and this server only keeps
+	// that plugin's lines in the Corefile (with ClusterDNSConfigMap).
+	ClusterSetServer string
 	// ShutdownDelay is how long serve goes on (etcd answering, /readyz
 	// saying "shutting down") after it is told to stop, so that a CoreDNS
 	// draining beside it still reads records.
@@ -86,6 +92,9 @@ func Run(ctx context.Context, o Options) error {
 	if err := contract.CheckClusterSetZone(o.Domain, o.ClusterSetZone); err != nil {
 		return fmt.Errorf("--clusterset-zone: %w", err)
 	}
+	if err := corefile.CheckClusterSetServer(o.ClusterSetServer); err != nil {
+		return fmt.Errorf("--clusterset-server: %w", err)
+	}
 	ctx, stopping := delayStop(ctx, o.ShutdownDelay)
 	kube := o.Client
 	if kube == nil {
@@ -110,7 +119,7 @@ func Run(ctx context.Context, o Options) error {
 		MaxRecords:      o.MaxRecords,
 		ReverseCIDRs:    o.ReverseCIDRs,
 		NameGrants:      grants,
-		ClusterSetZone:  o.ClusterSetZone,
+		ClusterSetZone:  o.ServedClusterSetZone(),
 	})
 
 	// Records on disk from an earlier run are worth answering before this
@@ -294,8 +303,8 @@ func keepSpace(ctx context.Context, cli *clientv3.Client, endpoint string, quota
 // zones and the clusterset zone.
 func ownedZones(o Options) []string {
 	zones := reverseZones(o.ReverseCIDRs)
-	if o.ClusterSetZone != "" {
-		zones = append(zones, o.ClusterSetZone)
+	if cs := o.ServedClusterSetZone(); cs != "" {
+		zones = append(zones, cs)
 	}
 	return zones
 }
@@ -319,4 +328,14 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return cs, nil
+}
+
+// ServedClusterSetZone is the clusterset zone this server answers: none
+// when the cluster DNS's kubernetes plugin answers it
+// (corefile.ClusterSetCoreDNS).
+func (o Options) ServedClusterSetZone() string {
+	if o.ClusterSetServer == corefile.ClusterSetCoreDNS {
+		return ""
+	}
+	return o.ClusterSetZone
 }

@@ -68,6 +68,15 @@ the init container that writes the guard from them. */}}
 - --name-grants={{ include "xcc-dns.nameGrants" . }}
 {{- end }}
 - --clusterset-zone={{ .Values.mcs.dnsZone }}
+- --clusterset-server={{ include "xcc-dns-workload.clusterSetServer" . }}
+{{- end -}}
+
+{{/* mcs.dnsServer, checked: coredns answers mcs.dnsZone, so needs one. */}}
+{{- define "xcc-dns-workload.clusterSetServer" -}}
+{{- if and (eq .Values.mcs.dnsServer "coredns") (not .Values.mcs.dnsZone) -}}
+{{- fail "mcs.dnsServer coredns needs mcs.dnsZone: the cluster DNS's kubernetes plugin answers that zone" -}}
+{{- end -}}
+{{- .Values.mcs.dnsServer -}}
 {{- end -}}
 
 {{/* Container security context: restricted Pod Security Standard. */}}
