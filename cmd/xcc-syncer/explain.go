@@ -337,7 +337,7 @@ func (w *workloadReader) Forward(ctx context.Context, namespace, cluster, cmName
 	}
 	fw := &explain.Forward{ConfigMap: cmNamespace + "/" + cmName, Zone: zone}
 	if blk != nil {
-		fw.Found, fw.Key, fw.Managed, fw.ForwardTo, fw.Cache = true, blk.Key, blk.Managed, blk.ForwardTo, blk.Cache
+		fw.Found, fw.Key, fw.Managed, fw.ForwardTo, fw.Cache, fw.Kubernetes = true, blk.Key, blk.Managed, blk.ForwardTo, blk.Cache, blk.Kubernetes
 	}
 	// The Service patch-corefile's block names, if any: the xcc-dns one.
 	if svc, _, err := corefile.BlockService(text); err == nil {

@@ -20,6 +20,10 @@ type ZoneBlock struct {
 	ForwardTo []string `json:"forwardTo,omitempty"`
 	// Cache is what its cache plugin keeps; nil without one.
 	Cache *Cache `json:"cache,omitempty"`
+	// Kubernetes: the block's kubernetes plugin answers the zone itself,
+	// its multicluster option naming it (ClusterSetCoreDNS); no block
+	// of the zone's own is before it.
+	Kubernetes bool `json:"kubernetes,omitempty"`
 }
 
 // FindZone returns the DNS server block on port 53 of corefile whose
@@ -61,7 +65,60 @@ func FindZone(corefile, zone string) (*ZoneBlock, error) {
 			}
 		}
 	}
+	if found == nil {
+		found = kubernetesBlock(blocks, want)
+	}
 	return found, nil
+}
+
+// kubernetesBlock returns the block on port 53 whose kubernetes plugin
+// answers zone want through its multicluster option: the plugin's zones
+// and the option both hold want or a parent of it. nil when none does.
+func kubernetesBlock(blocks []caddyfile.ServerBlock, want string) *ZoneBlock {
+	for _, b := range blocks {
+		tokens := b.Tokens["kubernetes"]
+		if len(tokens) == 0 || !coversZone(lineWords(tokens, 0), want) {
+			continue
+		}
+		multicluster := false
+		for i, t := range tokens {
+			if t.Text == "multicluster" && coversZone(lineWords(tokens, i), want) {
+				multicluster = true
+			}
+		}
+		if !multicluster {
+			continue
+		}
+		for _, key := range b.Keys {
+			if _, port, err := dnsZones(key); err == nil && port == DNSPort {
+				return &ZoneBlock{Key: key, Kubernetes: true}
+			}
+		}
+	}
+	return nil
+}
+
+// lineWords are the words after tokens[i] on its line, up to a brace.
+func lineWords(tokens []caddyfile.Token, i int) []string {
+	var out []string
+	for _, t := range tokens[i+1:] {
+		if t.Line != tokens[i].Line || t.Text == "{" {
+			break
+		}
+		out = append(out, t.Text)
+	}
+	return out
+}
+
+// coversZone reports whether one of zones is want or a parent of it.
+func coversZone(zones []string, want string) bool {
+	for _, z := range zones {
+		n := plugin.Name(strings.TrimSuffix(strings.ToLower(z), ".") + ".").Normalize()
+		if plugin.Name(n).Matches(want) {
+			return true
+		}
+	}
+	return false
 }
 
 // inSpan reports whether the block b's directives are on lines inside

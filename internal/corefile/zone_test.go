@@ -15,6 +15,13 @@ func TestFindZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	byHand := kubeadmCorefile + "\ntest:53 {\n    forward . 192.0.2.53 192.0.2.54\n}\n"
+	byCoreDNS, _, err := Patch(kubeadmCorefile, Options{Zone: "xcc.test", ClusterSetZone: "clusterset.local", ClusterSetServer: ClusterSetCoreDNS,
+		ForwardTo: "10.96.0.53", Service: "xcc-dns/xcc-dns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zoneOnly := strings.Replace(kubeadmCorefile, "ip6.arpa {", "ip6.arpa clusterset.local {", 1)
+	optionOnly := strings.Replace(kubeadmCorefile, "ip6.arpa {", "ip6.arpa {\n        multicluster clusterset.local", 1)
 	patchedCache := &Cache{Success: CacheSeconds, MinSuccess: 5, Denial: CacheSeconds, MinDenial: 5}
 	for _, tt := range []struct {
 		name, corefile, zone string
@@ -25,6 +32,10 @@ func TestFindZone(t *testing.T) {
 		{"not patched", kubeadmCorefile, "xcc.test", nil},
 		{"a parent zone by hand", byHand, "xcc.test", &ZoneBlock{Key: "test:53", ForwardTo: []string{"192.0.2.53", "192.0.2.54"}}},
 		{"another zone", patched, "example.com", nil},
+		{"the kubernetes plugin's multicluster option", byCoreDNS, "web.shop.svc.clusterset.local", &ZoneBlock{Key: ".:53", Kubernetes: true}},
+		{"and xcc.test still forwarded", byCoreDNS, "xcc.test", &ZoneBlock{Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53"}, Cache: patchedCache}},
+		{"the plugin's zone without the option", zoneOnly, "clusterset.local", nil},
+		{"the option without the plugin's zone", optionOnly, "clusterset.local", nil},
 	} {
 		got, err := FindZone(tt.corefile, tt.zone)
 		if err != nil {

@@ -76,6 +76,9 @@ type Forward struct {
 	ServiceAddresses []string `json:"serviceAddresses,omitempty"`
 	// Cache is what the block's cache plugin keeps; nil without one.
 	Cache *corefile.Cache `json:"cache,omitempty"`
+	// Kubernetes: the block's kubernetes plugin answers the zone itself
+	// (its multicluster option), forwarding it nowhere.
+	Kubernetes bool `json:"kubernetes,omitempty"`
 }
 
 // Import is a member's ServiceImport: its type, ClusterSetIPs, ports
@@ -264,7 +267,7 @@ func Build(n Name, f Facts, now time.Time) Report {
 		// Asked there, the name never reaches xcc-dns: that comes first.
 		r.set(AnswerUnknown, ReasonNotForwarded, fmt.Sprintf("the cluster DNS of %s (ConfigMap %s) has no server block for %s: it sends the name upstream like any other, and pods there get what the upstream answers; xcc-syncer patch-corefile adds the block (the workload chart's job runs it)",
 			f.From, fw.ConfigMap, fw.Zone))
-	} else if fw != nil && fw.Found && n.Zone != "" && n.Refused == "" && len(fw.ServiceAddresses) > 0 {
+	} else if fw != nil && fw.Found && !fw.Kubernetes && n.Zone != "" && n.Refused == "" && len(fw.ServiceAddresses) > 0 {
 		r.forwardsElsewhere(*fw, f.From)
 	}
 	if r.Reason != ReasonNotForwarded && r.Reason != ReasonForwardsElsewhere && n.Zone != "" && n.Refused == "" {

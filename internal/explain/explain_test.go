@@ -153,6 +153,13 @@ func TestBuild(t *testing.T) {
 		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{GatewayDNS: gds, From: "cluster-c",
 			Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53"}}},
 			answer: AnswerRecords, reason: "Published: cluster-a is published in every target"},
+		// The cluster DNS answers the clusterset zone itself (the chart's
+		// mcs.dnsServer=coredns): no forward to look for.
+		{name: "web.shop.svc.clusterset.local", facts: Facts{ClusterSets: sets, From: "cluster-a",
+			Slices: []Slice{{Name: "web-ip-clusterset-ipv4-1", Hostname: "web.shop.svc.clusterset.local"}},
+			Forward: &Forward{ConfigMap: "kube-system/coredns", Zone: "clusterset.local", Found: true, Key: ".:53", Kubernetes: true,
+				Service: "xcc-dns/xcc-dns", ServiceAddresses: []string{"10.96.0.53:53"}}},
+			answer: AnswerRecords, reason: "Imported: 1 slice(s) of ServiceImport shop/web in cluster-a publish it"},
 		// The block forwards, but not to the xcc-dns Service: pods there
 		// get what that server answers.
 		{name: "kuard.gateway.cluster-a.dev-team.clusters.xcc.test", facts: Facts{GatewayDNS: gds, From: "cluster-c",
@@ -309,6 +316,8 @@ func TestWriteTextForward(t *testing.T) {
 			"cluster DNS of cluster-c (kube-system/coredns): forwards xcc.test to 192.0.2.53 (block test:53, not patch-corefile's)\n"},
 		{Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test"},
 			"cluster DNS of cluster-c (kube-system/coredns): no server block for xcc.test\n"},
+		{Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: ".:53", Kubernetes: true},
+			"cluster DNS of cluster-c (kube-system/coredns): answers xcc.test itself from the ServiceImports there, with its kubernetes plugin's multicluster option"},
 		{Forward{ConfigMap: "kube-system/coredns", Zone: "xcc.test", Found: true, Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53:53"},
 			Service: "xcc-dns/xcc-dns", ServiceAddresses: []string{"10.96.0.53:53"}},
 			"cluster DNS of cluster-c (kube-system/coredns): forwards xcc.test to 10.96.0.53:53 (block xcc.test:53, patch-corefile's): the xcc-dns Service xcc-dns/xcc-dns\n"},

@@ -131,6 +131,9 @@ func (fw Forward) words() string {
 	if !fw.Found {
 		return "no server block for " + fw.Zone
 	}
+	if fw.Kubernetes {
+		return fmt.Sprintf("answers %s itself from the ServiceImports there, with its kubernetes plugin's multicluster option (block %s; the workload chart's mcs.dnsServer=coredns)", fw.Zone, fw.Key)
+	}
 	whose := "patch-corefile's"
 	if !fw.Managed {
 		whose = "not patch-corefile's"

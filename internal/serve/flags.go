@@ -3,9 +3,8 @@ package serve
 import (
 	"flag"
 
-	"github.com/xcc-dns/xcc-dns/internal/corefile"
-
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/corefile"
 	"github.com/xcc-dns/xcc-dns/internal/httpserver"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
 )
