@@ -87,9 +87,13 @@ func installGatewayAPI(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return err
 	}
-	files, err := filepath.Glob(filepath.Join(dir, gatewayAPICRDDir, "gateway.networking.*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no Gateway API CRDs in %s: %v", filepath.Join(dir, gatewayAPICRDDir), err)
+	crdDir := filepath.Join(dir, gatewayAPICRDDir)
+	files, err := filepath.Glob(filepath.Join(crdDir, "gateway.networking.*.yaml"))
+	if err != nil {
+		return fmt.Errorf("glob the Gateway API CRDs in %s: %w", crdDir, err)
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no Gateway API CRDs in %s", crdDir)
 	}
 	for _, f := range files {
 		if err := installCRDFile(ctx, c, f); err != nil {
