@@ -205,6 +205,7 @@ var traefikArgs = []string{
 	"--global.checkNewVersion=false",
 	"--global.sendAnonymousUsage=false",
 	"--log.level=INFO",
+	"--log.noColor=true",
 	"--accessLog=true",
 }
 

@@ -181,6 +181,8 @@ func (l *NodeLab) setupXCC(ctx context.Context) error {
 	if err := waitRouteAccepted(ctx, workloads[0].Cluster, KuardNamespace, KuardName); err != nil {
 		return err
 	}
+	l.progress("Traefik %s is the Gateway %s/%s of %s; it accepted HTTPRoute %s/%s of %s", TraefikVersion, GatewayNamespace,
+		GatewayObjectName, strings.Join(clusterNames(workloads), ", "), KuardNamespace, KuardName, workloads[0].Name)
 	l.progress("charts installed and running: %s on %s, %s on %s (%s)", ManagementChart, mgmt.Name, WorkloadChart,
 		strings.Join(clusterNames(workloads), ", "), time.Since(start).Round(100*time.Millisecond))
 	for _, w := range workloads {
