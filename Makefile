@@ -219,8 +219,28 @@ $(EXTERNAL_DNS):
 	GOBIN=$(BIN)/.external-dns nice $(GO) install sigs.k8s.io/external-dns@$(EXTERNAL_DNS_VERSION)
 	mv $(BIN)/.external-dns/external-dns $@ && rm -rf $(BIN)/.external-dns
 
+# The node lab's gateway: Traefik v3, a Gateway API implementation (its
+# kubernetesgateway provider), built from the Go module proxy. Its go.mod
+# has replace directives, which go install pkg@version refuses, so it is
+# built inside a copy of its module, with its own go.mod and go.sum.
+# v3.7 cannot be built from the proxy: it replaces a module of its own
+# repository by a directory that its module zip leaves out. About 2,200
+# packages: 56 minutes on 2 cores busy with other builds, downloads
+# included, once.
+TRAEFIK_VERSION := v3.6.12
+TRAEFIK         := $(BIN)/traefik-$(TRAEFIK_VERSION)
+
+$(TRAEFIK):
+	@echo ">> building Traefik $(TRAEFIK_VERSION) into bin/ (up to an hour on 2 busy cores, once)"
+	@rm -rf $(BIN)/.traefik && mkdir -p $(BIN)/.traefik
+	@dir=$$($(GO) mod download -json github.com/traefik/traefik/v3@$(TRAEFIK_VERSION) | awk -F'"' '$$2 == "Dir" {print $$4}'); \
+		test -n "$$dir" || { echo "go mod download github.com/traefik/traefik/v3@$(TRAEFIK_VERSION) failed"; exit 1; }; \
+		cp -r $$dir $(BIN)/.traefik/src && chmod -R u+w $(BIN)/.traefik/src
+	cd $(BIN)/.traefik/src && $(GO_BUILD) -ldflags '-X github.com/traefik/traefik/v3/pkg/version.Version=$(TRAEFIK_VERSION)' -o $@.tmp ./cmd/traefik
+	mv $@.tmp $@ && rm -rf $(BIN)/.traefik
+
 .PHONY: node-components
-node-components: $(NODE_BINARIES) $(COREDNS_UPSTREAM) ## Build kubelet, kube-proxy, kube-controller-manager and kube-scheduler $(KUBERNETES_VERSION) and kubeadm's CoreDNS into bin/ (once).
+node-components: $(NODE_BINARIES) $(COREDNS_UPSTREAM) $(TRAEFIK) ## Build kubelet, kube-proxy, kube-controller-manager and kube-scheduler $(KUBERNETES_VERSION), kubeadm's CoreDNS and Traefik $(TRAEFIK_VERSION) (the gateway) into bin/ (once).
 
 # What the node lab needs from Debian: command and package, one pair a word.
 NODE_PACKAGES := containerd:containerd runc:runc ctr:containerd iptables:iptables \

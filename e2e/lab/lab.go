@@ -282,15 +282,25 @@ func (l *Lab) skip(format string, args ...any) {
 // ClusterCRD returns the path of the Cluster CRD in the module cache,
 // downloading the pinned Cluster API module when it is not there.
 func ClusterCRD(ctx context.Context) (string, error) {
+	dir, err := moduleDir(ctx, clusterAPIModule, ClusterAPIVersion)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, clusterCRDPath), nil
+}
+
+// moduleDir returns the directory of module@version in the module cache,
+// downloading it from the module proxy when it is not there.
+func moduleDir(ctx context.Context, module, version string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", clusterAPIModule+"@"+ClusterAPIVersion).Output()
+	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			err = fmt.Errorf("%w: %s%s", err, ee.Stderr, out)
 		}
-		return "", fmt.Errorf("go mod download %s@%s: %w", clusterAPIModule, ClusterAPIVersion, err)
+		return "", fmt.Errorf("go mod download %s@%s: %w", module, version, err)
 	}
 	var dir string
 	for _, line := range strings.Split(string(out), "\n") {
@@ -300,9 +310,9 @@ func ClusterCRD(ctx context.Context) (string, error) {
 		}
 	}
 	if dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: no Dir in %s", clusterAPIModule, ClusterAPIVersion, out)
+		return "", fmt.Errorf("go mod download %s@%s: no Dir in %s", module, version, out)
 	}
-	return filepath.Join(dir, clusterCRDPath), nil
+	return dir, nil
 }
 
 // FindRepoRoot walks up from the working directory to the directory that

@@ -26,7 +26,7 @@ const (
 )
 
 // GatewayAddress is the load-balancer address the node lab gives
-// cluster's envoy Service.
+// cluster's gateway Service (projectcontour/envoy, in front of Traefik).
 func (c *NodeCluster) GatewayAddress() string { return c.Net.LBAddress(GatewayLBHost) }
 
 // helm runs bin/helm-<version> with args, its output in the lab's log
@@ -60,8 +60,9 @@ func (l *NodeLab) HelmInstall(ctx context.Context, c *NodeCluster, chart string,
 	return l.helm(ctx, c, args...)
 }
 
-// xccImages writes the image archives of the cluster DNS's CoreDNS and of
-// the layouts make images wrote, and imports them into every node.
+// xccImages writes the image archives of the cluster DNS's CoreDNS, of
+// Traefik and of the layouts make images wrote, and imports them into
+// every node.
 func (l *NodeLab) xccImages(ctx context.Context) error {
 	dir := filepath.Join(NodeLabDir, "images")
 	coredns := filepath.Join(l.RepoRoot, "bin", "coredns-upstream-"+KubeadmCoreDNSVersion)
@@ -89,6 +90,11 @@ func (l *NodeLab) xccImages(ctx context.Context) error {
 		}
 		archives = append(archives, a)
 	}
+	traefik, err := l.traefikImage(dir)
+	if err != nil {
+		return err
+	}
+	archives = append(archives, archive{traefik, ""})
 	for _, c := range l.Clusters {
 		for _, a := range archives {
 			if err := c.ImportImage(ctx, a.path, a.base); err != nil {
@@ -96,15 +102,16 @@ func (l *NodeLab) xccImages(ctx context.Context) error {
 			}
 		}
 	}
-	l.progress("imported %s and make images' xcc-syncer and coredns into every node", KubeadmCoreDNSImage)
+	l.progress("imported %s, %s and make images' xcc-syncer and coredns into every node", KubeadmCoreDNSImage, TraefikImage)
 	return nil
 }
 
 // setupXCC deploys kubeadm's CoreDNS in every cluster and xcc-dns as the
 // README says: the management chart on the first cluster with the Cluster
 // API Cluster CRD and a Cluster per other cluster, the workload chart on
-// every other, an envoy stand-in behind a LoadBalancer Service in each,
-// and the walkthrough's GatewayDNS.
+// every other, Traefik as the Gateway behind a LoadBalancer Service in
+// each, kuard and its HTTPRoute in the first, and the walkthrough's
+// GatewayDNS.
 func (l *NodeLab) setupXCC(ctx context.Context) error {
 	start := time.Now()
 	if err := l.xccImages(ctx); err != nil {
@@ -150,9 +157,12 @@ func (l *NodeLab) setupXCC(ctx context.Context) error {
 		if err := l.HelmInstall(ctx, w, WorkloadChart, "reverseCIDRs={"+NodeReverseCIDRs+"}"); err != nil {
 			return err
 		}
-		if err := l.startEnvoy(ctx, w); err != nil {
+		if err := l.startGateway(ctx, w); err != nil {
 			return err
 		}
+	}
+	if err := l.startKuard(ctx, workloads[0]); err != nil {
+		return err
 	}
 	if err := waitDeployment(ctx, mgmt.Cluster, SliceNamespace, ReleaseName+"-controller", chartReadyWait); err != nil {
 		return err
@@ -161,10 +171,18 @@ func (l *NodeLab) setupXCC(ctx context.Context) error {
 		if err := waitStatefulSet(ctx, w.Cluster, SliceNamespace, ReleaseName, chartReadyWait); err != nil {
 			return err
 		}
-		if err := waitDeployment(ctx, w.Cluster, GatewayNamespace, GatewayName, chartReadyWait); err != nil {
+		if err := waitDeployment(ctx, w.Cluster, GatewayNamespace, TraefikName, chartReadyWait); err != nil {
 			return err
 		}
 	}
+	if err := waitDeployment(ctx, workloads[0].Cluster, KuardNamespace, KuardName, chartReadyWait); err != nil {
+		return err
+	}
+	if err := waitRouteAccepted(ctx, workloads[0].Cluster, KuardNamespace, KuardName); err != nil {
+		return err
+	}
+	l.progress("Traefik %s is the Gateway %s/%s of %s; it accepted HTTPRoute %s/%s of %s", TraefikVersion, GatewayNamespace,
+		GatewayObjectName, strings.Join(clusterNames(workloads), ", "), KuardNamespace, KuardName, workloads[0].Name)
 	l.progress("charts installed and running: %s on %s, %s on %s (%s)", ManagementChart, mgmt.Name, WorkloadChart,
 		strings.Join(clusterNames(workloads), ", "), time.Since(start).Round(100*time.Millisecond))
 	for _, w := range workloads {
@@ -185,36 +203,6 @@ func clusterNames(cs []*NodeCluster) []string {
 		out = append(out, c.Name)
 	}
 	return out
-}
-
-// startEnvoy runs a stand-in for Contour's envoy (the probe image serving
-// HTTP on 8080) behind projectcontour/envoy, a LoadBalancer Service whose
-// address the lab assigns as MetalLB would and routes to the node.
-func (l *NodeLab) startEnvoy(ctx context.Context, c *NodeCluster) error {
-	if err := ensureNamespace(ctx, c.Cluster, GatewayNamespace); err != nil {
-		return err
-	}
-	labels := map[string]string{"app": "envoy"}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: GatewayName, Namespace: GatewayNamespace},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr(int32(1)),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "envoy", Image: ProbeImage, ImagePullPolicy: corev1.PullNever,
-					Args:           []string{"listen", ":8080"},
-					Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
-					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 2},
-				}}},
-			},
-		},
-	}
-	if _, err := c.Client.AppsV1().Deployments(GatewayNamespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create envoy Deployment on %s: %w", c.Name, err)
-	}
-	return createGateway(ctx, c.Cluster, Gateway{IPs: []string{c.GatewayAddress()}})
 }
 
 // waitStatefulSet waits until every replica of the StatefulSet runs its

@@ -202,18 +202,31 @@ func TestNodeLab(t *testing.T) {
 		t.Log(strings.TrimSpace(out))
 	})
 
-	// The name is useful: a TCP connection from cluster-b's pod to the
-	// address DNS gave reaches cluster-a's envoy stand-in, across the
-	// router, through cluster-a's kube-proxy.
-	t.Run("PodConnects", func(t *testing.T) {
-		out, err := nl.RunProbe(context.Background(), b, "probe-tcp", "tcp", gwA+":80")
+	// The name is useful, as the walkthrough's last step shows with curl:
+	// cluster-b's pod resolves cluster-a's gateway name and its HTTP GET
+	// crosses the router to cluster-a's node, where kube-proxy sends it to
+	// Traefik, which routes it by its Host to kuard. A request to the
+	// same address with no route's Host gets Traefik's 404: the answer
+	// comes from the Gateway's routing, not from whoever listens there.
+	t.Run("PodGetsKuard", func(t *testing.T) {
+		ctx := context.Background()
+		url := "http://" + lab.GatewayHost(lab.KuardName, lab.ClusterA) + "/"
+		out, err := nl.RunProbe(ctx, b, "probe-get", "get", "1", url)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(out, "connected ") {
-			t.Fatalf("probe tcp %s:80: %s", gwA, out)
+		if !strings.HasPrefix(out, "200 hello from "+lab.KuardName+"-") {
+			t.Fatalf("probe get %s: %q, want 200 from a pod of Deployment %s", url, out, lab.KuardName)
 		}
-		t.Log(strings.TrimSpace(out))
+		t.Logf("GET %s: %s", url, strings.TrimSpace(out))
+		out, err = nl.RunProbe(ctx, b, "probe-get", "get", "1", "http://"+gwA+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out, "404 ") {
+			t.Fatalf("probe get http://%s/: %q, want Traefik's 404 for a Host no route names", gwA, out)
+		}
+		t.Logf("GET http://%s/: %s", gwA, strings.TrimSpace(out))
 	})
 
 	// Last, with a headless GatewayDNS among them (its state ConfigMap

@@ -72,8 +72,8 @@ func main() {
 
 // ask runs the probe image in a pod of cluster-b until its cluster DNS
 // answers cluster-a's gateway name (the patched Corefile is read about a
-// minute after the install), prints what the pod got, and a TCP
-// connection to that address.
+// minute after the install), prints what the pod got, and kuard's answer
+// to an HTTP GET of the name, routed by cluster-a's Gateway.
 func ask(ctx context.Context, l *lab.NodeLab, a, b *lab.NodeCluster) {
 	name := lab.GatewayHost("kuard", lab.ClusterA)
 	fmt.Printf(">> a pod in %s asks its cluster DNS (kube-dns) for %s, until it answers\n", b.Name, name)
@@ -82,9 +82,9 @@ func ask(ctx context.Context, l *lab.NodeLab, a, b *lab.NodeCluster) {
 		out, err := l.RunProbe(ctx, b, "demo-query", "query", "A", name)
 		if err == nil && strings.Contains(out, "A="+a.GatewayAddress()) {
 			fmt.Printf(">> after %s: %s", time.Since(start).Round(time.Second), out)
-			out, err = l.RunProbe(ctx, b, "demo-tcp", "tcp", a.GatewayAddress()+":80")
+			out, err = l.RunProbe(ctx, b, "demo-get", "get", "1", "http://"+name+"/")
 			if err == nil {
-				fmt.Printf(">> and connects: %s", out)
+				fmt.Printf(">> and GET http://%s/ through %s's Gateway (Traefik): %s", name, a.Name, out)
 			}
 			fmt.Printf(">> try more: KUBECONFIG=%s kubectl --context %s run q --rm -i --restart=Never --image=%s --image-pull-policy=Never -- query A %s\n",
 				l.Kubeconfig, b.Name, lab.ProbeImage, "kuard."+lab.GatewayDNSName+"."+lab.ClusterNamespace+".gateways."+lab.Zone)
