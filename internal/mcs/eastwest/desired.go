@@ -63,7 +63,11 @@ func Desired(cfg Config, k aggregate.Key, ports []aggregate.Port, tcp map[string
 			Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptr.To(gatewayv1.Kind("ListenerSet")),
 			Name: gatewayv1.ObjectName(set.Name), SectionName: ptr.To(gatewayv1.SectionName(name)),
 		}}
-		backend := gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+		// Every field the CRDs default is set as they default it: what
+		// the member gives back then equals what was written, and the
+		// next write has nothing to update.
+		backend := gatewayv1.BackendRef{Weight: ptr.To(int32(1)), BackendObjectReference: gatewayv1.BackendObjectReference{
+			Group: ptr.To(gatewayv1.Group("")), Kind: ptr.To(gatewayv1.Kind("Service")),
 			Name: gatewayv1.ObjectName(k.Name), Port: ptr.To(p.Port),
 		}}
 		routeMeta := objectMeta(k, SetName(k.Name)+"-"+name)
@@ -72,7 +76,10 @@ func Desired(cfg Config, k aggregate.Key, ports []aggregate.Port, tcp map[string
 			l.Protocol, l.Port, l.Hostname = gatewayv1.HTTPProtocolType, cfg.HTTPPort, ptr.To(host)
 			r := &gatewayv1.HTTPRoute{ObjectMeta: routeMeta}
 			r.Spec.ParentRefs, r.Spec.Hostnames = parent, []gatewayv1.Hostname{host}
-			r.Spec.Rules = []gatewayv1.HTTPRouteRule{{BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: backend}}}}
+			r.Spec.Rules = []gatewayv1.HTTPRouteRule{{
+				Matches:     []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To("/")}}},
+				BackendRefs: []gatewayv1.HTTPBackendRef{{BackendRef: backend}},
+			}}
 			out.HTTPRoutes = append(out.HTTPRoutes, r)
 		case KindTLS:
 			l.Protocol, l.Port, l.Hostname = gatewayv1.TLSProtocolType, cfg.TLSPort, ptr.To(host)
