@@ -3,6 +3,10 @@ package eastwest
 import (
 	"strconv"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 )
 
@@ -42,4 +46,19 @@ func KindOf(p aggregate.Port) Kind {
 // ports of a Service, and a valid section name whatever the port's name.
 func ListenerName(p aggregate.Port) string {
 	return string(KindOf(p)) + "-" + strconv.Itoa(int(p.Port))
+}
+
+// gvkOf is the group, version and kind of one of the objects Desired
+// makes, which typed objects do not carry.
+func gvkOf(o runtime.Object) schema.GroupVersionKind {
+	kind := "ListenerSet"
+	switch o.(type) {
+	case *gatewayv1.HTTPRoute:
+		kind = "HTTPRoute"
+	case *gatewayv1.TLSRoute:
+		kind = "TLSRoute"
+	case *gatewayv1.TCPRoute:
+		kind = "TCPRoute"
+	}
+	return gatewayv1.SchemeGroupVersion.WithKind(kind)
 }
