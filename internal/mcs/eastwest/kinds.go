@@ -60,5 +60,5 @@ func gvkOf(o runtime.Object) schema.GroupVersionKind {
 	case *gatewayv1.TCPRoute:
 		kind = "TCPRoute"
 	}
-	return gatewayv1.SchemeGroupVersion.WithKind(kind)
+	return schema.GroupVersionKind{Group: gatewayv1.GroupVersion.Group, Version: gatewayv1.GroupVersion.Version, Kind: kind}
 }
