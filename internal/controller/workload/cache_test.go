@@ -23,7 +23,7 @@ func TestExportForCacheConditionsBounded(t *testing.T) {
 		conds = append(conds, metav1.Condition{Type: "Other" + strings.Repeat("t", i), Status: metav1.ConditionTrue,
 			Reason: strings.Repeat("R", 4096), Message: strings.Repeat("m", 32<<10)})
 	}
-	for _, own := range []aggregate.ConditionType{aggregate.ConditionValid, aggregate.ConditionConflict, aggregate.ConditionReady} {
+	for _, own := range ownConditions {
 		conds = append(conds, metav1.Condition{Type: string(own), Status: metav1.ConditionTrue, Reason: "Mine", Message: strings.Repeat("é", 20<<10)})
 	}
 	in := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
@@ -34,7 +34,7 @@ func TestExportForCacheConditionsBounded(t *testing.T) {
 	if len(kept) != MaxCachedConditions {
 		t.Fatalf("kept %d conditions, want %d", len(kept), MaxCachedConditions)
 	}
-	for _, own := range []aggregate.ConditionType{aggregate.ConditionValid, aggregate.ConditionConflict, aggregate.ConditionReady} {
+	for _, own := range ownConditions {
 		if c := findCondition(kept, string(own)); c == nil || c.Reason != "Mine" {
 			t.Errorf("the controller's own condition %s not kept: %+v", own, c)
 		}
@@ -51,6 +51,10 @@ func TestExportForCacheConditionsBounded(t *testing.T) {
 		t.Error("not idempotent")
 	}
 }
+
+// ownConditions are the controller's own condition types of an export.
+var ownConditions = []aggregate.ConditionType{aggregate.ConditionValid, aggregate.ConditionConflict, aggregate.ConditionReady,
+	aggregate.ConditionCrossNetwork}
 
 func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
 	for i := range cs {

@@ -5,9 +5,11 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
@@ -37,6 +39,10 @@ type Gateway struct {
 	// listener is accepted, programmed and not conflicted; a port absent
 	// has no ready listener.
 	Ports map[aggregate.Key][]GatewayPort
+	// Refused say, per export, which of its ports have no ready listener
+	// and why (eastwest.Read, eastwest.Allocate): its CrossNetwork
+	// condition.
+	Refused map[aggregate.Key][]string
 }
 
 // GatewayPort is the gateway's listener port of one import port, which is
@@ -160,4 +166,49 @@ func (m *Memo) gatewaySlices(cluster string, k aggregate.Key, gw Gateway) []*dis
 // sameGateway reports whether a and b offer import k the same.
 func sameGateway(a, b Gateway, k aggregate.Key) bool {
 	return a.Programmed == b.Programmed && slices.Equal(a.Addresses, b.Addresses) && slices.Equal(a.Ports[k], b.Ports[k])
+}
+
+// Reasons of the CrossNetwork condition of an export.
+const (
+	ReasonRouted          = "Routed"
+	ReasonGatewayNotReady = "GatewayNotReady"
+	ReasonListenerRefused = "ListenerRefused"
+	ReasonHeadless        = "Headless"
+)
+
+// crossNetwork is the CrossNetwork condition of member's export of k
+// (typeOf: its import's type), nil when every member is in member's
+// network: do the members of other networks reach it through member's
+// east-west gateway, and if not, why.
+func (n Networks) crossNetwork(member string, k aggregate.Key, typeOf func() aggregate.ImportType) *metav1.Condition {
+	others := map[string]bool{}
+	for _, net := range n.Of {
+		if net != n.network(member) {
+			others[fmt.Sprintf("%q", net)] = true
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	where := "members of network " + strings.Join(slices.Sorted(maps.Keys(others)), ", ")
+	c := &metav1.Condition{Type: string(aggregate.ConditionCrossNetwork), Status: metav1.ConditionFalse}
+	gw := n.Gateways[member]
+	refused := gw.Refused[k]
+	switch {
+	case typeOf() == aggregate.ImportHeadless:
+		c.Reason, c.Message = ReasonHeadless, "a Headless export crosses no network: "+where+" get none of its endpoints"
+	case !gw.Programmed || len(gw.Addresses) == 0:
+		c.Reason, c.Message = ReasonGatewayNotReady, "the east-west gateway is not Programmed or has no address: "+where+" get none of its endpoints"
+	case len(refused) > 0 || len(gw.Ports[k]) == 0:
+		c.Reason = ReasonListenerRefused
+		c.Message = strings.Join(refused, "; ")
+		if len(gw.Ports[k]) == 0 {
+			c.Message = strings.TrimPrefix(c.Message+"; no listener of it is ready: "+where+" get none of its endpoints", "; ")
+		}
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonRouted
+		c.Message = where + " reach it through the east-west gateway at " + strings.Join(gw.Addresses, ", ")
+	}
+	c.Message = aggregate.CutMessage(c.Message)
+	return c
 }

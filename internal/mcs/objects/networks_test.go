@@ -177,3 +177,56 @@ func TestComputeNetworksMemo(t *testing.T) {
 		t.Error("gateway down: digest unchanged")
 	}
 }
+
+// crossNetwork is the CrossNetwork condition of member's export of ns/svc
+// as "<status>/<reason>: <message>", "" when it has none.
+func crossNetwork(out Objects) string {
+	for _, e := range out.Exports {
+		for _, c := range e.Conditions {
+			if c.Type == string(aggregate.ConditionCrossNetwork) {
+				return string(c.Status) + "/" + c.Reason + ": " + c.Message
+			}
+		}
+	}
+	return ""
+}
+
+// TestExportCrossNetwork: an export of a member whose clusterset has
+// members of other networks says whether they reach it through its
+// east-west gateway, and if not, why; without other networks it says
+// nothing.
+func TestExportCrossNetwork(t *testing.T) {
+	cases := []struct {
+		name     string
+		headless bool
+		gw       func(*Gateway)
+		networks map[string]string
+		want     string // prefix of the condition
+	}{
+		{name: "reached through the gateway", want: `True/Routed: members of network "west" reach it through the east-west gateway at 203.0.113.10, 2001:db8::10`},
+		{name: "one network: no condition", networks: map[string]string{}, want: ""},
+		{name: "gateway not ready", gw: func(g *Gateway) { g.Programmed = false }, want: "False/GatewayNotReady: "},
+		{name: "a listener refused", gw: func(g *Gateway) {
+			g.Ports[key] = g.Ports[key][:1]
+			g.Refused = map[aggregate.Key][]string{key: {"listener tcp-5432: Conflicted: True (HostnameConflict)"}}
+		}, want: "False/ListenerRefused: listener tcp-5432: Conflicted: True (HostnameConflict)"},
+		{name: "no listener ready", gw: func(g *Gateway) { delete(g.Ports, key) }, want: "False/ListenerRefused: "},
+		{name: "Headless", headless: true, want: `False/Headless: a Headless export crosses no network: members of network "west" get none of its endpoints`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := readyGateway()
+			if tc.gw != nil {
+				tc.gw(&gw)
+			}
+			in := networkInput(t, "a", tc.headless, gw)
+			if tc.networks != nil {
+				in.Networks.Of = tc.networks
+			}
+			got := crossNetwork(Compute(in))
+			if tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
+				t.Errorf("CrossNetwork %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
