@@ -123,6 +123,7 @@ var suite = []struct {
 	{"MCSClusterIDs", shared, testMCSClusterIDs},
 	{"MCSAllowedCIDRs", shared, testMCSAllowedCIDRs},
 	{"MCSLimitsCompose", shared, testMCSLimitsCompose},
+	{"MCSEastWestObjects", shared, testEastWestObjects},
 	{"ControllerFailover", shared, testControllerFailover},
 	{"MCSShutdownFrozenMember", shared, testMCSShutdownFrozenMember},
 

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/typed/apis/v1beta1"
 
 	"github.com/xcc-dns/xcc-dns/internal/kubeconfig"
@@ -73,6 +74,7 @@ type typedClient struct {
 	core      *typedcorev1.CoreV1Client
 	discovery *typeddiscoveryv1.DiscoveryV1Client
 	mcs       *mcsclient.MulticlusterV1beta1Client
+	gateway   *gatewayclient.GatewayV1Client
 }
 
 func (c *typedClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
@@ -121,9 +123,13 @@ func (c *typedClient) DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface {
 
 func (c *typedClient) MulticlusterV1beta1() mcsclient.MulticlusterV1beta1Interface { return c.mcs }
 
+// GatewayV1 is the Gateway API of the cluster, a CRD too: JSON only.
+func (c *typedClient) GatewayV1() gatewayclient.GatewayV1Interface { return c.gateway }
+
 var (
-	_ Client    = (*typedClient)(nil)
-	_ MCSClient = (*typedClient)(nil)
+	_ Client        = (*typedClient)(nil)
+	_ MCSClient     = (*typedClient)(nil)
+	_ GatewayClient = (*typedClient)(nil)
 )
 
 // NewClientFromKubeconfig builds the client of a workload cluster from the
@@ -181,7 +187,11 @@ func NewClientFromKubeconfig(data []byte, policy kubeconfig.Policy, maxResponseB
 	if err != nil {
 		return nil, fmt.Errorf("client from kubeconfig: %w", err)
 	}
-	return &typedClient{core: core, discovery: discovery, mcs: mcs}, nil
+	gateway, err := gatewayclient.NewForConfigAndClient(jsonCfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("client from kubeconfig: %w", err)
+	}
+	return &typedClient{core: core, discovery: discovery, mcs: mcs, gateway: gateway}, nil
 }
 
 // Set keeps one client per workload cluster, one Namespace informer on
@@ -269,6 +279,8 @@ type Cluster struct {
 	names *namesWatch
 	// exports are the informers of a clusterset member (exports.go).
 	exports *exportsWatch
+	// eastWest are the informers of its east-west gateway (eastwest.go).
+	eastWest *eastWestWatch
 	// allServices is the cluster-wide Service informer names and exports
 	// share (services.go), nil while neither reads it.
 	allServices *allServices
@@ -553,6 +565,7 @@ func (m *Set) Release(user string, keep map[string]map[string]bool) {
 			w.exports = nil
 			klog.FromContext(m.ctx).Info("Stopped watching the ServiceExports of workload cluster", "cluster", key)
 		}
+		m.releaseEastWestLocked(w, user, refs)
 		m.releaseServicesLocked(w)
 		if !keepCluster {
 			delete(w.users, user)

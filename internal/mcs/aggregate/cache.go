@@ -41,7 +41,7 @@ func ForCache(obj any) (any, error) {
 // messages are cut alike (CutMessage) and never change by it.
 const (
 	// MaxCachedConditions is the most conditions kept: the controller's
-	// own types (Valid, Conflict, Ready) and the first others.
+	// own types (Valid, Conflict, Ready, CrossNetwork) and the first others.
 	MaxCachedConditions = 8
 	// maxConditionTypeBytes and maxConditionReasonBytes are the API's
 	// bounds of a condition's type and reason; a hostile API server may
@@ -58,7 +58,8 @@ func boundConditions(conds []metav1.Condition) []metav1.Condition {
 	if len(conds) == 0 {
 		return conds
 	}
-	own := map[string]bool{string(ConditionValid): true, string(ConditionConflict): true, string(ConditionReady): true}
+	own := map[string]bool{string(ConditionValid): true, string(ConditionConflict): true, string(ConditionReady): true,
+		string(ConditionCrossNetwork): true}
 	seen := map[string]bool{}
 	others := MaxCachedConditions - len(own)
 	var out []metav1.Condition

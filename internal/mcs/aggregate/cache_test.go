@@ -67,7 +67,7 @@ func TestExportForCacheConditionsBounded(t *testing.T) {
 		conds = append(conds, metav1.Condition{Type: "Other" + strings.Repeat("t", i), Status: metav1.ConditionTrue,
 			Reason: strings.Repeat("R", 4096), Message: strings.Repeat("m", 32<<10)})
 	}
-	for _, own := range []ConditionType{ConditionValid, ConditionConflict, ConditionReady} {
+	for _, own := range ownConditions {
 		conds = append(conds, metav1.Condition{Type: string(own), Status: metav1.ConditionTrue, Reason: "Mine", Message: strings.Repeat("é", 20<<10)})
 	}
 	in := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
@@ -78,7 +78,7 @@ func TestExportForCacheConditionsBounded(t *testing.T) {
 	if len(kept) != MaxCachedConditions {
 		t.Fatalf("kept %d conditions, want %d", len(kept), MaxCachedConditions)
 	}
-	for _, own := range []ConditionType{ConditionValid, ConditionConflict, ConditionReady} {
+	for _, own := range ownConditions {
 		if c := findCondition(kept, string(own)); c == nil || c.Reason != "Mine" {
 			t.Errorf("the controller's own condition %s not kept: %+v", own, c)
 		}
@@ -104,3 +104,6 @@ func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
 	}
 	return nil
 }
+
+// ownConditions are the controller's own condition types of an export.
+var ownConditions = []ConditionType{ConditionValid, ConditionConflict, ConditionReady, ConditionCrossNetwork}

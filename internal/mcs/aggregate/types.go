@@ -151,6 +151,10 @@ const (
 	ConditionValid    ConditionType = "Valid"
 	ConditionConflict ConditionType = "Conflict"
 	ConditionReady    ConditionType = "Ready"
+	// ConditionCrossNetwork is the controller's, not the aggregator's:
+	// whether members of other networks reach the export through its
+	// member's east-west gateway (objects.Networks).
+	ConditionCrossNetwork ConditionType = "CrossNetwork"
 )
 
 // ConditionStatus is a condition's status.

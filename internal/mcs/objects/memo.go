@@ -33,6 +33,9 @@ type Memo struct {
 	imports map[aggregate.Key]*known
 	// next are the imports of the call running: the others are dropped.
 	next map[aggregate.Key]*known
+	// gateways are the east-west gateways' slices made in the last call,
+	// nextGateways those of the call running (gatewaySlices).
+	gateways, nextGateways map[gatewayKey]*gatewayMade
 }
 
 // NewMemo returns a Memo that knows no import.
@@ -110,6 +113,7 @@ func (m *Memo) finish() {
 		return
 	}
 	m.imports, m.next = m.next, nil
+	m.gateways, m.nextGateways = m.nextGateways, nil
 	m.mu.Unlock()
 }
 

@@ -40,6 +40,9 @@ type Input struct {
 	// outside them is refused here as in the clusterset DNS records, so
 	// kube-proxy never sends traffic where DNS would not. Empty allows any.
 	AllowedCIDRs cidr.List
+	// Networks group the members; the zero value is one network, where
+	// every member gets every source's pods.
+	Networks Networks
 	// Skip, with a Memo, says of an import whose objects' digest is known
 	// without building them that the member holds those objects already
 	// (apply.Round.Settled): they are not built. Nil skips none.
@@ -104,10 +107,14 @@ func ComputeWith(in Input, memo *Memo) Objects {
 	memo = memo.start(in.Cluster, lim, in.AllowedCIDRs)
 	defer memo.finish()
 	type entry struct {
-		imp   aggregate.Import
-		known *known
-		built *built // nil until built in this call
-		parts []*contribution
+		imp aggregate.Import
+		// endpoints are the sources' slices as the member gets them, and
+		// notes what networks left out of them (Networks.sources).
+		endpoints map[string][]*discoveryv1.EndpointSlice
+		notes     []string
+		known     *known
+		built     *built // nil until built in this call
+		parts     []*contribution
 	}
 	var entries []*entry
 	var parts []*contribution
@@ -115,8 +122,8 @@ func ComputeWith(in Input, memo *Memo) Objects {
 		if !in.Namespaces[imp.Namespace] {
 			continue
 		}
-		endpoints := in.Imports[imp.Key].Endpoints
-		e := &entry{imp: imp, known: memo.known(imp, endpoints)}
+		endpoints, notes := in.Networks.sources(in.Cluster, imp, in.Imports[imp.Key].Endpoints, memo)
+		e := &entry{imp: imp, endpoints: endpoints, notes: notes, known: memo.known(imp, endpoints)}
 		if e.known == nil {
 			e.built = build(in.Cluster, imp, endpoints, lim, in.AllowedCIDRs)
 			e.known = newKnown(imp, endpoints, e.built)
@@ -130,6 +137,10 @@ func ComputeWith(in Input, memo *Memo) Objects {
 	cuts := boundMembers(parts, lim)
 	for _, e := range entries {
 		k, st := e.imp.Key, in.Imports[e.imp.Key]
+		st.Endpoints = e.endpoints
+		if len(e.notes) > 0 {
+			cuts[k] = append(slices.Clone(e.notes), cuts[k]...)
+		}
 		for _, note := range cuts[k] {
 			out.Refused = append(out.Refused, fmt.Sprintf("import %s/%s: %s", e.imp.Namespace, e.imp.Name, note))
 		}

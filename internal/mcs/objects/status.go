@@ -53,6 +53,9 @@ func exportStatuses(in Input) []ExportStatus {
 			}
 			st.Conditions = append(st.Conditions, mc)
 		}
+		if c := in.Networks.crossNetwork(in.Cluster, e.Key, func() aggregate.ImportType { return importType(in.Result, e.Key) }); c != nil {
+			st.Conditions = append(st.Conditions, *c)
+		}
 		out = append(out, st)
 	}
 	return out
@@ -136,4 +139,16 @@ func importReady(imp aggregate.Import, ips []string) metav1.Condition {
 		c.Message = fmt.Sprintf("ClusterSetIP %s, the ClusterIP of the derived Service %s", strings.Join(ips, ", "), derived)
 	}
 	return c
+}
+
+// importType is the type of the import of k in r; ClusterSetIP if there
+// is none (an invalid export makes none). Asked only of a clusterset
+// with networks.
+func importType(r aggregate.Result, k aggregate.Key) aggregate.ImportType {
+	for _, imp := range r.Imports {
+		if imp.Key == k {
+			return imp.Type
+		}
+	}
+	return aggregate.ImportClusterSetIP
 }

@@ -1,0 +1,52 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GatewayAPIKinds are the Gateway API CRDs (standard channel) the
+// controller's east-west objects need: their file names' kinds.
+var GatewayAPIKinds = []string{"gateways", "listenersets", "httproutes", "tlsroutes", "tcproutes"}
+
+// GatewayAPICRDDir is the standard-channel CRD directory of the Gateway
+// API release the main module requires, from the module cache: the CRDs
+// the controller's objects are built for.
+func GatewayAPICRDDir(ctx context.Context, repo string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
+	cmd.Dir = repo
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("find sigs.k8s.io/gateway-api in the main module: %w", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
+}
+
+// InstallGatewayAPI installs the Gateway API CRDs of dir into c and waits
+// until each is Established.
+func InstallGatewayAPI(ctx context.Context, c *Cluster, dir string) error {
+	for _, k := range GatewayAPIKinds {
+		if err := installCRDFile(ctx, c, filepath.Join(dir, "gateway.networking.k8s.io_"+k+".yaml")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UninstallGatewayAPI deletes the Gateway API CRDs InstallGatewayAPI
+// installed, and with them every object of theirs.
+func UninstallGatewayAPI(ctx context.Context, c *Cluster) error {
+	for _, k := range GatewayAPIKinds {
+		name := k + ".gateway.networking.k8s.io"
+		if err := c.Dynamic.Resource(crdGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete CRD %s on %s: %w", name, c.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package eastwest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
+
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/write"
+)
+
+// Apply brings the controller's Gateway API objects of export k in its
+// member to want; nil removes them all. Routes go after their
+// ListenerSet, and before it on removal. Only objects labelled as the
+// controller's, of export k, are listed, changed or deleted; a name held
+// by another's object is not written (kubeclient.ErrNotOurs), and when
+// that is the ListenerSet's, neither are its routes.
+func Apply(ctx context.Context, c gatewayclient.GatewayV1Interface, k aggregate.Key, want *Objects) error {
+	if want == nil {
+		want = &Objects{}
+	}
+	sel := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(SetLabels(k.Name)).String()}
+	ns := k.Namespace
+	var sets []*gatewayv1.ListenerSet
+	if want.ListenerSet != nil {
+		sets = []*gatewayv1.ListenerSet{want.ListenerSet}
+	}
+	routes := func() error {
+		return errors.Join(
+			applyKind(ctx, c.HTTPRoutes(ns), sel, want.HTTPRoutes, items(func(l *gatewayv1.HTTPRouteList) []gatewayv1.HTTPRoute { return l.Items }),
+				func(o *gatewayv1.HTTPRoute) any { return o.Spec }, func(d, s *gatewayv1.HTTPRoute) { d.Spec = s.Spec }),
+			applyKind(ctx, c.TLSRoutes(ns), sel, want.TLSRoutes, items(func(l *gatewayv1.TLSRouteList) []gatewayv1.TLSRoute { return l.Items }),
+				func(o *gatewayv1.TLSRoute) any { return o.Spec }, func(d, s *gatewayv1.TLSRoute) { d.Spec = s.Spec }),
+			applyKind(ctx, c.TCPRoutes(ns), sel, want.TCPRoutes, items(func(l *gatewayv1.TCPRouteList) []gatewayv1.TCPRoute { return l.Items }),
+				func(o *gatewayv1.TCPRoute) any { return o.Spec }, func(d, s *gatewayv1.TCPRoute) { d.Spec = s.Spec }),
+		)
+	}
+	setOf := func() error {
+		return applyKind(ctx, c.ListenerSets(ns), sel, sets, items(func(l *gatewayv1.ListenerSetList) []gatewayv1.ListenerSet { return l.Items }),
+			func(o *gatewayv1.ListenerSet) any { return o.Spec }, func(d, s *gatewayv1.ListenerSet) { d.Spec = s.Spec })
+	}
+	if len(sets) == 0 {
+		return errors.Join(routes(), setOf())
+	}
+	if err := setOf(); err != nil {
+		return fmt.Errorf("ListenerSet %s/%s: %w", ns, SetName(k.Name), err)
+	}
+	return routes()
+}
+
+// items turns a list's items into pointers.
+func items[L any, T any](of func(*L) []T) func(*L) []*T {
+	return func(l *L) []*T {
+		in := of(l)
+		out := make([]*T, len(in))
+		for i := range in {
+			out[i] = &in[i]
+		}
+		return out
+	}
+}
+
+// applyKind brings the controller's objects of one kind, those sel
+// lists, to want: each created, updated when its spec or labels differ,
+// and the others deleted. spec is what is compared, setSpec copies it.
+func applyKind[T interface {
+	metav1.Object
+	comparable
+}, L any](ctx context.Context, c write.Client[T, *L], sel metav1.ListOptions, want []T, of func(*L) []T,
+	spec func(T) any, setSpec func(dst, src T)) error {
+	list, err := c.List(ctx, sel)
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	have := map[string]T{}
+	for _, o := range of(list) {
+		if ours(o) {
+			have[o.GetName()] = o
+		}
+	}
+	var errs []error
+	for _, d := range want {
+		cur, ok := have[d.GetName()]
+		delete(have, d.GetName())
+		if !ok {
+			got, created, err := write.Create(ctx, c, d, ours)
+			if err != nil || created {
+				errs = append(errs, err)
+				continue
+			}
+			cur = got
+		}
+		if equality.Semantic.DeepEqual(spec(cur), spec(d)) && equality.Semantic.DeepEqual(cur.GetLabels(), d.GetLabels()) {
+			continue
+		}
+		setSpec(cur, d)
+		cur.SetLabels(d.GetLabels())
+		if _, err := write.Update(ctx, c, cur); err != nil {
+			errs = append(errs, fmt.Errorf("update %s: %w", d.GetName(), err))
+		}
+	}
+	for _, o := range have {
+		if err := write.Delete(ctx, c, o); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", o.GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ours reports whether o is labelled as the controller's.
+func ours[T metav1.Object](o T) bool {
+	return o.GetLabels()[objects.LabelManagedBy] == objects.ManagedByValue && o.GetLabels()[objects.LabelServiceName] != ""
+}
