@@ -1,6 +1,7 @@
 package clusterset
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -167,6 +168,13 @@ func TestControllerClusterSetRestoresOverwrittenImport(t *testing.T) {
 	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
 	e := twoMembers(t, a, b)
 	testfixture.Eventually(t, "cluster-a's import in cluster-b", func() bool { return hasImport(e.ctx, b) })
+	// The fake's watch does not resume from a resourceVersion: a write
+	// between the informer's list and its watch would never reach it.
+	testfixture.Eventually(t, "the controller's ServiceImport informer watching cluster-b", func() bool {
+		return slices.ContainsFunc(b.MCS.Actions(), func(a k8stesting.Action) bool {
+			return a.GetVerb() == "watch" && a.GetResource().Resource == "serviceimports"
+		})
+	})
 	imports := b.MCS.MulticlusterV1beta1().ServiceImports("shop")
 	si, err := imports.Get(e.ctx, "web", metav1.GetOptions{})
 	if err != nil {
