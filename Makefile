@@ -283,7 +283,7 @@ kube-apiserver: $(KUBE_APISERVER) ## Build bin/kube-apiserver-$(KUBERNETES_VERSI
 helm: $(HELM) ## Build bin/helm-$(HELM_VERSION) (once).
 
 .PHONY: e2e
-e2e: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) ## End-to-end tests on a local multi-cluster lab (real kube-apiservers).
+e2e: build $(KUBE_APISERVER) $(ETCDCTL) $(HELM) $(COREDNS_UPSTREAM) ## End-to-end tests on a local multi-cluster lab (real kube-apiservers).
 	cd $(E2E_DIR) && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./lab/... && $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -v .
 
 # The node lab: real one-node clusters (containerd, kubelet, kube-proxy)
