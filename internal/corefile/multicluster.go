@@ -144,21 +144,9 @@ func kubernetesLine(text, zone string) (int, error) {
 		return 0, fmt.Errorf("the current Corefile does not parse: %w", err)
 	}
 	want := plugin.Name(zone).Normalize()
-	var found *caddyfile.ServerBlock
-	best, bestKey := "", ""
-	for i, b := range blocks {
-		for _, key := range b.Keys {
-			hosts, port, err := dnsZones(key)
-			if err != nil {
-				return 0, fmt.Errorf("the current Corefile has a bad server block key %q: %w", key, err)
-			}
-			for _, h := range hosts {
-				n := plugin.Name(h).Normalize()
-				if port == DNSPort && plugin.Name(n).Matches(want) && len(n) > len(best) {
-					found, best, bestKey = &blocks[i], n, key
-				}
-			}
-		}
+	found, bestKey, _, err := queryBlock(blocks, want)
+	if err != nil {
+		return 0, fmt.Errorf("the current Corefile has a bad %w", err)
 	}
 	if found == nil {
 		return 0, fmt.Errorf("no server block on port %s gets %s queries; add the kubernetes plugin's zones by hand", DNSPort, zone)

@@ -29,7 +29,8 @@ type ZoneBlock struct {
 // FindZone returns the DNS server block on port 53 of corefile whose
 // zone is zone or the closest parent of it, as CoreDNS picks the block
 // of a query; nil when only the root block "." is, which sends the zone
-// wherever it sends every other name. A Corefile that would read this
+// wherever it sends every other name, unless its kubernetes plugin
+// answers the zone itself (Kubernetes). A Corefile that would read this
 // machine's environment or files is an error (selfContained).
 func FindZone(corefile, zone string) (*ZoneBlock, error) {
 	want := plugin.Name(strings.TrimSuffix(strings.ToLower(zone), ".") + ".").Normalize()
@@ -44,58 +45,61 @@ func FindZone(corefile, zone string) (*ZoneBlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	var found *ZoneBlock
-	best := ""
-	for _, b := range blocks {
+	b, key, zoneOf, err := queryBlock(blocks, want)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case b == nil:
+		return nil, nil
+	case zoneOf != ".":
+		return &ZoneBlock{Key: key, Managed: managed != nil && inSpan(corefile, *managed, *b), ForwardTo: forwardTargets(*b), Cache: blockCache(*b)}, nil
+	case kubernetesAnswers(b.Tokens[kubernetesDirective], want):
+		return &ZoneBlock{Key: key, Kubernetes: true}, nil
+	}
+	return nil, nil
+}
+
+// queryBlock returns the port-53 server block of blocks that CoreDNS
+// gives the queries of zone want (normalized): the block of the closest
+// zone, the root block "." included, the key that names that zone and
+// the zone; nil when none does.
+func queryBlock(blocks []caddyfile.ServerBlock, want string) (*caddyfile.ServerBlock, string, string, error) {
+	var found *caddyfile.ServerBlock
+	best, bestKey := "", ""
+	for i, b := range blocks {
 		for _, key := range b.Keys {
 			hosts, port, err := dnsZones(key)
 			if err != nil {
-				return nil, fmt.Errorf("server block key %q: %w", key, err)
+				return nil, "", "", fmt.Errorf("server block key %q: %w", key, err)
 			}
 			if port != DNSPort {
 				continue
 			}
 			for _, h := range hosts {
 				n := plugin.Name(h).Normalize()
-				if n == "." || !plugin.Name(n).Matches(want) || len(n) <= len(best) {
-					continue
+				if plugin.Name(n).Matches(want) && len(n) > len(best) {
+					found, best, bestKey = &blocks[i], n, key
 				}
-				best = n
-				found = &ZoneBlock{Key: key, Managed: managed != nil && inSpan(corefile, *managed, b), ForwardTo: forwardTargets(b), Cache: blockCache(b)}
 			}
 		}
 	}
-	if found == nil {
-		found = kubernetesBlock(blocks, want)
-	}
-	return found, nil
+	return found, bestKey, best, nil
 }
 
-// kubernetesBlock returns the block on port 53 whose kubernetes plugin
+// kubernetesAnswers reports whether the kubernetes plugin of tokens
 // answers zone want through its multicluster option: the plugin's zones
-// and the option both hold want or a parent of it. nil when none does.
-func kubernetesBlock(blocks []caddyfile.ServerBlock, want string) *ZoneBlock {
-	for _, b := range blocks {
-		tokens := b.Tokens["kubernetes"]
-		if len(tokens) == 0 || !coversZone(lineWords(tokens, 0), want) {
-			continue
-		}
-		multicluster := false
-		for i, t := range tokens {
-			if t.Text == "multicluster" && coversZone(lineWords(tokens, i), want) {
-				multicluster = true
-			}
-		}
-		if !multicluster {
-			continue
-		}
-		for _, key := range b.Keys {
-			if _, port, err := dnsZones(key); err == nil && port == DNSPort {
-				return &ZoneBlock{Key: key, Kubernetes: true}
-			}
+// and the option both hold want or a parent of it.
+func kubernetesAnswers(tokens []caddyfile.Token, want string) bool {
+	if len(tokens) == 0 || !coversZone(lineWords(tokens, 0), want) {
+		return false
+	}
+	for i, t := range tokens {
+		if t.Text == multiclusterOption && coversZone(lineWords(tokens, i), want) {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // lineWords are the words after tokens[i] on its line, up to a brace.

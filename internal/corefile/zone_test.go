@@ -36,6 +36,8 @@ func TestFindZone(t *testing.T) {
 		{"and xcc.test still forwarded", byCoreDNS, "xcc.test", &ZoneBlock{Key: "xcc.test:53", Managed: true, ForwardTo: []string{"10.96.0.53"}, Cache: patchedCache}},
 		{"the plugin's zone without the option", zoneOnly, "clusterset.local", nil},
 		{"the option without the plugin's zone", optionOnly, "clusterset.local", nil},
+		{"a kubernetes plugin in a block that does not get the zone", kubeadmCorefile + "other.test:53 {\n    kubernetes clusterset.local {\n        multicluster clusterset.local\n    }\n}\n",
+			"clusterset.local", nil},
 	} {
 		got, err := FindZone(tt.corefile, tt.zone)
 		if err != nil {
