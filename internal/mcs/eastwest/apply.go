@@ -114,7 +114,6 @@ func applyKind[T interface {
 	return errors.Join(errs...)
 }
 
-// ours reports whether o is labelled as the controller's.
-func ours[T metav1.Object](o T) bool {
-	return o.GetLabels()[objects.LabelManagedBy] == objects.ManagedByValue && o.GetLabels()[objects.LabelServiceName] != ""
-}
+// ours reports whether o is labelled as the controller's, as the
+// objects of an import are (objects.Ours).
+func ours[T metav1.Object](o T) bool { return objects.Ours(o.GetLabels(), false) }
