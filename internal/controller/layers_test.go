@@ -26,7 +26,7 @@ var below = map[string][]string{
 	// The MCS domain, pure but for apply's calls through write.
 	"mcs/aggregate": {},
 	"mcs/objects":   {"cidr", "contract", "mcs/aggregate", "owned", "printable", "skydnsrecord", "api/v1alpha1"},
-	"mcs/eastwest":  {"mcs/aggregate", "mcs/objects", "write"},
+	"mcs/eastwest":  {"mcs/aggregate", "mcs/objects", "printable", "write"},
 	"mcs/apply":     {"kubeclient", "printable", "mcs/aggregate", "mcs/objects", "owned", "write", "cidr", "contract", "skydnsrecord", "api/v1alpha1"},
 	// The engine both reconcilers share.
 	"controller/lane": {"kubeclient", "printable"},

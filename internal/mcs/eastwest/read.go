@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/printable"
 )
 
 // maxAddresses bounds the gateway addresses taken: the member's word,
@@ -205,14 +205,11 @@ func meta(conds []metav1.Condition, t string) *metav1.Condition {
 // maxMessage bounds a gateway's message quoted: the member's word.
 const maxMessage = 256
 
-// message is c's message, bounded, or what is missing.
+// message is c's message, one printable line bounded as every text of a
+// member is (printable.Cut), or what is missing.
 func message(c *metav1.Condition) string {
 	if c == nil {
 		return "no condition yet"
 	}
-	m := c.Reason + ": " + c.Message
-	if len(m) > maxMessage {
-		m = strings.ToValidUTF8(m[:maxMessage], "") + "..."
-	}
-	return fmt.Sprintf("%s (%s)", c.Status, m)
+	return fmt.Sprintf("%s (%s)", c.Status, printable.Cut(c.Reason+": "+c.Message, maxMessage))
 }

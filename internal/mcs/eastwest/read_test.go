@@ -160,3 +160,13 @@ func TestKindOf(t *testing.T) {
 		t.Errorf("kinds %q, want %q", got, want)
 	}
 }
+
+// A member's gateway writes its conditions: a message of a megabyte with
+// terminal escapes is quoted as one printable line within maxMessage.
+func TestMessageOfHostileCondition(t *testing.T) {
+	c := metav1.Condition{Status: "False", Reason: "Refused", Message: "\x1b[2J" + strings.Repeat("x", 1<<20)}
+	got := message(&c)
+	if strings.ContainsRune(got, '\x1b') || len(got) > maxMessage+len("False ()") {
+		t.Errorf("message of %d bytes, escape kept %v: %.80q", len(got), strings.ContainsRune(got, '\x1b'), got)
+	}
+}
