@@ -8,7 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -373,5 +376,53 @@ func TestHeadlessFallbackNeverTerminating(t *testing.T) {
 		"postgres-0.cluster-a." + headlessX + ":5432", "postgres-0.cluster-b." + headlessX + ":5432"}
 	if !answer.Fallback || !slices.Equal(got, want) {
 		t.Errorf("records %q (fallback %v), want %q", got, answer.Fallback, want)
+	}
+}
+
+// Two owners leaving one name at once leave no name record behind. The
+// first sync reads the leaves while the second owner's is still there and
+// is held before it writes; the second owner then leaves. Without the lock
+// over read and write, the second sync deletes the record and the first
+// writes it back afterwards, stale until the next full reconcile.
+func TestNameRecordOwnersLeavingAtOnce(t *testing.T) {
+	r := runSyncer(t)
+	ctx := context.Background()
+	dir := skydnsrecord.Key("postgres-0.cluster-a." + headlessX)
+	for owner, host := range map[string]string{"xcc-dns/v4": "10.1.0.5", "xcc-dns/v6": "fd00:1::5"} {
+		leaf := skydnsrecord.Set{dir + "/" + owner[len("xcc-dns/"):]: {Host: host, Owner: owner}}
+		if _, err := r.s.store.SyncOwner(ctx, owner, leaf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.s.syncNameRecord(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	read, secondDone := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	r.s.beforeNameWrite = func() {
+		if first.Swap(true) {
+			return
+		}
+		close(read)
+		select { // with the lock the second sync waits for this one
+		case <-secondDone:
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	leave := func(owner string) {
+		if _, err := r.s.store.SyncOwner(ctx, owner, nil); err != nil {
+			t.Error(err)
+		}
+		if err := r.s.syncNameRecord(ctx, dir); err != nil {
+			t.Error(err)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { leave("xcc-dns/v4") })
+	<-read
+	wg.Go(func() { defer close(secondDone); leave("xcc-dns/v6") })
+	wg.Wait()
+	if resp, err := r.etcd.Get(ctx, dir, clientv3.WithPrefix()); err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("both owners gone, left %v (%v)", resp.Kvs, err)
 	}
 }

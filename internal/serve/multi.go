@@ -566,11 +566,16 @@ func (s *Syncer) syncName(ctx context.Context, name string) error {
 }
 
 // syncNameRecord makes the name record of the name at key dir match the
-// records below it.
+// records below it. It holds nameMu from reading the leaves to writing.
 func (s *Syncer) syncNameRecord(ctx context.Context, dir string) error {
+	s.nameMu.Lock()
+	defer s.nameMu.Unlock()
 	var want skydnsrecord.Set
 	if k, r, ok := nameRecord(dir, s.store.OwnedUnder(dir)); ok {
 		want = skydnsrecord.Set{k: r}
+	}
+	if s.beforeNameWrite != nil {
+		s.beforeNameWrite()
 	}
 	res, err := s.store.SyncOwner(ctx, nameOwnerPrefix+dir, want)
 	if err != nil {

@@ -82,6 +82,14 @@ type Syncer struct {
 	reverse   cidr.List
 	reverseMu sync.Mutex
 
+	// nameMu serialises name-record syncs (names.go) for the same reason:
+	// two slices leaving one name at once must not let the first write
+	// the record it computed before the second's leaves were gone.
+	nameMu sync.Mutex
+	// beforeNameWrite, when set, runs between a name-record sync's read
+	// and its write (tests only).
+	beforeNameWrite func()
+
 	// seen says what each slice key stood for when last synced, so that
 	// the sync of a deleted slice knows which multi-cluster names to
 	// recompute (multi.go).
