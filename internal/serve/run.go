@@ -303,8 +303,10 @@ func keepSpace(ctx context.Context, cli *clientv3.Client, endpoint string, quota
 // zones and the clusterset zone.
 func ownedZones(o Options) []string {
 	zones := reverseZones(o.ReverseCIDRs)
-	if cs := o.ServedClusterSetZone(); cs != "" {
-		zones = append(zones, cs)
+	// The clusterset zone even when the cluster DNS answers it: the
+	// records this server wrote there before a switch are then deleted.
+	if o.ClusterSetZone != "" {
+		zones = append(zones, o.ClusterSetZone)
 	}
 	return zones
 }

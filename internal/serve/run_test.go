@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
+	"github.com/xcc-dns/xcc-dns/internal/corefile"
 	"github.com/xcc-dns/xcc-dns/internal/etcdserver"
 	"github.com/xcc-dns/xcc-dns/internal/serve"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
@@ -177,5 +178,56 @@ func TestShutdownDelay(t *testing.T) {
 		}
 	case <-time.After(delay + 10*time.Second):
 		t.Fatal("serve did not end after its shutdown delay")
+	}
+}
+
+// Switched to the cluster DNS's own clusterset server, serve removes the
+// clusterset records it wrote while it answered the zone: the etcd users
+// inspect holds nothing that no server answers any more.
+func TestSwitchToCoreDNSRemovesClusterSetRecords(t *testing.T) {
+	srv, cli := testfixture.StartEtcd(t)
+	opts := serve.Options{
+		Client: fake.NewClientset(gatewaySlice()), Namespace: serve.DefaultNamespace, Domain: "xcc.test",
+		ClusterSetZone: "clusterset.local", EtcdEndpoints: strings.Join(srv.Endpoints(), ","),
+	}
+	const versionKey = "/skydns/local/clusterset/dns-version"
+	count := func() int64 {
+		t.Helper()
+		resp, err := cli.Get(context.Background(), "/skydns/local/clusterset/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Count
+	}
+	func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		addr := make(chan net.Addr, 1)
+		done := make(chan error, 1)
+		o := opts
+		o.HTTPAddress, o.HTTPReady = "127.0.0.1:0", func(a net.Addr) { addr <- a }
+		go func() { done <- serve.Run(ctx, o) }()
+		waitReady(t, "http://"+(<-addr).String())
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}()
+	if n := count(); n == 0 {
+		t.Fatalf("serving the clusterset zone wrote nothing under it (want %s)", versionKey)
+	}
+	opts.ClusterSetServer = corefile.ClusterSetCoreDNS
+	// Ready from disk comes before the first reconcile: wait for it.
+	runServe(t, opts)
+	deadline := time.Now().Add(20 * time.Second)
+	for n := count(); n != 0; n = count() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the switch to %s, %d clusterset records are left", corefile.ClusterSetCoreDNS, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := cli.Get(context.Background(), "/skydns/test/xcc/clusters/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count == 0 {
+		t.Errorf("the gateway records went too: %v %v", resp, err)
 	}
 }
