@@ -2,11 +2,16 @@
 // workload cluster follows, whichever reconciler asks for it: the
 // GatewayDNS slices (controller/publish), and the Multi-Cluster Services
 // objects and contract slices of a ClusterSet (mcs/apply,
-// controller/clusterset). Those packages plan what to write; only this
-// one calls a workload client's create, update and delete.
+// controller/clusterset). Those packages compute what they desire; this
+// one plans the writes (Diff) and is the only one that calls a workload
+// client's create, update and delete.
 //
 // The rules:
 //
+//   - One plan (Diff): desired against held, by namespace and name, with
+//     one comparer per kind. Only what the caller's Kind.Ours says is its
+//     own is updated or deleted; a desired name another's object holds is
+//     refused, never written; what Kind.Keep names stays as it is.
 //   - A name taken: Create reads the holder. One the caller's ours says
 //     is its own is returned, to be compared and updated; any other is
 //     never touched and the create fails with kubeclient.ErrNotOurs, a

@@ -61,9 +61,15 @@ func Create[T metav1.Object](ctx context.Context, c Creator[T], d T, ours func(T
 	case gerr != nil:
 		return got, false, kubeclient.Join(err, gerr)
 	case !ours(holder):
-		return got, false, fmt.Errorf("%s/%s: %w", d.GetNamespace(), d.GetName(), kubeclient.ErrNotOurs)
+		return got, false, NotOurs(d)
 	}
 	return holder, false, nil
+}
+
+// NotOurs is the refusal of desired object d whose name another's object
+// holds (kubeclient.ErrNotOurs): that one object is not written.
+func NotOurs(d metav1.Object) error {
+	return fmt.Errorf("%s/%s: %w", d.GetNamespace(), d.GetName(), kubeclient.ErrNotOurs)
 }
 
 // Update writes u, which carries the resourceVersion of the object it

@@ -412,28 +412,18 @@ func (c *Reconciler) importSlices(imp aggregate.Import, endpoints map[string][]*
 // slice; memo (nil: none) learns which held slices equal those built.
 func (c *Reconciler) writeClusterSetSlices(ctx context.Context, key string, client apply.SliceClient, memo *dnsMemo,
 	existing []*discoveryv1.EndpointSlice, want contractWant) error {
-	have := map[string]*discoveryv1.EndpointSlice{}
-	for _, s := range existing {
-		// Only the controller's own clusterset slices are compared and
-		// deleted, whatever the member's API server answered.
-		if contract.IsOwnClusterSet(s) && !want.kept[s.Name] {
-			have[s.Name] = s
-		}
-	}
-	same := map[string]*discoveryv1.EndpointSlice{}
-	var creates, updates []*discoveryv1.EndpointSlice
-	for _, s := range want.slices {
-		old, ok := have[s.Name]
-		delete(have, s.Name)
-		switch {
-		case !ok:
-			creates = append(creates, s)
-		case contract.SameSlice(old, s):
-			same[s.Name] = old
-		default:
-			// Labels and annotations others put on it are kept.
-			updates = append(updates, contract.MergeSlice(old, s))
-		}
+	// Only the controller's own clusterset slices are compared and
+	// deleted, whatever the member's API server answered; labels and
+	// annotations others put on them are kept.
+	p := write.Diff(want.slices, existing, write.Kind[*discoveryv1.EndpointSlice]{
+		Ours:  contract.IsOwnClusterSet,
+		Same:  contract.SameSlice,
+		Merge: contract.MergeSlice,
+		Keep:  func(s *discoveryv1.EndpointSlice) bool { return want.kept[s.Name] },
+	})
+	same := make(map[string]*discoveryv1.EndpointSlice, len(p.Same))
+	for _, s := range p.Same {
+		same[s.Name] = s
 	}
 	if memo != nil {
 		// A slice written is known equal once its next write finds it so.
@@ -452,19 +442,21 @@ func (c *Reconciler) writeClusterSetSlices(ctx context.Context, key string, clie
 			errs.Add(fmt.Errorf("%s EndpointSlice %s/%s in %s: %w", verb, c.cfg.SliceNamespace, name, key, err))
 		}
 	}
+	for _, s := range p.NotOurs {
+		failed("write", s.Name, write.NotOurs(s))
+	}
 	// A name taken by a slice of the controller's not seen yet is written
 	// at the next sync; by any other, it is refused (write.Create).
-	write.Each(len(creates), func(i int) {
-		_, _, err := write.Create(ctx, client, creates[i], contract.IsOwnClusterSet)
-		failed("write", creates[i].Name, err)
+	write.Each(len(p.Create), func(i int) {
+		_, _, err := write.Create(ctx, client, p.Create[i], contract.IsOwnClusterSet)
+		failed("write", p.Create[i].Name, err)
 	})
-	write.Each(len(updates), func(i int) {
-		_, err := write.Update(ctx, client, updates[i])
-		failed("write", updates[i].Name, err)
+	write.Each(len(p.Update), func(i int) {
+		_, err := write.Update(ctx, client, p.Update[i])
+		failed("write", p.Update[i].Name, err)
 	})
-	gone := slices.Sorted(maps.Keys(have))
-	write.Each(len(gone), func(i int) {
-		failed("delete", gone[i], write.Delete(ctx, client, have[gone[i]]))
+	write.Each(len(p.Delete), func(i int) {
+		failed("delete", p.Delete[i].Name, write.Delete(ctx, client, p.Delete[i]))
 	})
 	return errs.Err()
 }

@@ -3,13 +3,13 @@ package publish
 import (
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/write"
 )
 
 // plan is what to change in one target's slice namespace so that the
@@ -19,6 +19,9 @@ type plan struct {
 	// Update holds desired slices carrying the resourceVersion of the existing one.
 	Update []*discoveryv1.EndpointSlice
 	Delete []*discoveryv1.EndpointSlice
+	// Refused are wanted slices whose name a slice ref does not own
+	// holds: never written.
+	Refused []*discoveryv1.EndpointSlice
 }
 
 // ownedBy reports whether the controller wrote s for the GatewayDNS ref
@@ -27,41 +30,29 @@ func ownedBy(s *discoveryv1.EndpointSlice, ref string) bool {
 	return s.Labels[contract.LabelManagedBy] == contract.ManagedByValue && s.Annotations[contract.AnnotationGatewayRef] == ref
 }
 
-// computePlan diffs the wanted slices against existing; it is pure.
-// Existing slices that ref does not own are ignored. Gateway slices of a source cluster in
-// keep (state unknown) are neither updated nor deleted: a cluster that cannot
-// be reached keeps its last published addresses.
-func computePlan(ref string, wanted, existing []*discoveryv1.EndpointSlice, keep map[string]bool) plan {
-	var p plan
-	have := map[string]*discoveryv1.EndpointSlice{}
-	for _, e := range existing {
-		if ownedBy(e, ref) {
-			have[e.Name] = e
-		}
+// computePlan diffs the wanted slices, to be written into namespace,
+// against existing (write.Diff); it is pure. Existing slices that ref
+// does not own are never changed, and a wanted name one of them holds is
+// refused. Gateway slices of a source cluster in keep (state unknown) are
+// neither updated nor deleted: a cluster that cannot be reached keeps its
+// last published addresses.
+func computePlan(ref, namespace string, wanted, existing []*discoveryv1.EndpointSlice, keep map[string]bool) plan {
+	in := make([]*discoveryv1.EndpointSlice, len(wanted))
+	for i, d := range wanted {
+		c := *d // the generation's slices are shared: only the copy gets the namespace
+		c.Namespace = namespace
+		in[i] = &c
 	}
-	kept := func(s *discoveryv1.EndpointSlice) bool {
-		_, k := keptUnder(s, keep)
-		return k
-	}
-	want := map[string]bool{}
-	for _, d := range wanted {
-		want[d.Name] = true
-		e, ok := have[d.Name]
-		switch {
-		case !ok:
-			p.Create = append(p.Create, d)
-		case kept(e):
-		case !contract.SameSlice(e, d):
-			p.Update = append(p.Update, contract.MergeSlice(e, d))
-		}
-	}
-	for name, e := range have {
-		if !want[name] && !kept(e) {
-			p.Delete = append(p.Delete, e)
-		}
-	}
-	sort.Slice(p.Delete, func(i, j int) bool { return p.Delete[i].Name < p.Delete[j].Name })
-	return p
+	d := write.Diff(in, existing, write.Kind[*discoveryv1.EndpointSlice]{
+		Ours:  func(s *discoveryv1.EndpointSlice) bool { return ownedBy(s, ref) },
+		Same:  contract.SameSlice,
+		Merge: contract.MergeSlice,
+		Keep: func(s *discoveryv1.EndpointSlice) bool {
+			_, k := keptUnder(s, keep)
+			return k
+		},
+	})
+	return plan{Create: d.Create, Update: d.Update, Delete: d.Delete, Refused: d.NotOurs}
 }
 
 // Generation is one distinct desired set of a GatewayDNS's slices, by

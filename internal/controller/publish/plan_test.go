@@ -49,6 +49,9 @@ func TestComputePlan(t *testing.T) {
 	otherGD.Name = "other-gatewaydns"
 	otherGD.Annotations[contract.AnnotationGatewayRef] = "dev-team/other"
 
+	heldByOther := desiredAB.Slices[1].DeepCopy()
+	heldByOther.Annotations[contract.AnnotationGatewayRef] = "dev-team/other"
+
 	withExtra := desiredAB.Slices[0].DeepCopy()
 	withExtra.Labels["team"] = "x"
 	withExtra.Annotations["note"] = "y"
@@ -58,6 +61,7 @@ func TestComputePlan(t *testing.T) {
 		desired, existing      []*discoveryv1.EndpointSlice
 		keep                   map[string]bool
 		create, update, delete []string
+		refused                []string
 	}{
 		{name: "empty target gets everything", desired: desiredAB.Slices, create: []string{nameA, nameB}},
 		{name: "in sync writes nothing", desired: desiredAB.Slices, existing: desiredAB.Slices},
@@ -65,11 +69,12 @@ func TestComputePlan(t *testing.T) {
 		{name: "gone source is deleted", desired: desiredAB.Slices[1:], existing: desiredAB.Slices, delete: []string{nameA}},
 		{name: "unreachable source is kept, not updated", desired: movedA.Slices[1:], existing: desiredAB.Slices, keep: map[string]bool{"cluster-a": true}},
 		{name: "slices we did not write are never touched", existing: []*discoveryv1.EndpointSlice{foreign, otherGD}},
+		{name: "a name another GatewayDNS holds is refused, not written", desired: desiredAB.Slices, existing: []*discoveryv1.EndpointSlice{heldByOther}, create: []string{nameA}, refused: []string{nameB}},
 		{name: "extra labels and annotations of others are not a diff", desired: desiredAB.Slices[:1], existing: []*discoveryv1.EndpointSlice{withExtra}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := computePlan(ref, tt.desired, tt.existing, tt.keep)
+			p := computePlan(ref, "", tt.desired, tt.existing, tt.keep)
 			if got := names(p.Create); !slices.Equal(got, tt.create) {
 				t.Errorf("create %v, want %v", got, tt.create)
 			}
@@ -78,6 +83,9 @@ func TestComputePlan(t *testing.T) {
 			}
 			if got := names(p.Delete); !slices.Equal(got, tt.delete) {
 				t.Errorf("delete %v, want %v", got, tt.delete)
+			}
+			if got := names(p.Refused); !slices.Equal(got, tt.refused) {
+				t.Errorf("refused %v, want %v", got, tt.refused)
 			}
 		})
 	}
@@ -178,7 +186,7 @@ func TestComputePlanKeepsNamesOnly(t *testing.T) {
 		{map[string]bool{desired.KeepNamesKey("cluster-a"): true}, []string{gw.Name}},
 		{map[string]bool{"cluster-a": true}, nil},
 	} {
-		p := computePlan(ref, nil, []*discoveryv1.EndpointSlice{gw, name}, tt.keep)
+		p := computePlan(ref, "", nil, []*discoveryv1.EndpointSlice{gw, name}, tt.keep)
 		if got := names(p.Delete); !slices.Equal(got, tt.wantDelete) {
 			t.Errorf("keep %v: deletes %q, want %q", slices.Collect(maps.Keys(tt.keep)), got, tt.wantDelete)
 		}

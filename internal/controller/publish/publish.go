@@ -695,10 +695,13 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 			kept[s.Name] = key
 		}
 	}
-	p := computePlan(ref, d.Slices, existing, d.Keep)
+	p := computePlan(ref, w.cfg.SliceNamespace, d.Slices, existing, d.Keep)
 	p.Delete = append(p.Delete, w.orphans(ref, existing)...)
 	n := 0
 	var errs []error
+	for _, s := range p.Refused {
+		errs = append(errs, notOurs(s, ref))
+	}
 	for _, s := range p.Create {
 		// put, not create: the slice may have been made since the list.
 		changed, err := w.put(ctx, t, ref, s, true)
@@ -830,12 +833,18 @@ func (w *Writer) put(ctx context.Context, t Target, ref string, s *discoveryv1.E
 		existing = got
 	}
 	if !ownedBy(existing, ref) {
-		return false, fmt.Errorf("slice %s exists and was not written for %s, left alone: %w", s.Name, ref, kubeclient.ErrNotOurs)
+		return false, notOurs(s, ref)
 	}
 	if contract.SameSlice(existing, s) {
 		return false, nil
 	}
 	return true, w.update(ctx, t, contract.MergeSlice(existing, s))
+}
+
+// notOurs is the refusal of slice s of ref, whose name a slice ref does
+// not own holds.
+func notOurs(s *discoveryv1.EndpointSlice, ref string) error {
+	return fmt.Errorf("slice %s exists and was not written for %s, left alone: %w", s.Name, ref, kubeclient.ErrNotOurs)
 }
 
 // create creates s (write.Create). One of ref's that holds its name

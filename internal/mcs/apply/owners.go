@@ -1,8 +1,6 @@
 package apply
 
 import (
-	"cmp"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -63,8 +61,4 @@ func unheld[T metav1.Object, V any](objs []T, held map[aggregate.Key]V) []T {
 		}
 	}
 	return out
-}
-
-func compareNsName(a, b nsName) int {
-	return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
 }

@@ -3,7 +3,6 @@ package apply
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +14,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/write"
 )
 
 // ErrNotOurs is wrapped when a desired object's name is held by an object
@@ -79,40 +79,24 @@ func compareObjects[T metav1.Object](a, b T) int {
 	return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 }
 
-// diff is the plan of one kind: desired names missing are created, those
-// that differ updated (merge), the controller's objects no longer desired
-// deleted. A desired name held by an object not the controller's is a
-// conflict, never a write: the first of each import is added to
-// conflicts.
+// diff is the plan of one kind (write.Diff): desired names missing are
+// created, those that differ updated (merge), the controller's objects no
+// longer desired deleted. A desired name held by an object not the
+// controller's is a conflict, never a write: the first of each import is
+// added to conflicts.
 func diff[T metav1.Object](desired, existing []T, kind string, slice bool, same func(e, d T) bool, merge func(e, d T) T,
 	conflicts map[aggregate.Key]error) Changes[T] {
-	var ch Changes[T]
-	have := map[nsName]T{}
-	for _, e := range existing {
-		have[keyOf(e)] = e
-	}
-	want := map[nsName]bool{}
-	for _, d := range desired {
-		k := keyOf(d)
-		want[k] = true
-		e, ok := have[k]
-		switch {
-		case !ok:
-			ch.Create = append(ch.Create, d)
-		case !objects.Ours(e.GetLabels(), slice):
-			if _, ok := conflicts[importKey(d)]; !ok {
-				conflicts[importKey(d)] = fmt.Errorf("%s %s/%s: %w", kind, k.namespace, k.name, ErrNotOurs)
-			}
-		case !same(e, d):
-			ch.Update = append(ch.Update, merge(e, d))
+	p := write.Diff(desired, existing, write.Kind[T]{
+		Ours:  func(o T) bool { return objects.Ours(o.GetLabels(), slice) },
+		Same:  same,
+		Merge: merge,
+	})
+	for _, d := range p.NotOurs {
+		if _, ok := conflicts[importKey(d)]; !ok {
+			conflicts[importKey(d)] = fmt.Errorf("%s %w", kind, write.NotOurs(d))
 		}
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(have), compareNsName) {
-		if e := have[k]; !want[k] && objects.Ours(e.GetLabels(), slice) {
-			ch.Delete = append(ch.Delete, e)
-		}
-	}
-	return ch
+	return Changes[T]{Create: p.Create, Update: p.Update, Delete: p.Delete}
 }
 
 // retyped moves the update of a slice whose addressType someone changed

@@ -79,34 +79,35 @@ func applyKind[T interface {
 	if err != nil {
 		return fmt.Errorf("list: %w", err)
 	}
-	have := map[string]T{}
-	for _, o := range of(list) {
-		if ours(o) {
-			have[o.GetName()] = o
-		}
+	same := func(held, d T) bool {
+		return equality.Semantic.DeepEqual(spec(held), spec(d)) && equality.Semantic.DeepEqual(held.GetLabels(), d.GetLabels())
 	}
+	merge := func(held, d T) T {
+		setSpec(held, d)
+		held.SetLabels(d.GetLabels())
+		return held
+	}
+	p := write.Diff(want, of(list), write.Kind[T]{Ours: ours[T], Same: same, Merge: merge})
 	var errs []error
-	for _, d := range want {
-		cur, ok := have[d.GetName()]
-		delete(have, d.GetName())
-		if !ok {
-			got, created, err := write.Create(ctx, c, d, ours)
-			if err != nil || created {
-				errs = append(errs, err)
-				continue
-			}
-			cur = got
-		}
-		if equality.Semantic.DeepEqual(spec(cur), spec(d)) && equality.Semantic.DeepEqual(cur.GetLabels(), d.GetLabels()) {
-			continue
-		}
-		setSpec(cur, d)
-		cur.SetLabels(d.GetLabels())
-		if _, err := write.Update(ctx, c, cur); err != nil {
-			errs = append(errs, fmt.Errorf("update %s: %w", d.GetName(), err))
+	for _, d := range p.NotOurs {
+		errs = append(errs, write.NotOurs(d))
+	}
+	update := p.Update
+	for _, d := range p.Create {
+		got, created, err := write.Create(ctx, c, d, ours)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case !created && !same(got, d): // one of ours made since the list
+			update = append(update, merge(got, d))
 		}
 	}
-	for _, o := range have {
+	for _, u := range update {
+		if _, err := write.Update(ctx, c, u); err != nil {
+			errs = append(errs, fmt.Errorf("update %s: %w", u.GetName(), err))
+		}
+	}
+	for _, o := range p.Delete {
 		if err := write.Delete(ctx, c, o); err != nil {
 			errs = append(errs, fmt.Errorf("delete %s: %w", o.GetName(), err))
 		}
