@@ -52,12 +52,12 @@ func testMCSByCoreDNS(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		patch("--clusterset-server=serve")
-		if err := theLab.UpgradeWorkloadChart(ctx, b, "mcs.dnsServer=serve"); err != nil {
+		if err := theLab.UpgradeWorkloadChart(ctx, b, "mcs.dnsServer="+lab.ClusterSetServe); err != nil {
 			t.Error(err)
 		}
 	})
 
-	if err := theLab.UpgradeWorkloadChart(ctx, b, "mcs.dnsServer=coredns"); err != nil {
+	if err := theLab.UpgradeWorkloadChart(ctx, b, "mcs.dnsServer="+lab.ClusterSetCoreDNS); err != nil {
 		t.Fatal(err)
 	}
 	kubeconfig, err := theLab.KubeadmClusterDNSKubeconfig(ctx, b)
@@ -88,7 +88,7 @@ func testMCSByCoreDNS(t *testing.T) {
 	if back := patch("--clusterset-server=serve"); back != before {
 		t.Errorf("back to serve, the Corefile:\n%s\nwant what it was:\n%s", back, before)
 	}
-	if err := theLab.UpgradeWorkloadChart(ctx, b, "mcs.dnsServer=serve"); err != nil {
+	if err := theLab.UpgradeWorkloadChart(ctx, b, "mcs.dnsServer="+lab.ClusterSetServe); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Client.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -27,6 +27,13 @@ var (
 // ClusterSetZone is the zone of the MCS DNS specification.
 const ClusterSetZone = "clusterset.local"
 
+// The servers of the clusterset zone the workload chart's mcs.dnsServer
+// picks: xcc-dns's serve, or the cluster DNS's own kubernetes plugin.
+const (
+	ClusterSetServe   = "serve"
+	ClusterSetCoreDNS = "coredns"
+)
+
 // ClusterSetHost is the name of the import namespace/name.
 func ClusterSetHost(namespace, name string) string {
 	return fmt.Sprintf("%s.%s.svc.%s", name, namespace, ClusterSetZone)

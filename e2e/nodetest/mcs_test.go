@@ -57,23 +57,7 @@ func TestMCS(t *testing.T) {
 	// mean something only once both have.
 	version := "dns-version." + lab.ClusterSetZone
 	askUntil(t, lab.ClusterB, []want{{"TXT", version, "NOERROR", []string{`"1.0.0"`}}}, 4*time.Minute)
-	dnsPods, err := b.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range dnsPods.Items {
-		poll(t, "cluster DNS pod "+p.Name+" of cluster-b answering "+version, 3*time.Minute, func() error {
-			out, err := nl.RunProbe(ctx, b, "mcs-query", "query", "@"+p.Status.PodIP, "TXT", version)
-			if err != nil {
-				return err
-			}
-			if a := parseProbe(out)[version+" TXT"]; a.Rcode != "NOERROR" || !slices.Equal(a.Values, []string{`"1.0.0"`}) {
-				return fmt.Errorf("answer %q", out)
-			}
-			return nil
-		})
-	}
-
+	eachDNSPodSays(t, b, servedBy[lab.ClusterSetServe])
 	t.Logf("mcs: both cluster DNS pods of cluster-b forward %s", lab.ClusterSetZone)
 
 	for _, c := range []*lab.NodeCluster{a, b} {
@@ -223,6 +207,14 @@ func TestMCS(t *testing.T) {
 	}
 	t.Logf("mcs: GET http://%s:5432/ from a pod of cluster-b: %s", db0, strings.TrimSpace(out))
 
+	byClusterDNS(t, b, []want{
+		{"A", x, "NOERROR", []string{clusterSetIP}},
+		{"SRV", "_http._tcp." + x, "NOERROR", []string{"80 " + x + "."}},
+		{"A", lab.ClusterA + "." + x, "NXDOMAIN", nil},
+		{"A", y, "NOERROR", values(dbPods)},
+		{"A", db0, "NOERROR", []string{dbPods["db-0"]}},
+	}, "http://"+db0+":5432/", "200 hello from db-0")
+
 	// A newer export of echo from cluster-b with another port: Conflict
 	// on it; the import keeps the older export's port.
 	if err := lab.Unexport(ctx, b.Cluster, ns, echo); err != nil {
@@ -303,6 +295,93 @@ func TestMCS(t *testing.T) {
 		{"A", y, "NXDOMAIN", nil},
 		{"A", db0, "NXDOMAIN", nil},
 	}, time.Minute)
+}
+
+// servedBy is the dns-version a member's cluster DNS answers with each
+// clusterset server of the workload chart's mcs.dnsServer: serve writes
+// the MCS DNS specification's, stock CoreDNS's kubernetes plugin says the
+// cluster.local specification's. Which server answered is read from it.
+var servedBy = map[string]string{lab.ClusterSetServe: `"1.0.0"`, lab.ClusterSetCoreDNS: `"1.1.0"`}
+
+// eachDNSPodSays waits until every cluster DNS pod of c answers the
+// clusterset zone's dns-version with version: each replica reloads the
+// patched Corefile on its own, once the kubelet has refreshed it (up to
+// two minutes after the ConfigMap changed).
+func eachDNSPodSays(t *testing.T, c *lab.NodeCluster, version string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "dns-version." + lab.ClusterSetZone
+	askUntil(t, c.Name, []want{{"TXT", name, "NOERROR", []string{version}}}, 4*time.Minute)
+	pods, err := c.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		poll(t, "cluster DNS pod "+p.Name+" of "+c.Name+" answering "+name+" "+version, 3*time.Minute, func() error {
+			out, err := nl.RunProbe(ctx, c, "mcs-query", "query", "@"+p.Status.PodIP, "TXT", name)
+			if err != nil {
+				return err
+			}
+			if a := parseProbe(out)[name+" TXT"]; a.Rcode != "NOERROR" || !slices.Equal(a.Values, []string{version}) {
+				return fmt.Errorf("answer %q", out)
+			}
+			return nil
+		})
+	}
+}
+
+// byClusterDNS switches c to mcs.dnsServer coredns with helm upgrade, as
+// a user would: the chart's hook and serve's keeper rewrite the cluster
+// DNS's kubernetes line, and kubeadm's stock CoreDNS answers the
+// clusterset names itself from what the controller wrote, with the
+// chart's grant on ServiceImports. A pod asks wants and GETs url by name.
+// Back to serve, serve answers again and the Corefile is what it was,
+// byte for byte.
+func byClusterDNS(t *testing.T, c *lab.NodeCluster, wants []want, url, answer string) {
+	ctx := context.Background()
+	before, err := lab.ClusterCorefile(ctx, c.Cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switchTo := func(server string) {
+		t.Helper()
+		if err := nl.HelmUpgrade(ctx, c, lab.WorkloadChart, "mcs.dnsServer="+server); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitStatefulSetRolledOut(ctx, lab.SliceNamespace, lab.ReleaseName, 5*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	switched := time.Now()
+	switchTo(lab.ClusterSetCoreDNS)
+	back := false
+	t.Cleanup(func() {
+		if !back {
+			switchTo(lab.ClusterSetServe)
+		}
+	})
+	eachDNSPodSays(t, c, servedBy[lab.ClusterSetCoreDNS])
+	t.Logf("mcs: %s's cluster DNS answers %s itself %s after helm upgrade --set mcs.dnsServer=%s",
+		c.Name, lab.ClusterSetZone, time.Since(switched).Round(time.Second), lab.ClusterSetCoreDNS)
+	askUntil(t, c.Name, wants, time.Minute)
+	out, err := nl.RunProbe(ctx, c, "mcs-get", "get", "1", url)
+	if err != nil || strings.TrimSpace(out) != answer {
+		t.Fatalf("GET %s from %s answered by its cluster DNS: %q %v, want %s", url, c.Name, out, err, answer)
+	}
+
+	switched = time.Now()
+	switchTo(lab.ClusterSetServe)
+	back = true
+	eachDNSPodSays(t, c, servedBy[lab.ClusterSetServe])
+	t.Logf("mcs: serve answers %s in %s again %s after the switch back", lab.ClusterSetZone, c.Name, time.Since(switched).Round(time.Second))
+	after, err := lab.ClusterCorefile(ctx, c.Cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("Corefile after the switch back differs from before:\n--- before\n%s\n--- after\n%s", before, after)
+	}
+	askUntil(t, c.Name, wants, time.Minute)
 }
 
 // startUntil starts the pod pod in c asking qtype name every 100 ms
