@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"sync"
 	"time"
 
@@ -697,37 +698,27 @@ func (w *Writer) writeFull(ctx context.Context, t Target, ref string, d desired.
 	}
 	p := computePlan(ref, w.cfg.SliceNamespace, d.Slices, existing, d.Keep)
 	p.Delete = append(p.Delete, w.orphans(ref, existing)...)
-	n := 0
-	var errs []error
+	var errs write.Errors
 	for _, s := range p.Refused {
-		errs = append(errs, notOurs(s, ref))
+		errs.Add(notOurs(s, ref))
 	}
-	for _, s := range p.Create {
+	// Each step write.Concurrency requests at a time, as every writer of
+	// a workload cluster: a first write of many slices is bounded by the
+	// cluster's client rate, not by one round trip per slice.
+	var written atomic.Int64
+	count := func(changed bool, err error) {
+		errs.Add(err)
+		if err == nil && changed {
+			written.Add(1)
+		}
+	}
+	write.Each(len(p.Create), func(i int) {
 		// put, not create: the slice may have been made since the list.
-		changed, err := w.put(ctx, t, ref, s, true)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if changed {
-			n++
-		}
-	}
-	for _, s := range p.Update {
-		if err := w.update(ctx, t, s); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		n++
-	}
-	for _, s := range p.Delete {
-		if err := w.delete(ctx, t, s); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		n++
-	}
-	return kept, marker, n, kubeclient.Join(errs...)
+		count(w.put(ctx, t, ref, p.Create[i], true))
+	})
+	write.Each(len(p.Update), func(i int) { count(true, w.update(ctx, t, p.Update[i])) })
+	write.Each(len(p.Delete), func(i int) { count(true, w.delete(ctx, t, p.Delete[i])) })
+	return kept, marker, int(written.Load()), errs.Err()
 }
 
 // errUnknownSlices is returned by writeDelta when the target has a slice
