@@ -161,7 +161,9 @@ func TestReadServe(t *testing.T) {
 		}
 	}
 	mgmt := fake.NewClientset(objs...)
-	const timeout = 500 * time.Millisecond
+	// Long enough that the clusters that answer do so within it on a
+	// loaded machine; the frozen ones each cost all of it.
+	const timeout = 2 * time.Second
 	sr := serveReader{namespace: "xcc-dns", timeout: timeout, configFor: func(ctx context.Context, namespace, cluster string) (*rest.Config, error) {
 		return workloadConfig(ctx, mgmt, namespace, cluster, statusUserAgent, timeout)
 	}}

@@ -32,6 +32,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/desired"
+	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/controller/mgmt"
 	"github.com/xcc-dns/xcc-dns/internal/controller/state"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
@@ -48,6 +49,7 @@ type testConfig struct {
 	Config
 	NewClient  workload.ClientFactory
 	ReadLimits workload.ReadLimits
+	Lanes      lane.Config
 }
 
 // testEnv is a management cluster and workload clusters, all fakes, and
@@ -150,7 +152,7 @@ func (e *testEnv) start() {
 	var rec *Reconciler
 	engine := mgmt.NewEngine(mgmt.EngineConfig{
 		Dynamic: e.dyn, Kube: e.mgmt, ClusterResource: clusterGVR, Resync: e.cfg.Resync,
-		NewClient: e.cfg.NewClient, SliceNamespace: e.cfg.SliceNamespace, ReadLimits: e.cfg.ReadLimits,
+		NewClient: e.cfg.NewClient, SliceNamespace: e.cfg.SliceNamespace, ReadLimits: e.cfg.ReadLimits, Lanes: e.cfg.Lanes,
 		EnqueueIn: func(namespace string) { rec.EnqueueIn(namespace) },
 		OnService: func(users []string) { rec.ServiceChanged(users) },
 	})

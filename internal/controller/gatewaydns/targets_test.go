@@ -16,6 +16,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/api/v1alpha1"
 	"github.com/xcc-dns/xcc-dns/internal/contract"
+	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
 	"github.com/xcc-dns/xcc-dns/internal/controller/workload"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
@@ -159,14 +160,14 @@ const gwC = "*.gateway.cluster-c.dev-team.clusters.xcc.test"
 
 // threeTargets is cluster-a, cluster-b and cluster-c, each a target and a
 // source; cluster-c's slice calls pass g.
-func threeTargets(t *testing.T, g *gate) *testEnv {
+func threeTargets(t *testing.T, g *gate, options ...func(*testConfig)) *testEnv {
 	a, b, c := fakeWorkload(true, "10.0.0.1"), fakeWorkload(true, "10.0.0.2"), fakeWorkload(true, "10.0.0.3")
 	e := newTestEnvClients(t,
 		[]runtime.Object{testfixture.KubeconfigSecret("cluster-a", "cluster-a"), testfixture.KubeconfigSecret("cluster-b", "cluster-b"), testfixture.KubeconfigSecret("cluster-c", "gated-c")},
 		[]runtime.Object{testfixture.CAPICluster("cluster-a", contour, ""), testfixture.CAPICluster("cluster-b", contour, ""), testfixture.CAPICluster("cluster-c", contour, ""),
 			gatewayDNSObject(t, testfixture.GatewayDNS("gw"))},
 		map[string]*fake.Clientset{"cluster-a": a, "cluster-b": b, "cluster-c": c},
-		map[string]workload.Client{"gated-c": gatedClient{c, g}})
+		map[string]workload.Client{"gated-c": gatedClient{c, g}}, options...)
 	// Every slice and self marker in place, so that no write or marker
 	// of the first syncs is still on its way when a test holds cluster-c.
 	const gws = "*.gw.dev-team.gateways.xcc.test"
@@ -262,10 +263,11 @@ var errTimedOut = fmt.Errorf("get: %w", context.DeadlineExceeded)
 
 // A target whose write timed out is not tried again on every sync but
 // after a backoff, and is reported failed meanwhile; the others are
-// written.
+// written. The backoff is a minute here, so that the three changes fall
+// inside it however slow the machine is.
 func TestControllerTimedOutTargetBacksOff(t *testing.T) {
 	g := newGate()
-	e := threeTargets(t, g)
+	e := threeTargets(t, g, func(cfg *testConfig) { cfg.Lanes = lane.Config{MinBackoff: time.Minute} })
 	g.setFail(errTimedOut)
 	before, _, _ := g.stats()
 	for _, addr := range []string{"10.0.0.9", "10.0.0.10", "10.0.0.11"} {

@@ -80,6 +80,8 @@ type EngineConfig struct {
 	// ExportCache is what each member's ServiceExport informer keeps of
 	// an export (workload.Config.ExportCache).
 	ExportCache cache.TransformFunc
+	// Lanes configure the lanes (zero: lane's defaults).
+	Lanes lane.Config
 }
 
 // NewEngine builds the engine: the management informers (Clusters, and
@@ -90,7 +92,7 @@ func NewEngine(cfg EngineConfig) Engine {
 	e := Engine{
 		Dynamic:   cfg.Dynamic,
 		Informers: dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, cfg.Resync),
-		Lanes:     lane.NewSet(lane.Config{}),
+		Lanes:     lane.NewSet(cfg.Lanes),
 		kubeInf:   informers.NewSharedInformerFactory(cfg.Kube, 0),
 	}
 	e.Clusters = e.Informers.ForResource(cfg.ClusterResource).Informer()
