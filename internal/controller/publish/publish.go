@@ -7,8 +7,8 @@ import (
 	"maps"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
