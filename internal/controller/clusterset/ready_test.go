@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -61,32 +62,38 @@ func TestControllerClusterSetReadyPerImport(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// setup runs before the controller starts; what it returns runs
-		// once shop/web is Ready, its writes recorded.
-		setup func(t *testing.T, a, b testfixture.Member) func(*testEnv)
+		// once shop/web is Ready, its writes recorded, and makes
+		// cluster-b export shop/api.
+		setup func(t *testing.T, b testfixture.Member) func(*testEnv)
 	}{
-		{name: "running", setup: func(*testing.T, testfixture.Member, testfixture.Member) func(*testEnv) { return nil }},
-		{name: "after a restart", setup: func(*testing.T, testfixture.Member, testfixture.Member) func(*testEnv) {
-			return func(e *testEnv) { e.restart(nil) }
+		{name: "running", setup: func(t *testing.T, b testfixture.Member) func(*testEnv) {
+			return func(e *testEnv) {
+				watchingExports(t, b)
+				exportAPI(e.ctx, t, b)
+			}
 		}},
-		{name: "a member read late", setup: func(t *testing.T, _, b testfixture.Member) func(*testEnv) {
+		// The fake's watch does not resume from a resourceVersion: what
+		// the new controller must see is written while none runs.
+		{name: "after a restart", setup: func(t *testing.T, b testfixture.Member) func(*testEnv) {
+			return func(e *testEnv) { e.restart(func() { exportAPI(e.base, t, b) }) }
+		}},
+		{name: "a member read late", setup: func(t *testing.T, b testfixture.Member) func(*testEnv) {
 			release := holdFirstExportList(t, b)
+			exportAPI(context.Background(), t, b)
 			return func(*testEnv) { release() }
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
-			then := tc.setup(t, a, b)
+			then := tc.setup(t, b)
 			e := twoMembers(t, a, b)
 			readyIn := func(m testfixture.Member, name string) bool {
-				ex, err := m.MCS.MulticlusterV1beta1().ServiceExports("shop").Get(e.ctx, name, metav1.GetOptions{})
+				ex, err := m.MCS.MulticlusterV1beta1().ServiceExports("shop").Get(e.base, name, metav1.GetOptions{})
 				return err == nil && meta.IsStatusConditionTrue(ex.Status.Conditions, "Ready")
 			}
 			testfixture.Eventually(t, "shop/web Ready", func() bool { return readyIn(a, "web") })
 			inA, inB := recordReady(a), recordReady(b)
-			if then != nil {
-				then(e)
-			}
-			exportAPI(e.ctx, t, b)
+			then(e)
 			testfixture.Eventually(t, "shop/api Ready", func() bool { return readyIn(b, "api") })
 			if got := inB.of("api"); len(got) < 2 || got[0] != metav1.ConditionFalse {
 				t.Errorf("Ready of shop/api as written: %v; want False (Pending) until written everywhere, then True", got)
@@ -96,6 +103,24 @@ func TestControllerClusterSetReadyPerImport(t *testing.T) {
 			}
 		})
 	}
+}
+
+// watchingExports waits until the controller watches m's ServiceExports
+// and its Services (not its own): the fake's watch does not resume from
+// a resourceVersion, so a write between an informer's list and its watch
+// would never reach it.
+func watchingExports(t *testing.T, m testfixture.Member) {
+	t.Helper()
+	watches := func(actions []k8stesting.Action, resource, selector string) bool {
+		return slices.ContainsFunc(actions, func(a k8stesting.Action) bool {
+			w, ok := a.(k8stesting.WatchAction)
+			return ok && a.GetResource().Resource == resource && w.GetWatchRestrictions().Labels.String() == selector
+		})
+	}
+	testfixture.Eventually(t, "the controller watching the member's ServiceExports and Services", func() bool {
+		return watches(m.MCS.Actions(), "serviceexports", "") &&
+			watches(m.Actions(), "services", contract.LabelAppManagedBy+"!="+contract.ManagedByValue)
+	})
 }
 
 // exportAPI makes member m export shop/api, one ready endpoint behind it.
