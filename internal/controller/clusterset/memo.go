@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,9 @@ type memberMemo struct {
 	settled *apply.Settled
 	dns     *dnsMemo
 	exports *exportsWritten
+	// ended: a write of the member has ended, well or not; until then
+	// settled knows nothing of what the member holds (importsWritten).
+	ended atomic.Bool
 }
 
 func newMemberMemo() *memberMemo {

@@ -1,6 +1,7 @@
 package clusterset
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -52,40 +54,107 @@ func (w *readyWrites) of(name string) []metav1.ConditionStatus {
 
 // Ready is per import: a new export is Pending until its import is
 // written in every member, then Ready; the exports already Ready are not
-// written again for it.
+// written again for it. Nor are they for a restart of the controller, or
+// for a member read after the others (its informer slow to list): the
+// members the controller has not written yet are not known to lack the
+// import, so Ready stays as the export has it.
 func TestControllerClusterSetReadyPerImport(t *testing.T) {
-	a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
-	e := twoMembers(t, a, b)
-	ctx := e.ctx
-	readyIn := func(m testfixture.Member, name string) bool {
-		ex, err := m.MCS.MulticlusterV1beta1().ServiceExports("shop").Get(ctx, name, metav1.GetOptions{})
-		return err == nil && meta.IsStatusConditionTrue(ex.Status.Conditions, "Ready")
+	for _, tc := range []struct {
+		name string
+		// setup runs before the controller starts; what it returns runs
+		// once shop/web is Ready, its writes recorded, and makes
+		// cluster-b export shop/api.
+		setup func(t *testing.T, b testfixture.Member) func(*testEnv)
+	}{
+		{name: "running", setup: func(t *testing.T, b testfixture.Member) func(*testEnv) {
+			return func(e *testEnv) {
+				watchingExports(t, b)
+				exportAPI(e.ctx, t, b)
+			}
+		}},
+		// The fake's watch does not resume from a resourceVersion: what
+		// the new controller must see is written while none runs.
+		{name: "after a restart", setup: func(t *testing.T, b testfixture.Member) func(*testEnv) {
+			return func(e *testEnv) { e.restart(func() { exportAPI(e.base, t, b) }) }
+		}},
+		{name: "a member read late", setup: func(t *testing.T, b testfixture.Member) func(*testEnv) {
+			release := holdFirstExportList(t, b)
+			exportAPI(context.Background(), t, b)
+			return func(*testEnv) { release() }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := testfixture.NewMember(true, "10.244.1.5"), testfixture.NewMember(false, "")
+			then := tc.setup(t, b)
+			e := twoMembers(t, a, b)
+			readyIn := func(m testfixture.Member, name string) bool {
+				ex, err := m.MCS.MulticlusterV1beta1().ServiceExports("shop").Get(e.base, name, metav1.GetOptions{})
+				return err == nil && meta.IsStatusConditionTrue(ex.Status.Conditions, "Ready")
+			}
+			testfixture.Eventually(t, "shop/web Ready", func() bool { return readyIn(a, "web") })
+			inA, inB := recordReady(a), recordReady(b)
+			then(e)
+			testfixture.Eventually(t, "shop/api Ready", func() bool { return readyIn(b, "api") })
+			if got := inB.of("api"); len(got) < 2 || got[0] != metav1.ConditionFalse {
+				t.Errorf("Ready of shop/api as written: %v; want False (Pending) until written everywhere, then True", got)
+			}
+			if got := inA.of("web"); len(got) != 0 {
+				t.Errorf("Ready of shop/web written again %v for another import", got)
+			}
+		})
 	}
-	testfixture.Eventually(t, "shop/web Ready", func() bool { return readyIn(a, "web") })
-	inA, inB := recordReady(a), recordReady(b)
+}
 
-	// cluster-b exports shop/api.
-	if _, err := b.CoreV1().Services("shop").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"},
+// watchingExports waits until the controller watches m's ServiceExports
+// and its Services (not its own): the fake's watch does not resume from
+// a resourceVersion, so a write between an informer's list and its watch
+// would never reach it.
+func watchingExports(t *testing.T, m testfixture.Member) {
+	t.Helper()
+	watches := func(actions []k8stesting.Action, resource, selector string) bool {
+		return slices.ContainsFunc(actions, func(a k8stesting.Action) bool {
+			w, ok := a.(k8stesting.WatchAction)
+			return ok && a.GetResource().Resource == resource && w.GetWatchRestrictions().Labels.String() == selector
+		})
+	}
+	testfixture.Eventually(t, "the controller watching the member's ServiceExports and Services", func() bool {
+		return watches(m.MCS.Actions(), "serviceexports", "") &&
+			watches(m.Actions(), "services", contract.LabelAppManagedBy+"!="+contract.ManagedByValue)
+	})
+}
+
+// exportAPI makes member m export shop/api, one ready endpoint behind it.
+func exportAPI(ctx context.Context, t *testing.T, m testfixture.Member) {
+	t.Helper()
+	if _, err := m.CoreV1().Services("shop").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.11",
 			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s := testfixture.ServiceEndpoints("shop", "api", "api-1", testfixture.Endpoint("10.244.2.7", true))
 	s.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}}
-	if _, err := b.DiscoveryV1().EndpointSlices("shop").Create(ctx, s, metav1.CreateOptions{}); err != nil {
+	if _, err := m.DiscoveryV1().EndpointSlices("shop").Create(ctx, s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.MCS.MulticlusterV1beta1().ServiceExports("shop").Create(ctx, &mcsv1beta1.ServiceExport{
+	if _, err := m.MCS.MulticlusterV1beta1().ServiceExports("shop").Create(ctx, &mcsv1beta1.ServiceExport{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", CreationTimestamp: metav1.NewTime(time.Unix(200, 0))}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testfixture.Eventually(t, "shop/api Ready", func() bool { return readyIn(b, "api") })
-	if got := inB.of("api"); len(got) < 2 || got[0] != metav1.ConditionFalse {
-		t.Errorf("Ready of shop/api as written: %v; want False (Pending) until written everywhere, then True", got)
-	}
-	if got := inA.of("web"); len(got) != 0 {
-		t.Errorf("Ready of shop/web written again %v for another import", got)
-	}
+}
+
+// holdFirstExportList holds the first list of m's ServiceExports until
+// the returned func is called (also at the test's end): a member whose
+// export informer lists late, as on a busy controller.
+func holdFirstExportList(t *testing.T, m testfixture.Member) func() {
+	gate := make(chan struct{})
+	var first, release sync.Once
+	m.MCS.PrependReactor("list", "serviceexports", func(k8stesting.Action) (bool, runtime.Object, error) {
+		first.Do(func() { <-gate })
+		return false, nil, nil
+	})
+	open := func() { release.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	return open
 }
 
 // exportWatchLag is how late lagExportWatch delivers each event: far

@@ -10,8 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/controller/lane"
@@ -42,7 +44,7 @@ func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemor
 		}
 	}
 	logger := klog.FromContext(ctx)
-	written := importsWritten(mem, members, reads, agg)
+	writtenNow := importsWritten(mem, members, reads, agg)
 	var ids, clusters []string
 	var started []*lane.Write
 	// all holds every error of each write, by index of started.
@@ -61,7 +63,7 @@ func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemor
 		}
 		started = append(started, c.submit(m.cluster.Key(), key, &all[len(started)], func(ctx context.Context) error {
 			return timedWrite(m.cluster, workload.WriterClusterSet, func() error {
-				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, written, memo)
+				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, writtenNow, memo)
 			})
 		}))
 	}
@@ -90,7 +92,7 @@ func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemor
 			}
 		}
 	}
-	if now := importsWritten(mem, members, reads, agg); !maps.Equal(now, written) {
+	if now := importsWritten(mem, members, reads, agg); !maps.Equal(now, writtenNow) {
 		// This sync's exports said some import was not written in every
 		// member; it is now (or no longer), and only another sync
 		// writes that (Ready).
@@ -99,30 +101,55 @@ func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemor
 	return w
 }
 
+// written is what a sync knows of an import being written in every
+// member that is written: what Ready on its exports says.
+type written int8
+
+const (
+	// writtenNot: some member's last write did not write it (new, or
+	// refused, or a write of the member failed since). The zero value.
+	writtenNot written = iota
+	writtenAll
+	// writtenUnknown: the members this process wrote hold it, and some
+	// member it has not written yet (since it started, or since the
+	// member joined) may or may not: Ready stays as the export has it,
+	// else a restart or a member read late would take every Ready back
+	// to Pending and then write it again, for nothing that changed.
+	writtenUnknown
+)
+
 // importsWritten says of each import of agg whether every member that is
 // written holds it as its last write asked, with no error since
 // (apply.Settled): what Ready on its exports says. Per import, so one
 // import written, or one member behind on one import, changes only the
 // exports of that import.
-func importsWritten(mem *setMemory, members []setMember, reads map[string]memberRead, agg aggregate.Result) map[aggregate.Key]bool {
-	out := make(map[aggregate.Key]bool, len(agg.Imports))
+func importsWritten(mem *setMemory, members []setMember, reads map[string]memberRead, agg aggregate.Result) map[aggregate.Key]written {
+	out := make(map[aggregate.Key]written, len(agg.Imports))
 	var settled []*apply.Settled
+	unknown := false
 	for _, m := range members {
 		if !writable(m, reads[m.ClusterID]) {
 			continue
 		}
-		memo := mem.members[m.cluster.Key()]
-		if memo == nil {
-			return out // never written: nothing is written everywhere
+		if memo := mem.members[m.cluster.Key()]; memo != nil && memo.ended.Load() {
+			settled = append(settled, memo.settled)
+		} else {
+			unknown = true // no write of this process has ended there
 		}
-		settled = append(settled, memo.settled)
 	}
 	for _, imp := range agg.Imports {
 		all := true
 		for _, s := range settled {
 			all = all && s.Holds(imp.Key)
 		}
-		out[imp.Key] = all
+		switch {
+		case !all:
+			out[imp.Key] = writtenNot
+		case unknown:
+			out[imp.Key] = writtenUnknown
+		default:
+			out[imp.Key] = writtenAll
+		}
 	}
 	return out
 }
@@ -182,7 +209,8 @@ func timedWrite(cluster *workload.Cluster, writer workload.Writer, write func() 
 // that does not answer at all (apply.ErrNotAnswering) or cannot be listed
 // is left as it is until the next sync.
 func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
-	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, written map[aggregate.Key]bool, memo *memberMemo) error {
+	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, imports map[aggregate.Key]written, memo *memberMemo) error {
+	defer memo.ended.Store(true)
 	client, ok := memberClient(m)
 	if !ok {
 		return errors.New("its client has no Multi-Cluster Services API")
@@ -195,6 +223,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 		return err
 	}
 	existing.Exports = memo.exports.over(r.own)
+	ready := readyExports(existing.Exports, imports)
 	ips := derivedClusterIPs(existing)
 	var objs objects.Objects
 	var errs []error
@@ -204,7 +233,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 		// they have. Listed (the caches not synced yet), every import is.
 		settling := memo.settled.Begin(existing)
 		in := objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg, AllowedCIDRs: c.cfg.AllowedCIDRs,
-			Imports: importStates(agg, endpoints, ips, written), Limits: c.cfg.MemberLimits}
+			Imports: importStates(agg, endpoints, ips, ready), Limits: c.cfg.MemberLimits}
 		if cached {
 			in.Skip = settling.Settled
 		}
@@ -316,12 +345,31 @@ func derivedClusterIPs(existing apply.Existing) map[aggregate.Key][]string {
 
 // importStates is what objects.Compute reads per import besides the
 // aggregate: the sources' endpoints, the member's ClusterIPs, and whether
-// every member holds it (written; Ready).
+// every member holds it (ready; Ready on its exports).
 func importStates(agg aggregate.Result, endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice,
-	ips map[aggregate.Key][]string, written map[aggregate.Key]bool) map[aggregate.Key]objects.ImportState {
+	ips map[aggregate.Key][]string, ready map[aggregate.Key]bool) map[aggregate.Key]objects.ImportState {
 	out := make(map[aggregate.Key]objects.ImportState, len(agg.Imports))
 	for _, imp := range agg.Imports {
-		out[imp.Key] = objects.ImportState{Endpoints: endpoints[imp.Key], ClusterIPs: ips[imp.Key], Written: written[imp.Key]}
+		out[imp.Key] = objects.ImportState{Endpoints: endpoints[imp.Key], ClusterIPs: ips[imp.Key], Written: ready[imp.Key]}
+	}
+	return out
+}
+
+// readyExports says of each import whether Ready on the member's exports
+// of it is True: written in every member, or not known to be
+// (writtenUnknown) while the member's export of it (in exports) says
+// Ready already. The member may have written that Ready itself; it is
+// kept only until this process has written every member.
+func readyExports(exports []*mcsv1beta1.ServiceExport, imports map[aggregate.Key]written) map[aggregate.Key]bool {
+	out := make(map[aggregate.Key]bool, len(imports))
+	for k, w := range imports {
+		out[k] = w == writtenAll
+	}
+	for _, e := range exports {
+		k := aggregate.Key{Namespace: e.Namespace, Name: e.Name}
+		if imports[k] == writtenUnknown && meta.IsStatusConditionTrue(e.Status.Conditions, string(aggregate.ConditionReady)) {
+			out[k] = true
+		}
 	}
 	return out
 }
