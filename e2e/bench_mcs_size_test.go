@@ -144,11 +144,18 @@ func (s mcsScaleSize) exportsLabel() string {
 
 // controllerFlags are the controller's per-member limits the size needs
 // raised: the member making the most exports (the fill and the single
-// ones after it) puts that many imports, mcsEndpointsPerExport endpoints
-// and one imported EndpointSlice each, into every member. None at the
+// ones after it) puts that many imports into every member. None at the
 // default size, nor at 5,000 in ten.
 func (s mcsScaleSize) controllerFlags() []string {
-	per := (s.exports + mcsMoreRounds + s.members - 1) / s.members
+	return memberLimitFlags((s.exports + mcsMoreRounds + s.members - 1) / s.members)
+}
+
+// memberLimitFlags are the controller's per-member limits raised for a
+// member that exports per Services of benchService's shape:
+// mcsEndpointsPerExport endpoints and one imported EndpointSlice each.
+// None where the defaults hold them, so that the shipped defaults are
+// what is measured.
+func memberLimitFlags(per int) []string {
 	var flags []string
 	for _, l := range []struct {
 		flag       string
