@@ -34,7 +34,8 @@ const (
 	// hold 10,000 and more. Past 1,958 cluster-a, which holds the
 	// specification's and the timed exports besides half the fill,
 	// passes the controller's default of 1,000 exports per member, and
-	// the controller runs with its per-member limits raised.
+	// the controller runs with its per-member limits raised (past 7,246
+	// also what its informers of a member may hold: memberLimitFlags).
 	peersMaxExports = 10000
 	// peersServingOnlyEnv, set to 1, keeps the run to what the serving
 	// rows need (the answers, dnsperf, memory, export to answer): no API
@@ -114,7 +115,7 @@ func testBenchPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), peersFillBound(n)+peersRestTimeout)
 	defer cancel()
 	r := &peersRun{t: t, ctx: ctx, d: theLab.DNS[lab.ClusterB], n: n, servingOnly: os.Getenv(peersServingOnlyEnv) == "1"}
-	if flags := memberLimitFlags(peersClusterAExports(n)); len(flags) > 0 {
+	if flags := memberLimitFlags(peersClusterAExports(n), n+peersLatencyRounds); len(flags) > 0 {
 		// Before the fill, and back to the defaults after the cleanup
 		// (cleanups run last registered first).
 		withController(t, flags...)
