@@ -43,6 +43,20 @@ const (
 	ctlMaxExportsPerMember   = 1000
 	ctlMaxEndpointsPerMember = 10000
 	ctlMaxSlicesPerMember    = 2000
+	// The controller's defaults of what the informers of one workload
+	// cluster may hold together (--workload-max-objects,
+	// --workload-max-bytes-per-cluster); past them it cuts the member off
+	// and keeps its last exports, so that no new export is imported.
+	ctlMaxObjectsPerCluster = 50000
+	ctlMaxBytesPerCluster   = 128 << 20
+	// What the informers of a member hold of each import (its
+	// ServiceImport, its derived Service, seen as a Service too, and its
+	// imported EndpointSlice) and of each of its exports (its
+	// ServiceExport, Service and EndpointSlice), and the share more for
+	// the lab's other objects.
+	informerObjectsPerImport = 4
+	informerObjectsPerExport = 3
+	informerHeadroomPercent  = 25
 )
 
 // mcsNamedMembers are the first members the benchmark adds, named as
@@ -144,12 +158,19 @@ func (s mcsScaleSize) exportsLabel() string {
 
 // controllerFlags are the controller's per-member limits the size needs
 // raised: the member making the most exports (the fill and the single
-// ones after it) puts that many imports, mcsEndpointsPerExport endpoints
-// and one imported EndpointSlice each, into every member. None at the
+// ones after it) puts that many imports into every member. None at the
 // default size, nor at 5,000 in ten.
 func (s mcsScaleSize) controllerFlags() []string {
-	per := (s.exports + mcsMoreRounds + s.members - 1) / s.members
-	var flags []string
+	return memberLimitFlags((s.exports+mcsMoreRounds+s.members-1)/s.members, s.exports+mcsMoreRounds)
+}
+
+// memberLimitFlags are the controller's limits raised for a member that
+// exports per Services of benchService's shape (mcsEndpointsPerExport
+// endpoints and one imported EndpointSlice each) and holds imports
+// imports. None where the defaults hold them, so that the shipped
+// defaults are what is measured.
+func memberLimitFlags(per, imports int) []string {
+	flags := informerLimitFlags(per, imports)
 	for _, l := range []struct {
 		flag       string
 		need, have int
@@ -163,4 +184,20 @@ func (s mcsScaleSize) controllerFlags() []string {
 		}
 	}
 	return flags
+}
+
+// informerLimitFlags raise what the informers of one member may hold
+// when its exports and imports need more than the default, the bytes
+// in proportion (the default's bytes per object).
+func informerLimitFlags(exports, imports int) []string {
+	objects := imports*informerObjectsPerImport + exports*informerObjectsPerExport
+	objects += objects * informerHeadroomPercent / 100
+	if objects <= ctlMaxObjectsPerCluster {
+		return nil
+	}
+	bytes := int64(ctlMaxBytesPerCluster) * int64(objects) / ctlMaxObjectsPerCluster
+	return []string{
+		fmt.Sprintf("--workload-max-objects=%d", objects),
+		fmt.Sprintf("--workload-max-bytes-per-cluster=%d", bytes),
+	}
 }

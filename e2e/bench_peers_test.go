@@ -30,10 +30,17 @@ const (
 	peersExports    = 1000
 	// peersSpecCount are the specification's services among them.
 	peersSpecCount = 2
-	// peersMaxExports keeps cluster-a, which holds the specification's
-	// and the timed exports besides half the fill, within the
-	// controller's default of 1,000 exports per member.
-	peersMaxExports = 2*(1000-peersSpecCount-peersLatencyRounds) + peersSpecCount
+	// peersMaxExports bounds the imports: peersFillAddress's addresses
+	// hold 10,000 and more. Past 1,958 cluster-a, which holds the
+	// specification's and the timed exports besides half the fill,
+	// passes the controller's default of 1,000 exports per member, and
+	// the controller runs with its per-member limits raised (past 7,246
+	// also what its informers of a member may hold: memberLimitFlags).
+	peersMaxExports = 10000
+	// peersServingOnlyEnv, set to 1, keeps the run to what the serving
+	// rows need (the answers, dnsperf, memory, export to answer): no API
+	// server down and no gateways table, for the large sizes.
+	peersServingOnlyEnv = "XCC_BENCH_PEERS_SERVING_ONLY"
 	// peersNXEvery: one query in this many in the dnsperf list is for a
 	// name that does not exist.
 	peersNXEvery = 10
@@ -46,11 +53,20 @@ const (
 	// asked every peersPoll from the export on.
 	peersLatencyRounds = 20
 	peersPoll          = 10 * time.Millisecond
-	// peersFillTimeout bounds the fill; peersAnswerWait how long a
-	// server may take to answer after a restart or the API server's
-	// return before what it answers is recorded.
-	peersFillTimeout = 20 * time.Minute
-	peersAnswerWait  = 30 * time.Second
+	// peersFillTimeout bounds the fill of peersExports and
+	// peersFillPerThousand each 1,000 more (1,000 took 65-81 s on a
+	// 2-core VM); peersRestTimeout bounds the rest of the run, and
+	// peersServersWait how long the servers may take to answer the last
+	// import once started, scaled with the size as the fill is.
+	peersFillTimeout     = 20 * time.Minute
+	peersFillPerThousand = 4 * time.Minute
+	peersRestTimeout     = 40 * time.Minute
+	peersServersWait     = 2 * time.Minute
+	peersCleanupTimeout  = 10 * time.Minute
+	// peersAnswerWait is how long a server may take to answer after a
+	// restart or the API server's return before what it answers is
+	// recorded.
+	peersAnswerWait = 30 * time.Second
 	// peersDownSettle is how long the API server is down before the
 	// servers are asked.
 	peersDownSettle = 3 * time.Second
@@ -70,7 +86,9 @@ type peersRun struct {
 	d      *lab.WorkloadDNS
 	aC, bC benchClients
 	n      int
-	checks []peerCheck
+	// servingOnly: peersServingOnlyEnv is set.
+	servingOnly bool
+	checks      []peerCheck
 	// xcc and stock, cached (what a user runs) and uncached (the data
 	// path alone).
 	xccC, xccU, stockC, stockU peerServer
@@ -93,9 +111,16 @@ type peersRun struct {
 // a measurement cannot be made.
 func testBenchPeers(t *testing.T) {
 	requireBench(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	n := peersExportCount(t)
+	ctx, cancel := context.WithTimeout(context.Background(), peersFillBound(n)+peersRestTimeout)
 	defer cancel()
-	r := &peersRun{t: t, ctx: ctx, d: theLab.DNS[lab.ClusterB], n: peersExportCount(t)}
+	r := &peersRun{t: t, ctx: ctx, d: theLab.DNS[lab.ClusterB], n: n, servingOnly: os.Getenv(peersServingOnlyEnv) == "1"}
+	if flags := memberLimitFlags(peersClusterAExports(n), n+peersLatencyRounds); len(flags) > 0 {
+		// Before the fill, and back to the defaults after the cleanup
+		// (cleanups run last registered first).
+		withController(t, flags...)
+		r.notes = append(r.notes, fmt.Sprintf("the controller ran with %s", strings.Join(flags, " ")))
+	}
 	var err error
 	if r.aC, err = newBenchClients(theLab.Workload(lab.ClusterA)); err != nil {
 		t.Fatal(err)
@@ -108,9 +133,33 @@ func testBenchPeers(t *testing.T) {
 	r.perf()
 	r.memory()
 	r.latency()
+	if r.servingOnly {
+		r.notes = append(r.notes, fmt.Sprintf("%s=1: no API server down rows, no gateways table", peersServingOnlyEnv))
+		report(t, r.table())
+		return
+	}
 	r.apiServerDown()
 	report(t, r.table())
 	report(t, r.gateways())
+}
+
+// peersClusterAExports is how many Services cluster-a exports at n
+// imports, the most of one member: the specification's, the timed
+// ones, and the even half of the fill.
+func peersClusterAExports(n int) int {
+	return peersSpecCount + peersLatencyRounds + (n-peersSpecCount+1)/2
+}
+
+// peersFillBound is how long the fill of n imports may take.
+func peersFillBound(n int) time.Duration {
+	more := max(n-peersExports, 0)
+	return peersFillTimeout + time.Duration(more)*peersFillPerThousand/1000
+}
+
+// peersScaled is d, a bound set for peersExports imports, at n: in
+// proportion, never less than d.
+func peersScaled(d time.Duration, n int) time.Duration {
+	return max(d, d*time.Duration(n)/peersExports)
 }
 
 func peersExportCount(t *testing.T) int {
@@ -129,9 +178,9 @@ func (r *peersRun) row(what, xcc, stock string) { r.rows = append(r.rows, [3]str
 
 // fill exports r.n Services in all: the specification's two (web,
 // ClusterSetIP; db, headless with named pods) from cluster-a and r.n-2
-// more (one in ten headless) from cluster-a and cluster-b in turn, so
-// that no member passes the controller's default limit of exports per
-// member; then waits until cluster-b holds every import.
+// more (one in ten headless) from cluster-a and cluster-b in turn (to
+// 1,958 imports neither passes the controller's default limit of
+// exports per member); then waits until cluster-b holds every import.
 func (r *peersRun) fill() {
 	t, ctx := r.t, r.ctx
 	bC, err := newBenchClients(theLab.Workload(lab.ClusterB))
@@ -147,7 +196,7 @@ func (r *peersRun) fill() {
 	began := time.Now()
 	err = inParallel(r.n-peersSpecCount, func(i int) error {
 		m := r.fillMember(i)
-		s := benchService(peersNamespace, fillName(i), i%mcsHeadlessEvery == 0, i)
+		s := peersFillService(i)
 		if err := m.createService(ctx, s); err != nil {
 			return err
 		}
@@ -184,11 +233,31 @@ func (r *peersRun) fillMember(i int) benchClients {
 
 func fillName(i int) string { return fmt.Sprintf("f-%05d", i) }
 
+// peersFillService is fill export i: benchService's shape, one in
+// mcsHeadlessEvery headless, with its two addresses from
+// peersFillAddress, since benchService's run out before 10,000.
+func peersFillService(i int) lab.ExportedService {
+	s := benchService(peersNamespace, fillName(i), i%mcsHeadlessEvery == 0, i)
+	for p := range s.Pods {
+		s.Pods[p].Address = peersFillAddress(i, p)
+	}
+	return s
+}
+
+// peersFillAddress is address p of fill export i: 120 exports of two
+// addresses per /24 from 198.19.0.0 (RFC 2544), 198.19.0.0 to
+// 198.19.83.255 at 10,000, below the specification's (198.19.250.0/24)
+// and the timed exports' (198.19.255.0/24).
+func peersFillAddress(i, p int) string {
+	return fmt.Sprintf("198.19.%d.%d", i/120, (i%120)*2+p+1)
+}
+
 // waitImports waits until cluster-b holds want ServiceImports in the
 // namespace, each ClusterSetIP one with its address.
 func (r *peersRun) waitImports(want int) error {
 	b := theLab.Workload(lab.ClusterB)
-	deadline := time.Now().Add(peersFillTimeout)
+	bound := peersFillBound(want)
+	deadline := time.Now().Add(bound)
 	for {
 		l, err := b.Dynamic.Resource(lab.ServiceImportGVR).Namespace(peersNamespace).List(r.ctx, metav1.ListOptions{})
 		held := 0
@@ -204,9 +273,9 @@ func (r *peersRun) waitImports(want int) error {
 		}
 		if time.Now().After(deadline) {
 			if err != nil {
-				return fmt.Errorf("cluster-b holds %d of %d imports after %s: %w", held, want, peersFillTimeout, err)
+				return fmt.Errorf("cluster-b holds %d of %d imports after %s: %w", held, want, bound, err)
 			}
-			return fmt.Errorf("cluster-b holds %d of %d imports after %s", held, want, peersFillTimeout)
+			return fmt.Errorf("cluster-b holds %d of %d imports after %s", held, want, bound)
 		}
 		time.Sleep(2 * time.Second)
 	}
@@ -252,7 +321,7 @@ func (r *peersRun) startServers() {
 	}
 	last := lab.ClusterSetHost(peersNamespace, fillName(r.n-peersSpecCount-1))
 	for _, s := range []peerServer{r.xccC, r.xccU, r.stockC, r.stockU} {
-		if _, err := waitAnswer(s.addr, last, dns.TypeA, 2*time.Minute); err != nil {
+		if _, err := waitAnswer(s.addr, last, dns.TypeA, peersScaled(peersServersWait, r.n)); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 	}
@@ -278,7 +347,7 @@ func waitAnswer(addr, name string, qtype uint16, within time.Duration) (time.Dur
 }
 
 func (r *peersRun) cleanup() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), peersScaled(peersCleanupTimeout, r.n))
 	defer cancel()
 	for _, s := range []*lab.StockMCSDNS{r.stockCached, r.stockPlain} {
 		if s != nil {
