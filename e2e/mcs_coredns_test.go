@@ -80,9 +80,11 @@ func testMCSByCoreDNS(t *testing.T) {
 	for _, c := range checks {
 		waitRight(t, stock.Addr, c)
 	}
-	// The zone of xcc-dns still reaches serve through the forward block.
+	// The zone of xcc-dns still reaches serve through the forward block,
+	// with cluster-a's gateway as the lab has it now (GatewayIPChange
+	// moves it).
 	waitRight(t, stock.Addr, peerCheck{what: "xcc-dns's zone", name: lab.GatewayHost("web", lab.ClusterA), qtype: dns.TypeA,
-		rcode: dns.RcodeSuccess, want: lab.DefaultGateways()[lab.ClusterA].IPs})
+		rcode: dns.RcodeSuccess, want: theLab.Gateways[lab.ClusterA].IPs})
 	t.Logf("mcs by coredns: stock CoreDNS %s answered %d checks right on the patched Corefile", lab.StockCoreDNSVersion, len(checks)+1)
 
 	if back := patch("--clusterset-server=serve"); back != before {
