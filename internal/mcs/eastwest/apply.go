@@ -70,10 +70,7 @@ func items[L any, T any](of func(*L) []T) func(*L) []*T {
 // applyKind brings the controller's objects of one kind, those sel
 // lists, to want: each created, updated when its spec or labels differ,
 // and the others deleted. spec is what is compared, setSpec copies it.
-func applyKind[T interface {
-	metav1.Object
-	comparable
-}, L any](ctx context.Context, c write.Client[T, *L], sel metav1.ListOptions, want []T, of func(*L) []T,
+func applyKind[T metav1.Object, L any](ctx context.Context, c write.Client[T, *L], sel metav1.ListOptions, want []T, of func(*L) []T,
 	spec func(T) any, setSpec func(dst, src T)) error {
 	list, err := c.List(ctx, sel)
 	if err != nil {
