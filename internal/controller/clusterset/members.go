@@ -32,6 +32,8 @@ type setMember struct {
 	// API server: no export of the member is ranked older (seenOf).
 	registered time.Time
 	access     string
+	// network is the Cluster's label xcc-dns.io/network: "" unset.
+	network string
 	// idKnown: the member's cluster id property has been read.
 	idKnown bool
 	// settled: so have those of every older selected Cluster, which
@@ -83,6 +85,7 @@ func (c *Reconciler) membership(cs *xccv1alpha1.ClusterSet, mem *setMemory, user
 				return member.Result{}, nil, nil, err
 			}
 			sm.uid, sm.registered = u.GetUID(), u.GetCreationTimestamp().UTC()
+			sm.network = u.GetLabels()[xccv1alpha1.LabelNetwork]
 			if sm.cluster != nil {
 				if _, has, synced := sm.cluster.SliceNamespace(c.cfg.SliceNamespace); synced {
 					mc.Installed = has

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/apply"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/eastwest"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
 )
 
@@ -27,6 +28,9 @@ type memberMemo struct {
 	settled *apply.Settled
 	dns     *dnsMemo
 	exports *exportsWritten
+	// eastWest are the east-west objects of each export as the last
+	// write of this process left them in the member (writeEastWest).
+	eastWest map[aggregate.Key]*eastwest.Objects
 	// ended: a write of the member has ended, well or not; until then
 	// settled knows nothing of what the member holds (importsWritten).
 	ended atomic.Bool
@@ -34,7 +38,8 @@ type memberMemo struct {
 
 func newMemberMemo() *memberMemo {
 	return &memberMemo{objects: objects.NewMemo(), settled: apply.NewSettled(), dns: newDNSMemo(),
-		exports: &exportsWritten{byKey: map[types.NamespacedName]*mcsv1beta1.ServiceExport{}}}
+		exports:  &exportsWritten{byKey: map[types.NamespacedName]*mcsv1beta1.ServiceExport{}},
+		eastWest: map[aggregate.Key]*eastwest.Objects{}}
 }
 
 // exportsWritten keeps the member's ServiceExports as the writes of their

@@ -19,8 +19,8 @@ import (
 )
 
 // removeMember takes every object of a clusterset out of the member w:
-// its MCS objects (only those labelled the controller's) and its contract
-// slices.
+// its MCS objects (only those labelled the controller's), its contract
+// slices and its east-west objects.
 func (c *Reconciler) removeMember(ctx context.Context, m setMember) error {
 	client, ok := memberClient(m)
 	if !ok {
@@ -44,7 +44,8 @@ func (c *Reconciler) removeMember(ctx context.Context, m setMember) error {
 		// is tried again like any other failure.
 		err = errors.Join(err, refusedError(res.Refused))
 	}
-	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), nil, contractSlices, contractWant{}))
+	return errors.Join(err, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), nil, contractSlices, contractWant{}),
+		removeEastWest(ctx, m))
 }
 
 // removeLeftMembers removes the objects of the clusterset from the

@@ -39,7 +39,8 @@ func (c *Reconciler) syncClusterSet(ctx context.Context, key string, cs *xccv1al
 		c.cfg.Workloads.Release(user, keep)
 		return err
 	}
-	written := c.writeMembers(ctx, key, mem, members, reads, agg)
+	ew := c.readEastWest(cs, members, agg, user, keep)
+	written := c.writeMembers(ctx, key, mem, members, reads, agg, ew)
 	c.removeLeftMembers(ctx, key, mem, members, others, user)
 	c.cfg.Workloads.Release(user, keep)
 	stateErr := c.saveClusterSet(ctx, mem, key)

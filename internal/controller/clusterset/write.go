@@ -32,7 +32,7 @@ import (
 // reported writing, and its end syncs the set again. A member that was
 // not read is not written; it keeps what it has.
 func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemory, members []setMember,
-	reads map[string]memberRead, agg aggregate.Result) memberWrites {
+	reads map[string]memberRead, agg aggregate.Result, ew eastWest) memberWrites {
 	w := memberWrites{errs: map[string]error{}, writing: map[string]bool{}}
 	endpoints := map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice{}
 	for id, r := range reads {
@@ -63,7 +63,7 @@ func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemor
 		}
 		started = append(started, c.submit(m.cluster.Key(), key, &all[len(started)], func(ctx context.Context) error {
 			return timedWrite(m.cluster, workload.WriterClusterSet, func() error {
-				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, writtenNow, memo)
+				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, writtenNow, memo, ew)
 			})
 		}))
 	}
@@ -209,7 +209,7 @@ func timedWrite(cluster *workload.Cluster, writer workload.Writer, write func() 
 // that does not answer at all (apply.ErrNotAnswering) or cannot be listed
 // is left as it is until the next sync.
 func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
-	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, imports map[aggregate.Key]written, memo *memberMemo) error {
+	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, imports map[aggregate.Key]written, memo *memberMemo, ew eastWest) error {
 	defer memo.ended.Store(true)
 	client, ok := memberClient(m)
 	if !ok {
@@ -233,7 +233,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 		// they have. Listed (the caches not synced yet), every import is.
 		settling := memo.settled.Begin(existing)
 		in := objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg, AllowedCIDRs: c.cfg.AllowedCIDRs,
-			Imports: importStates(agg, endpoints, ips, ready), Limits: c.cfg.MemberLimits}
+			Imports: importStates(agg, endpoints, ips, ready), Limits: c.cfg.MemberLimits, Networks: ew.networks}
 		if cached {
 			in.Skip = settling.Settled
 		}
@@ -285,8 +285,12 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 	for _, line := range objs.Refused {
 		klog.FromContext(ctx).V(2).Info("Endpoint not imported", "member", m.ClusterID, "why", line)
 	}
-	want := c.clusterSetSlices(memo.dns, objs, agg, endpoints, ips, contractSlices)
+	reach := func(source string) bool { return ew.networks.Reaches(m.ClusterID, source) }
+	want := c.clusterSetSlices(memo.dns, objs, agg, endpoints, ips, contractSlices, reach)
 	errs = append(errs, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), memo.dns, contractSlices, want))
+	// The member's exports reach the importers of other networks through
+	// its east-west gateway once these are written.
+	errs = append(errs, writeEastWest(ctx, m, ew, memo))
 	return kubeclient.Join(errs...)
 }
 
@@ -398,10 +402,12 @@ type builtContract struct {
 // ClusterSetIP import answers the member's own ClusterSetIPs, a Headless
 // one every source's ready endpoints, checked as serve checks them. An
 // import that memo (nil: none) holds settled, against held (the member's
-// contract slices), is not built: its slices are kept as they are.
+// contract slices), is not built: its slices are kept as they are. A
+// Headless import holds the sources the member reaches (reach) only: a
+// pod of another network is not reachable at its address.
 func (c *Reconciler) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg aggregate.Result,
 	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, ips map[aggregate.Key][]string,
-	held []*discoveryv1.EndpointSlice) contractWant {
+	held []*discoveryv1.EndpointSlice, reach func(cluster string) bool) contractWant {
 	have := make(map[string]*discoveryv1.EndpointSlice, len(held))
 	for _, s := range held {
 		have[s.Name] = s
@@ -413,18 +419,21 @@ func (c *Reconciler) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg a
 			continue
 		}
 		var importIPs []string
+		eps := endpoints[imp.Key]
 		if imp.Type != aggregate.ImportHeadless {
 			importIPs = ips[imp.Key]
+		} else {
+			imp, eps = reachable(imp, eps, reach)
 		}
-		if k, ok := memo.settled(imp, endpoints[imp.Key], importIPs, have); ok {
+		if k, ok := memo.settled(imp, eps, importIPs, have); ok {
 			for name := range k.held {
 				want.kept[name] = true
 			}
 			want.next[imp.Key] = k
 			continue
 		}
-		sl := c.importSlices(imp, endpoints[imp.Key], importIPs)
-		b := builtContract{imp: imp, endpoints: endpoints[imp.Key], ips: importIPs}
+		sl := c.importSlices(imp, eps, importIPs)
+		b := builtContract{imp: imp, endpoints: eps, ips: importIPs}
 		for _, s := range sl {
 			b.names = append(b.names, s.Name)
 		}
@@ -432,6 +441,25 @@ func (c *Reconciler) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg a
 		want.built = append(want.built, b)
 	}
 	return want
+}
+
+// reachable is imp with only the sources reach says the member reaches,
+// and their endpoints; imp and endpoints as they are when it reaches all.
+func reachable(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice,
+	reach func(string) bool) (aggregate.Import, map[string][]*discoveryv1.EndpointSlice) {
+	if !slices.ContainsFunc(imp.Clusters, func(id string) bool { return !reach(id) }) {
+		return imp, endpoints
+	}
+	out := map[string][]*discoveryv1.EndpointSlice{}
+	var clusters []string
+	for _, id := range imp.Clusters {
+		if reach(id) {
+			clusters = append(clusters, id)
+			out[id] = endpoints[id]
+		}
+	}
+	imp.Clusters = clusters
+	return imp, out
 }
 
 // importSlices are the contract slices of one import.

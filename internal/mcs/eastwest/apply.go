@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -115,3 +120,58 @@ func applyKind[T metav1.Object, L any](ctx context.Context, c write.Client[T, *L
 // ours reports whether o is labelled as the controller's, as the
 // objects of an import are (objects.Ours).
 func ours[T metav1.Object](o T) bool { return objects.Ours(o.GetLabels(), false) }
+
+// Held are the exports of which the member of c holds any object
+// labelled as the controller's east-west objects, in every namespace: a
+// ListenerSet or a route whose set is gone already. A member without the
+// Gateway API holds none. Apply(k, nil) of each removes them all.
+func Held(ctx context.Context, c gatewayclient.GatewayV1Interface) ([]aggregate.Key, error) {
+	sel := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(map[string]string{objects.LabelManagedBy: objects.ManagedByValue}).String()}
+	keys := map[aggregate.Key]bool{}
+	add := func(o metav1.Object) {
+		if ours(o) && strings.HasPrefix(o.GetName(), setPrefix) {
+			keys[aggregate.Key{Namespace: o.GetNamespace(), Name: o.GetLabels()[objects.LabelServiceName]}] = true
+		}
+	}
+	lists := []func() error{
+		func() error { return heldOf(ctx, c.ListenerSets(""), sel, func(l *gatewayv1.ListenerSetList) { each(l.Items, add) }) },
+		func() error { return heldOf(ctx, c.HTTPRoutes(""), sel, func(l *gatewayv1.HTTPRouteList) { each(l.Items, add) }) },
+		func() error { return heldOf(ctx, c.TLSRoutes(""), sel, func(l *gatewayv1.TLSRouteList) { each(l.Items, add) }) },
+		func() error { return heldOf(ctx, c.TCPRoutes(""), sel, func(l *gatewayv1.TCPRouteList) { each(l.Items, add) }) },
+	}
+	for _, list := range lists {
+		if err := list(); err != nil {
+			return nil, err
+		}
+	}
+	return slices.SortedFunc(maps.Keys(keys), aggregate.CompareKeys), nil
+}
+
+// lister lists one kind.
+type lister[L any] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+}
+
+// heldOf lists one kind with sel and hands the list to add; a kind the
+// member does not serve holds nothing.
+func heldOf[L any](ctx context.Context, c lister[L], sel metav1.ListOptions, add func(L)) error {
+	l, err := c.List(ctx, sel)
+	switch {
+	case apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("list the controller's east-west objects: %w", err)
+	}
+	add(l)
+	return nil
+}
+
+// each calls f with a pointer to every item.
+func each[T any, P interface {
+	*T
+	metav1.Object
+}](items []T, f func(metav1.Object)) {
+	for i := range items {
+		f(P(&items[i]))
+	}
+}

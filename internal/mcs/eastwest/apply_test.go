@@ -80,3 +80,40 @@ func TestApply(t *testing.T) {
 		t.Errorf("with the name taken: %q, want only the refused create", got)
 	}
 }
+
+// TestHeld: the exports whose east-west objects a member holds are found
+// in every namespace, by a route too once its ListenerSet is gone, and a
+// tenant's objects, also under a name of the controller's, are not.
+func TestHeld(t *testing.T) {
+	ctx := context.Background()
+	cart := aggregate.Key{Namespace: "shop", Name: "cart"}
+	db := aggregate.Key{Namespace: "data", Name: "db"}
+	ps := []aggregate.Port{{Name: "web", Protocol: "TCP", Port: 8080, AppProtocol: "http"}, {Name: "db", Protocol: "TCP", Port: 5432}}
+	squat := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: SetName("x") + "-http-80"}}
+	c := gatewayfake.NewClientset(squat)
+	gw := c.GatewayV1()
+	for _, k := range []aggregate.Key{cart, db} {
+		want := Desired(testConfig, k, ps, map[string]int32{"tcp-5432": 31000})
+		if err := Apply(ctx, gw, k, &want); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := gw.ListenerSets("data").Delete(ctx, SetName("db"), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Held(ctx, gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []aggregate.Key{db, cart}; !slices.Equal(got, want) {
+		t.Errorf("held %v, want %v", got, want)
+	}
+	for _, k := range got {
+		if err := Apply(ctx, gw, k, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := Held(ctx, gw); err != nil || len(got) != 0 {
+		t.Errorf("after removal: %v %v, want none", got, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -90,6 +91,28 @@ func ownSet(ref Ref, k aggregate.Key, sets []*gatewayv1.ListenerSet) *gatewayv1.
 		return s
 	}
 	return nil
+}
+
+// Owned are the controller's ListenerSets among sets, by export,
+// whatever their parent: after the operator names another Gateway, those
+// of the old one are still the controller's to remove.
+func Owned(sets []*gatewayv1.ListenerSet) map[aggregate.Key]*gatewayv1.ListenerSet {
+	out := map[aggregate.Key]*gatewayv1.ListenerSet{}
+	for _, s := range sets {
+		svc := s.Labels[objects.LabelServiceName]
+		if s.Labels[objects.LabelManagedBy] == objects.ManagedByValue && svc != "" && s.Name == SetName(svc) {
+			out[aggregate.Key{Namespace: s.Namespace, Name: svc}] = s
+		}
+	}
+	return out
+}
+
+// Holds reports whether held, a ListenerSet as read, is want's as
+// written: its spec and labels.
+func Holds(held *gatewayv1.ListenerSet, want *Objects) bool {
+	return held != nil && want != nil && want.ListenerSet != nil &&
+		equality.Semantic.DeepEqual(held.Spec, want.ListenerSet.Spec) &&
+		equality.Semantic.DeepEqual(held.Labels, want.ListenerSet.Labels)
 }
 
 // parentIs reports whether s's parent is the Gateway ref.

@@ -55,6 +55,10 @@ type GatewayPort struct {
 // network is the network of cluster.
 func (n Networks) network(cluster string) string { return n.Of[cluster] }
 
+// Reaches reports whether member reaches the pods of source at their
+// addresses: the two are of one network.
+func (n Networks) Reaches(member, source string) bool { return n.network(member) == n.network(source) }
+
 // sources returns the slices member gets of each of imp's sources: those
 // read, for a source of member's network; its gateway's, for a source of
 // another (none for a Headless import: a pod of another network is not

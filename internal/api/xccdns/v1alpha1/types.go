@@ -65,6 +65,66 @@ type ClusterSetSpec struct {
 	// selects every Cluster of the namespace. A Cluster selected by two
 	// ClusterSets belongs to the older (creationTimestamp, then name).
 	ClusterSelector metav1.LabelSelector `json:"clusterSelector"`
+	// Networks, when set, lets members in networks that do not route to
+	// each other import each other's exports through the exporter's
+	// east-west Gateway. A member's network is the label
+	// xcc-dns.io/network of its Cluster (LabelNetwork); unset, every
+	// member is in one network and gets every source's pod addresses.
+	// +optional
+	Networks *NetworksSpec `json:"networks,omitempty"`
+}
+
+// LabelNetwork on a Cluster API Cluster names its network: members of
+// one network reach each other's pods, members of two only through the
+// exporter's east-west gateway. A Cluster without it is in network "".
+const LabelNetwork = "xcc-dns.io/network"
+
+// NetworksSpec names the east-west Gateway the operator runs in every
+// member that exports across networks, and its listener ports.
+type NetworksSpec struct {
+	// Gateway is the operator's Gateway API Gateway, the same namespace
+	// and name in every member. It must admit the controller's
+	// ListenerSets from the exporting namespaces
+	// (spec.allowedListeners.namespaces).
+	Gateway GatewayRef `json:"gateway"`
+	// HTTPPort is the listener port of every export's HTTP ports (an
+	// appProtocol of http or kubernetes.io/h2c), routed by Host.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=80
+	// +optional
+	HTTPPort int32 `json:"httpPort,omitempty"`
+	// TLSPort is the listener port of every export's TLS ports (an
+	// appProtocol of tls or https), passed through by SNI.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=443
+	// +optional
+	TLSPort int32 `json:"tlsPort,omitempty"`
+	// TCPPorts is the range from which each other exported TCP port gets
+	// a listener port of its own, kept for as long as its listener lives.
+	TCPPorts PortRange `json:"tcpPorts"`
+}
+
+// GatewayRef names a Gateway in each member.
+type GatewayRef struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// PortRange is a range of ports, both ends in.
+// +kubebuilder:validation:XValidation:rule="self.first <= self.last",message="first must not be above last"
+type PortRange struct {
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	First int32 `json:"first"`
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Last int32 `json:"last"`
 }
 
 // MemberStatus reports one selected Cluster: its cluster id, or why it
