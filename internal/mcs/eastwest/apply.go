@@ -134,10 +134,18 @@ func Held(ctx context.Context, c gatewayclient.GatewayV1Interface) ([]aggregate.
 		}
 	}
 	lists := []func() error{
-		func() error { return heldOf(ctx, c.ListenerSets(""), sel, func(l *gatewayv1.ListenerSetList) { each(l.Items, add) }) },
-		func() error { return heldOf(ctx, c.HTTPRoutes(""), sel, func(l *gatewayv1.HTTPRouteList) { each(l.Items, add) }) },
-		func() error { return heldOf(ctx, c.TLSRoutes(""), sel, func(l *gatewayv1.TLSRouteList) { each(l.Items, add) }) },
-		func() error { return heldOf(ctx, c.TCPRoutes(""), sel, func(l *gatewayv1.TCPRouteList) { each(l.Items, add) }) },
+		func() error {
+			return heldOf(ctx, c.ListenerSets(""), sel, func(l *gatewayv1.ListenerSetList) { each(l.Items, add) })
+		},
+		func() error {
+			return heldOf(ctx, c.HTTPRoutes(""), sel, func(l *gatewayv1.HTTPRouteList) { each(l.Items, add) })
+		},
+		func() error {
+			return heldOf(ctx, c.TLSRoutes(""), sel, func(l *gatewayv1.TLSRouteList) { each(l.Items, add) })
+		},
+		func() error {
+			return heldOf(ctx, c.TCPRoutes(""), sel, func(l *gatewayv1.TCPRouteList) { each(l.Items, add) })
+		},
 	}
 	for _, list := range lists {
 		if err := list(); err != nil {
