@@ -124,6 +124,7 @@ var suite = []struct {
 	{"MCSAllowedCIDRs", shared, testMCSAllowedCIDRs},
 	{"MCSLimitsCompose", shared, testMCSLimitsCompose},
 	{"MCSEastWestObjects", shared, testEastWestObjects},
+	{"MCSNetworks", shared, testMCSNetworks},
 	{"ControllerFailover", shared, testControllerFailover},
 	{"MCSShutdownFrozenMember", shared, testMCSShutdownFrozenMember},
 

@@ -3,15 +3,21 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
@@ -82,4 +88,165 @@ func jsonOf(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// testMCSNetworks: cluster-a and cluster-b are put in two networks of a
+// ClusterSet with spec.networks. The controller writes, into cluster-a,
+// the ListenerSet and routes of its export on the operator's east-west
+// Gateway (a TCP port gets the first port of the range), and cluster-b's
+// imported slices of cluster-a hold the gateway's address on the
+// listeners' ports once the gateway and its listeners are ready (the lab
+// writes their status as an implementation would). A gateway no longer
+// Programmed leaves cluster-b with no endpoint of cluster-a, never a dead
+// address; the ClusterSet's deletion removes the east-west objects.
+func testMCSNetworks(t *testing.T) {
+	mgmt := theLab.Management
+	a, b := theLab.Workload(lab.ClusterA), theLab.Workload(lab.ClusterB)
+	const set, ns, svc, label = "networks", "nets", "cart", "xcc-networks-test"
+	const gwNS, gwName, gwAddress = "xcc-east-west", "east-west", "198.51.100.80"
+	const httpPort, first, last = 8080, 31000, 31009
+	ctx := ctxFor(t)
+	dir, err := lab.GatewayAPICRDDir(ctx, "..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := lab.DeleteClusterSet(ctx, mgmt, lab.ClusterNamespace, set); err != nil {
+			t.Error(err)
+		}
+		for _, w := range []*lab.Cluster{a, b} {
+			for _, l := range []string{label, networkLabel} {
+				if err := lab.LabelCluster(ctx, mgmt, w.Name, l, ""); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		if err := lab.DeleteExportedService(ctx, a, ns, svc); err != nil {
+			t.Error(err)
+		}
+		if err := lab.UninstallGatewayAPI(ctx, a); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := lab.InstallGatewayAPI(ctx, a, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.EnsureNamespace(ctx, a, gwNS); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.ApplyYAML(ctx, a, lab.GatewayAPIGVR("gateways"), lab.EastWestGatewayYAML(gwNS, gwName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.GatewayProgrammed(ctx, a, gwNS, gwName, true, gwAddress); err != nil {
+		t.Fatal(err)
+	}
+	ports := []corev1.ServicePort{
+		{Name: "web", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080), AppProtocol: ptr.To("http")},
+		{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432, TargetPort: intstr.FromInt32(5432)},
+	}
+	if err := lab.CreateExportedService(ctx, a, lab.ExportedService{Namespace: ns, Name: svc, Ports: ports,
+		Pods: []lab.HeadlessPod{{Address: "198.51.100.81", Ready: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.EnsureNamespace(ctx, b, ns); err != nil {
+		t.Fatal(err)
+	}
+	for w, network := range map[*lab.Cluster]string{a: "east", b: "west"} {
+		if err := lab.LabelCluster(ctx, mgmt, w.Name, networkLabel, network); err != nil {
+			t.Fatal(err)
+		}
+		if err := lab.LabelCluster(ctx, mgmt, w.Name, label, "true"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := lab.ApplyYAML(ctx, mgmt, lab.ClusterSetGVR, lab.ClusterSetWithNetworks(set, label, "true", gwNS, gwName, httpPort, first, last)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The east-west objects in cluster-a: one listener per port, the TCP
+	// one on the range's first port, a route per listener.
+	setName := "xcc-" + svc
+	ls := waitGatewayObject(t, a, "listenersets", ns, setName, func(u *unstructured.Unstructured) bool { return u != nil })
+	if got, want := listenerPorts(ls), map[string]int64{"http-80": httpPort, "tcp-5432": first}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ListenerSet %s/%s listeners %v, want %v", ns, setName, got, want)
+	}
+	for res, name := range map[string]string{"httproutes": setName + "-http-80", "tcproutes": setName + "-tcp-5432"} {
+		waitGatewayObject(t, a, res, ns, name, func(u *unstructured.Unstructured) bool { return u != nil })
+	}
+
+	// Until the gateway accepts the listeners, cluster-b gets nothing of
+	// cluster-a; then the gateway's address on the listeners' ports.
+	waitExportConditions(t, a, ns, svc, map[string]string{"CrossNetwork": "False/ListenerRefused"})
+	if err := lab.ListenerSetAccepted(ctx, a, ns, setName); err != nil {
+		t.Fatal(err)
+	}
+	waitImportedAddresses(t, b, ns, svc, lab.ClusterA, func(addrs []string) bool { return reflect.DeepEqual(addrs, []string{gwAddress}) })
+	slices, err := lab.ImportedSlices(ctx, b, ns, svc, lab.ClusterA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := slicePorts(slices), map[string]int32{"web": httpPort, "pg": first}; !reflect.DeepEqual(got, want) {
+		t.Errorf("cluster-b's slices of cluster-a have ports %v, want the gateway's %v", got, want)
+	}
+	waitExportConditions(t, a, ns, svc, map[string]string{"CrossNetwork": "True/Routed"})
+
+	// Failover: a gateway no longer Programmed leaves no dead address.
+	if err := lab.GatewayProgrammed(ctx, a, gwNS, gwName, false, gwAddress); err != nil {
+		t.Fatal(err)
+	}
+	waitImportedAddresses(t, b, ns, svc, lab.ClusterA, func(addrs []string) bool { return len(addrs) == 0 })
+	waitExportConditions(t, a, ns, svc, map[string]string{"CrossNetwork": "False/GatewayNotReady"})
+
+	// The ClusterSet's deletion removes the east-west objects.
+	if err := lab.DeleteClusterSet(ctx, mgmt, lab.ClusterNamespace, set); err != nil {
+		t.Fatal(err)
+	}
+	waitGatewayObject(t, a, "listenersets", ns, setName, func(u *unstructured.Unstructured) bool { return u == nil })
+	waitGatewayObject(t, a, "tcproutes", ns, setName+"-tcp-5432", func(u *unstructured.Unstructured) bool { return u == nil })
+}
+
+// networkLabel is the Cluster label naming a member's network.
+const networkLabel = "xcc-dns.io/network"
+
+// waitGatewayObject waits until the Gateway API object resource
+// namespace/name of w (nil: none) is as ok wants, and returns it.
+func waitGatewayObject(t *testing.T, w *lab.Cluster, resource, namespace, name string, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
+	t.Helper()
+	ctx := ctxFor(t)
+	deadline := time.Now().Add(answerTimeout)
+	for {
+		u, err := lab.GatewayAPIObject(ctx, w, resource, namespace, name)
+		if err == nil && ok(u) {
+			return u
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s/%s in %s: %v (err %v), not as wanted after %s", resource, namespace, name, w.Name, u != nil, err, answerTimeout)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// listenerPorts are the listeners of a ListenerSet, name to port.
+func listenerPorts(u *unstructured.Unstructured) map[string]int64 {
+	out := map[string]int64{}
+	ls, _, _ := unstructured.NestedSlice(u.Object, "spec", "listeners")
+	for _, l := range ls {
+		m, _ := l.(map[string]any)
+		p, _ := m["port"].(int64)
+		out[fmt.Sprint(m["name"])] = p
+	}
+	return out
+}
+
+// slicePorts are the ports of EndpointSlices, name to port.
+func slicePorts(slices []discoveryv1.EndpointSlice) map[string]int32 {
+	out := map[string]int32{}
+	for _, s := range slices {
+		for _, p := range s.Ports {
+			out[ptr.Deref(p.Name, "")] = ptr.Deref(p.Port, 0)
+		}
+	}
+	return out
 }
