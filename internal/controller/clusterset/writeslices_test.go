@@ -3,6 +3,7 @@ package clusterset
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
+	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/testfixture"
 )
 
@@ -72,5 +74,23 @@ func TestWriteClusterSetSlicesNameTaken(t *testing.T) {
 	}
 	if updates != 0 {
 		t.Errorf("%d updates: a slice whose name was taken was overwritten", updates)
+	}
+}
+
+// TestReachable: a Headless import's contract slices hold the sources the
+// member reaches only; one that reaches all keeps the import as it is.
+func TestReachable(t *testing.T) {
+	eps := map[string][]*discoveryv1.EndpointSlice{"a": {{}}, "b": {{}}, "c": {{}}}
+	imp := aggregate.Import{Key: aggregate.Key{Namespace: "shop", Name: "db"}, Type: aggregate.ImportHeadless, Clusters: []string{"a", "b", "c"}}
+	west := map[string]bool{"b": true}
+	got, gotEps := reachable(imp, eps, func(id string) bool { return !west[id] })
+	if !slices.Equal(got.Clusters, []string{"a", "c"}) || len(gotEps) != 2 || gotEps["b"] != nil {
+		t.Errorf("east member: clusters %v, endpoints of %d sources; want a and c only", got.Clusters, len(gotEps))
+	}
+	if !slices.Equal(imp.Clusters, []string{"a", "b", "c"}) {
+		t.Errorf("the import was changed: %v", imp.Clusters)
+	}
+	if got, _ := reachable(imp, eps, func(string) bool { return true }); !slices.Equal(got.Clusters, imp.Clusters) {
+		t.Errorf("one network: %v", got.Clusters)
 	}
 }
