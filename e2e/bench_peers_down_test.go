@@ -12,13 +12,14 @@ import (
 )
 
 // apiServerDown stops cluster-b's API server and asks every server the
-// checks; restarts each DNS server (serve and our CoreDNS; stock CoreDNS)
-// while the API server stays down and records when each answers again
-// and what; then starts the API server again and records when stock
-// CoreDNS answers.
+// checks, at once and after r.downFor; then restarts each DNS server
+// (serve and our CoreDNS; stock CoreDNS) while the API server stays down
+// and records when each answers again and what; then starts the API
+// server again and records when stock CoreDNS answers.
 func (r *peersRun) apiServerDown() {
 	t, ctx := r.t, r.ctx
 	b := theLab.Workload(lab.ClusterB)
+	stopped := time.Now()
 	b.Stop()
 	down := true
 	defer func() {
@@ -31,8 +32,16 @@ func (r *peersRun) apiServerDown() {
 		}
 	}()
 	time.Sleep(peersDownSettle)
-	r.correctness("cluster-b's API server down: answers right, cached", r.xccC, r.stockC, false)
-	r.correctness("cluster-b's API server down: answers right, no cache", r.xccU, r.stockU, false)
+	r.correctness(fmt.Sprintf("cluster-b's API server down %s: answers right, cached", peersDownSettle), r.xccC, r.stockC, false)
+	r.correctness(fmt.Sprintf("cluster-b's API server down %s: answers right, no cache", peersDownSettle), r.xccU, r.stockU, false)
+	t.Logf("cluster-b's API server stays down %s, to %s", r.downFor, stopped.Add(r.downFor).UTC().Format(time.TimeOnly))
+	select {
+	case <-time.After(time.Until(stopped.Add(r.downFor))):
+	case <-ctx.Done():
+		t.Fatalf("cluster-b's API server down: %v", ctx.Err())
+	}
+	r.correctness(fmt.Sprintf("cluster-b's API server down %s: answers right, cached", r.downFor), r.xccC, r.stockC, false)
+	r.correctness(fmt.Sprintf("cluster-b's API server down %s: answers right, no cache", r.downFor), r.xccU, r.stockU, false)
 
 	// Each server is restarted and asked on its own, all at once, each
 	// timed from the start of its new process.
@@ -52,8 +61,8 @@ func (r *peersRun) apiServerDown() {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	r.row("API server down, DNS server restarted: first right answer of web, cached", first[0], first[2])
-	r.row("API server down, DNS server restarted: first right answer of web, no cache", first[1], first[3])
+	r.row(fmt.Sprintf("API server down %s, DNS server restarted: first right answer of web, cached", r.downFor), first[0], first[2])
+	r.row(fmt.Sprintf("API server down %s, DNS server restarted: first right answer of web, no cache", r.downFor), first[1], first[3])
 	r.correctness("API server down, after the restart: answers right, cached", r.xccC, r.stockC, false)
 	r.correctness("API server down, after the restart: answers right, no cache", r.xccU, r.stockU, false)
 
