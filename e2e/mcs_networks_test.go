@@ -92,17 +92,19 @@ func jsonOf(t *testing.T, v any) string {
 
 // testMCSNetworks: cluster-a and cluster-b are put in two networks of a
 // ClusterSet with spec.networks. The controller writes, into cluster-a,
-// the ListenerSet and routes of its export on the operator's east-west
-// Gateway (a TCP port gets the first port of the range), and cluster-b's
-// imported slices of cluster-a hold the gateway's address on the
-// listeners' ports once the gateway and its listeners are ready (the lab
-// writes their status as an implementation would). A gateway no longer
-// Programmed leaves cluster-b with no endpoint of cluster-a, never a dead
-// address; the ClusterSet's deletion removes the east-west objects.
+// the ListenerSet and routes (HTTP, TLS, TCP) of each export on the
+// operator's east-west Gateway, TCP listeners on the lowest ports of the
+// range that a tenant's ListenerSet does not hold, kept across a
+// restart. cluster-b's imported slices of cluster-a hold the gateway's
+// address on the listeners' ports once the gateway and its listeners are
+// ready (the lab writes their status as an implementation would). A
+// gateway no longer Programmed leaves cluster-b with no endpoint of
+// cluster-a, never a dead address; an unexport and the ClusterSet's
+// deletion remove the east-west objects, never the tenant's.
 func testMCSNetworks(t *testing.T) {
 	mgmt := theLab.Management
 	a, b := theLab.Workload(lab.ClusterA), theLab.Workload(lab.ClusterB)
-	const set, ns, svc, label = "networks", "nets", "cart", "xcc-networks-test"
+	const set, ns, svc, db, tenant, label = "networks", "nets", "cart", "db", "nets-tenant", "xcc-networks-test"
 	const gwNS, gwName, gwAddress = "xcc-east-west", "east-west", "198.51.100.80"
 	const httpPort, first, last = 8080, 31000, 31009
 	ctx := ctxFor(t)
@@ -123,8 +125,10 @@ func testMCSNetworks(t *testing.T) {
 				}
 			}
 		}
-		if err := lab.DeleteExportedService(ctx, a, ns, svc); err != nil {
-			t.Error(err)
+		for _, n := range []string{svc, db} {
+			if err := lab.DeleteExportedService(ctx, a, ns, n); err != nil {
+				t.Error(err)
+			}
 		}
 		if err := lab.UninstallGatewayAPI(ctx, a); err != nil {
 			t.Error(err)
@@ -142,13 +146,26 @@ func testMCSNetworks(t *testing.T) {
 	if err := lab.GatewayProgrammed(ctx, a, gwNS, gwName, true, gwAddress); err != nil {
 		t.Fatal(err)
 	}
+	// A tenant's ListenerSet holds the range's first port already.
+	if err := lab.EnsureNamespace(ctx, a, tenant); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.ApplyYAML(ctx, a, lab.GatewayAPIGVR("listenersets"), lab.TenantListenerSetYAML(tenant, "mine", gwNS, gwName, first)); err != nil {
+		t.Fatal(err)
+	}
 	ports := []corev1.ServicePort{
 		{Name: "web", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080), AppProtocol: ptr.To("http")},
+		{Name: "tls", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(8443), AppProtocol: ptr.To("tls")},
 		{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432, TargetPort: intstr.FromInt32(5432)},
 	}
-	if err := lab.CreateExportedService(ctx, a, lab.ExportedService{Namespace: ns, Name: svc, Ports: ports,
-		Pods: []lab.HeadlessPod{{Address: "198.51.100.81", Ready: true}}}); err != nil {
-		t.Fatal(err)
+	pg := []corev1.ServicePort{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432, TargetPort: intstr.FromInt32(5432)}}
+	for _, s := range []lab.ExportedService{
+		{Namespace: ns, Name: svc, Ports: ports, Pods: []lab.HeadlessPod{{Address: "198.51.100.81", Ready: true}}},
+		{Namespace: ns, Name: db, Ports: pg, Pods: []lab.HeadlessPod{{Address: "198.51.100.82", Ready: true}}},
+	} {
+		if err := lab.CreateExportedService(ctx, a, s); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := lab.EnsureNamespace(ctx, b, ns); err != nil {
 		t.Fatal(err)
@@ -166,14 +183,30 @@ func testMCSNetworks(t *testing.T) {
 	}
 
 	// The east-west objects in cluster-a: one listener per port, the TCP
-	// one on the range's first port, a route per listener.
-	setName := "xcc-" + svc
+	// ones on the lowest ports of the range the tenant's does not hold
+	// (cart before db), a route per listener.
+	setName, dbSet := "xcc-"+svc, "xcc-"+db
 	ls := waitGatewayObject(t, a, "listenersets", ns, setName, func(u *unstructured.Unstructured) bool { return u != nil })
-	if got, want := listenerPorts(ls), map[string]int64{"http-80": httpPort, "tcp-5432": first}; !reflect.DeepEqual(got, want) {
+	if got, want := listenerPorts(ls), map[string]int64{"http-80": httpPort, "tls-443": 443, "tcp-5432": first + 1}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ListenerSet %s/%s listeners %v, want %v", ns, setName, got, want)
 	}
-	for res, name := range map[string]string{"httproutes": setName + "-http-80", "tcproutes": setName + "-tcp-5432"} {
+	dbLS := waitGatewayObject(t, a, "listenersets", ns, dbSet, func(u *unstructured.Unstructured) bool { return u != nil })
+	if got, want := listenerPorts(dbLS), map[string]int64{"tcp-5432": first + 2}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ListenerSet %s/%s listeners %v, want %v", ns, dbSet, got, want)
+	}
+	for res, name := range map[string]string{"httproutes": setName + "-http-80", "tlsroutes": setName + "-tls-443", "tcproutes": setName + "-tcp-5432"} {
 		waitGatewayObject(t, a, res, ns, name, func(u *unstructured.Unstructured) bool { return u != nil })
+	}
+
+	// Allocation survives a restart: the ports are read from the member,
+	// and a controller that knows nothing writes nothing anew.
+	withController(t)
+	waitExportConditions(t, a, ns, svc, map[string]string{"Ready": "True"})
+	for name, before := range map[string]*unstructured.Unstructured{setName: ls, dbSet: dbLS} {
+		after := waitGatewayObject(t, a, "listenersets", ns, name, func(u *unstructured.Unstructured) bool { return u != nil })
+		if after.GetResourceVersion() != before.GetResourceVersion() {
+			t.Errorf("ListenerSet %s/%s written again after a restart: %v, was %v", ns, name, listenerPorts(after), listenerPorts(before))
+		}
 	}
 
 	// Until the gateway accepts the listeners, cluster-b gets nothing of
@@ -187,7 +220,7 @@ func testMCSNetworks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := slicePorts(slices), map[string]int32{"web": httpPort, "pg": first}; !reflect.DeepEqual(got, want) {
+	if got, want := slicePorts(slices), map[string]int32{"web": httpPort, "tls": 443, "pg": first + 1}; !reflect.DeepEqual(got, want) {
 		t.Errorf("cluster-b's slices of cluster-a have ports %v, want the gateway's %v", got, want)
 	}
 	waitExportConditions(t, a, ns, svc, map[string]string{"CrossNetwork": "True/Routed"})
@@ -198,6 +231,16 @@ func testMCSNetworks(t *testing.T) {
 	}
 	waitImportedAddresses(t, b, ns, svc, lab.ClusterA, func(addrs []string) bool { return len(addrs) == 0 })
 	waitExportConditions(t, a, ns, svc, map[string]string{"CrossNetwork": "False/GatewayNotReady"})
+
+	// An export that goes takes its objects with it, and its port is free.
+	if err := lab.Unexport(ctx, a, ns, db); err != nil {
+		t.Fatal(err)
+	}
+	waitGatewayObject(t, a, "listenersets", ns, dbSet, func(u *unstructured.Unstructured) bool { return u == nil })
+	waitGatewayObject(t, a, "tcproutes", ns, dbSet+"-tcp-5432", func(u *unstructured.Unstructured) bool { return u == nil })
+	if u, err := lab.GatewayAPIObject(ctx, a, "listenersets", tenant, "mine"); err != nil || u == nil {
+		t.Errorf("the tenant's ListenerSet: %v %v, want it kept", u != nil, err)
+	}
 
 	// The ClusterSet's deletion removes the east-west objects.
 	if err := lab.DeleteClusterSet(ctx, mgmt, lab.ClusterNamespace, set); err != nil {

@@ -119,3 +119,22 @@ func GatewayAPIObject(ctx context.Context, w *Cluster, resource, namespace, name
 	}
 	return u, nil
 }
+
+// TenantListenerSetYAML is a tenant's own ListenerSet namespace/name on
+// the Gateway gwNamespace/gateway, holding a TCP listener on port.
+func TenantListenerSetYAML(namespace, name, gwNamespace, gateway string, port int) string {
+	return fmt.Sprintf(`apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  parentRef:
+    name: %s
+    namespace: %s
+  listeners:
+  - name: mine
+    port: %d
+    protocol: TCP
+`, name, namespace, gateway, gwNamespace, port)
+}
