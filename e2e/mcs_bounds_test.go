@@ -78,23 +78,7 @@ func testMCSAllowedCIDRs(t *testing.T) {
 	const set, ns, web, db, label = "cidrs", "cidrs", "web", "db", "xcc-cidrs-test"
 	withController(t, "--allowed-cidrs", boundsAllowedCIDRs)
 	ctx := ctxFor(t)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := lab.DeleteClusterSet(ctx, mgmt, lab.ClusterNamespace, set); err != nil {
-			t.Error(err)
-		}
-		for _, w := range []*lab.Cluster{a, b} {
-			if err := lab.LabelCluster(ctx, mgmt, w.Name, label, ""); err != nil {
-				t.Error(err)
-			}
-		}
-		for _, n := range []string{web, db} {
-			if err := lab.DeleteExportedService(ctx, a, ns, n); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	cleanupClusterSet(t, set, []*lab.Cluster{a, b}, []string{label}, a, ns, web, db)
 	webAllowed, dbAllowed := "198.51.100.171", "198.51.100.172"
 	httpPort := []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}
 	pg := []corev1.ServicePort{{Name: "pg", Protocol: corev1.ProtocolTCP, Port: 5432, TargetPort: intstr.FromInt32(5432)}}

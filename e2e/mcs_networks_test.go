@@ -115,25 +115,11 @@ func testMCSNetworks(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := lab.DeleteClusterSet(ctx, mgmt, lab.ClusterNamespace, set); err != nil {
-			t.Error(err)
-		}
-		for _, w := range []*lab.Cluster{a, b} {
-			for _, l := range []string{label, networkLabel} {
-				if err := lab.LabelCluster(ctx, mgmt, w.Name, l, ""); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-		for _, n := range []string{svc, db} {
-			if err := lab.DeleteExportedService(ctx, a, ns, n); err != nil {
-				t.Error(err)
-			}
-		}
 		if err := lab.UninstallGatewayAPI(ctx, a); err != nil {
 			t.Error(err)
 		}
 	})
+	cleanupClusterSet(t, set, []*lab.Cluster{a, b}, []string{label, networkLabel}, a, ns, svc, db)
 	if err := lab.InstallGatewayAPI(ctx, a, dir); err != nil {
 		t.Fatal(err)
 	}
@@ -292,4 +278,31 @@ func slicePorts(slices []discoveryv1.EndpointSlice) map[string]int32 {
 		}
 	}
 	return out
+}
+
+// cleanupClusterSet deletes, when t ends (before the cleanups registered
+// earlier), the ClusterSet set, the labels of clusters, and the exported
+// Services namespace/services of exporter.
+func cleanupClusterSet(t *testing.T, set string, clusters []*lab.Cluster, labels []string, exporter *lab.Cluster, namespace string, services ...string) {
+	t.Helper()
+	mgmt := theLab.Management
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := lab.DeleteClusterSet(ctx, mgmt, lab.ClusterNamespace, set); err != nil {
+			t.Error(err)
+		}
+		for _, w := range clusters {
+			for _, l := range labels {
+				if err := lab.LabelCluster(ctx, mgmt, w.Name, l, ""); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		for _, n := range services {
+			if err := lab.DeleteExportedService(ctx, exporter, namespace, n); err != nil {
+				t.Error(err)
+			}
+		}
+	})
 }
