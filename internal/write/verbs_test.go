@@ -26,7 +26,8 @@ var management = map[string]bool{
 // The reconcilers plan; only package write calls a workload client's
 // write verbs. A call of a verb is allowed in a method of the same name
 // (a client that wraps another: bounded, observed, recorded), to package
-// apply (whose Apply plans the MCS objects and calls package write), and
+// apply and eastwest (whose Apply plans the MCS objects, or an export's
+// Gateway API objects, and calls package write), and
 // in the files that write into the management cluster.
 func TestOnlyPackageWriteCallsWriteVerbs(t *testing.T) {
 	var bad []string
@@ -74,7 +75,7 @@ func verbCalls(t *testing.T, path string) []string {
 			if !ok || !verbs[sel.Sel.Name] {
 				return true
 			}
-			if pkg, ok := sel.X.(*ast.Ident); ok && (pkg.Name == "write" || pkg.Name == "apply" || pkg.Name == "slices" || pkg.Name == "maps") {
+			if pkg, ok := sel.X.(*ast.Ident); ok && (pkg.Name == "write" || pkg.Name == "apply" || pkg.Name == "eastwest" || pkg.Name == "slices" || pkg.Name == "maps") {
 				return true
 			}
 			if fn.Recv != nil && fn.Name.Name == sel.Sel.Name {
