@@ -398,7 +398,8 @@ func (c *counter) changed(objects, bytes int64) bool {
 	l := c.r.limits
 	switch {
 	case total > l.MaxObjectsPerCluster:
-		c.cutOff(fmt.Sprintf("the cluster's informers would hold more than %d objects (%s); it is cut off for %s",
+		c.cutOff(fmt.Sprintf("the cluster's informers would hold more than %d objects (%s); it is cut off for %s "+
+			"(the controller's own objects count too, about 4 per import of a clusterset: raise --workload-max-objects for one of many imports)",
 			l.MaxObjectsPerCluster, c.what, l.CutOffRetry))
 		return false
 	case bytes > 0 && totalBytes > l.MaxBytesPerCluster:
