@@ -20,23 +20,30 @@ import (
 	xccv1alpha1 "github.com/xcc-dns/xcc-dns/internal/api/xccdns/v1alpha1"
 )
 
-// WaitStopped waits 10 s at most for done, closed when what's Run
+// WaitBound is how long WaitStopped and Eventually wait. It bounds a
+// test that would otherwise hang, and is no speed assertion: on a busy
+// machine a few failed writes back a lane off for seconds (lane), and
+// the wait must outlast that.
+const WaitBound = time.Minute
+
+// WaitStopped waits WaitBound at most for done, closed when what's Run
 // returned; past that it fails the test with every goroutine's stack.
 func WaitStopped(t testing.TB, what string, done <-chan struct{}) {
 	t.Helper()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(WaitBound):
 		buf := make([]byte, 1<<20)
 		n := goruntime.Stack(buf, true)
-		t.Errorf("the %s did not stop within 10s; goroutines:\n%s", what, buf[:n])
+		t.Errorf("the %s did not stop within %s; goroutines:\n%s", what, WaitBound, buf[:n])
 	}
 }
 
-// Eventually polls ok for 10 s, failing the test with what it waited for.
+// Eventually polls ok for WaitBound, failing the test with what it waited
+// for.
 func Eventually(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, WaitBound, true, func(context.Context) (bool, error) {
 		return ok(), nil
 	})
 	if err != nil {

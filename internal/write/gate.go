@@ -31,11 +31,16 @@ type Gate struct {
 func NewGate(timeout time.Duration) *Gate { return &Gate{timeout: timeout} }
 
 // Do runs call with its own deadline, unless the cluster has already let
-// one pass; the error it returns is cut.
+// one pass or ctx has ended; the error it returns is cut.
 func Do[T any](ctx context.Context, g *Gate, call func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if g.tripped.Load() {
 		return zero, ErrNotAnswering
+	}
+	// A stopped write asks nothing more: a client need not honour a done
+	// context at once, and a stop waits for the write (lane.Set.Stop).
+	if err := ctx.Err(); err != nil {
+		return zero, fmt.Errorf("not sent, the write stopped: %w", err)
 	}
 	if g.timeout > 0 {
 		var cancel context.CancelFunc

@@ -3,6 +3,7 @@ package write_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -122,5 +123,37 @@ func TestGateTripsOnce(t *testing.T) {
 	_, _ = api.Create(context.Background(), slice("a", "me"), metav1.CreateOptions{})
 	if calls.Load() != before+1 {
 		t.Fatal("a new gate did not ask the cluster")
+	}
+}
+
+// A write whose context ends (the controller stops) asks nothing more,
+// whether or not the client honours the context: the fake here does
+// not, as a client busy with each call's error would not either.
+func TestGateAsksNothingOnceStopped(t *testing.T) {
+	const stopAfter = 3
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls atomic.Int32
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if calls.Add(1) == stopAfter {
+			cancel()
+		}
+		return false, nil, nil
+	})
+	api := write.Bound(write.Client[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList](cs.DiscoveryV1().EndpointSlices(ns)),
+		write.NewGate(time.Minute))
+	var errs write.Errors
+	write.Each(4*write.Concurrency, func(i int) {
+		s := slice("a", "me")
+		s.Name = fmt.Sprint("s", i)
+		_, err := api.Create(ctx, s, metav1.CreateOptions{})
+		errs.Add(err)
+	})
+	if n := calls.Load(); n > stopAfter+write.Concurrency {
+		t.Fatalf("%d calls reached the cluster, want at most the %d in flight when the write stopped", n, stopAfter+write.Concurrency)
+	}
+	if err := errs.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v: want the write's context's", err)
 	}
 }

@@ -76,6 +76,17 @@ func (d *destinations) claim(dest string, want destinationClaim) (destinationCla
 	return want, true
 }
 
+// heldBy adds to keep the destinations set holds for its Cluster cluster.
+func (d *destinations) heldBy(set, cluster string, keep map[string]bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for dest, c := range d.held {
+		if c.set == set && c.cluster == cluster {
+			keep[dest] = true
+		}
+	}
+}
+
 // release lets go of every destination set holds but those in keep, and
 // syncs again the sets that were refused one.
 func (d *destinations) release(set string, keep map[string]bool) {
@@ -104,23 +115,32 @@ func (d *destinations) release(set string, keep map[string]bool) {
 	}
 }
 
-// claimDestinations keeps, of members, those holding their destination
-// (or whose destination is not known yet), refusing the others into res
-// and others (handed over, not cleaned), and lets go of the destinations
-// the set no longer has.
+// claimDestinations keeps, of members, those holding their destination,
+// refusing the others into res and others (handed over, not cleaned), and
+// lets go of the destinations the set no longer has. A member whose slice
+// namespace has not been read (just connected, or reconnecting) may reach
+// an API server another set holds: it is kept but not written
+// (destUnknown), and keeps what its Cluster held, until it is known.
 func (c *Reconciler) claimDestinations(key string, created time.Time, res member.Result, members []setMember,
 	others map[string]bool) (member.Result, []setMember) {
 	byName := slices.Clone(members)
 	slices.SortFunc(byName, func(a, b setMember) int { return strings.Compare(a.Cluster, b.Cluster) })
 	keep := map[string]bool{}
 	refused := map[string]bool{}
+	unknown := map[string]bool{}
 	for _, m := range byName {
 		if m.cluster == nil {
 			continue
 		}
 		uid, has, synced := m.cluster.SliceNamespace(c.cfg.SliceNamespace)
+		if !synced {
+			unknown[m.Cluster] = true
+			c.dests.heldBy(key, m.cluster.Key(), keep)
+			continue
+		}
+		// No UID only in fakes; not installed is refused (member).
 		dest := m.cluster.Destination(uid)
-		if !synced || !has || dest == "" {
+		if !has || dest == "" {
 			continue
 		}
 		holder, ok := c.dests.claim(dest, destinationClaim{set: key, created: created, cluster: m.cluster.Key()})
@@ -135,10 +155,14 @@ func (c *Reconciler) claimDestinations(key string, created time.Time, res member
 				holder.cluster, holder.set)})
 	}
 	c.dests.release(key, keep)
+	members = slices.Clone(members)
+	for i := range members {
+		members[i].destUnknown = unknown[members[i].Cluster]
+	}
 	if len(refused) == 0 {
 		return res, members
 	}
 	slices.SortFunc(res.Refused, func(a, b member.Member) int { return strings.Compare(a.Cluster, b.Cluster) })
 	res.Members = slices.DeleteFunc(slices.Clone(res.Members), func(m member.Member) bool { return refused[m.Cluster] })
-	return res, slices.DeleteFunc(slices.Clone(members), func(m setMember) bool { return refused[m.Cluster] })
+	return res, slices.DeleteFunc(members, func(m setMember) bool { return refused[m.Cluster] })
 }

@@ -39,6 +39,9 @@ type setMember struct {
 	// settled: so have those of every older selected Cluster, which
 	// might ask for the same id; only then is the member's id held.
 	settled bool
+	// destUnknown: its slice namespace is not read yet, so whether another
+	// ClusterSet holds its API server is not known; it is not written.
+	destUnknown bool
 }
 
 // membership resolves which Clusters of cs's namespace are its members,

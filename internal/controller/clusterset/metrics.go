@@ -109,7 +109,7 @@ func (m *Metrics) observe(key string, st xccv1alpha1.ClusterSetStatus, refused i
 	states := map[string]int{memberOK: 0, memberUnreachable: 0, memberWriteFailed: 0, memberWriting: 0, memberRefused: refused}
 	for _, mb := range members {
 		switch {
-		case mb.cluster == nil || mb.cluster.Unreachable() != "" || mb.cluster.CutOff() != "" || !reads[mb.ClusterID].synced:
+		case mb.cluster == nil || mb.cluster.Unreachable() != "" || mb.cluster.CutOff() != "" || !reads[mb.ClusterID].synced || mb.destUnknown:
 			states[memberUnreachable]++
 		case written.errs[mb.ClusterID] != nil:
 			states[memberWriteFailed]++

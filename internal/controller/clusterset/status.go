@@ -80,6 +80,9 @@ func clusterSetStatus(cs *xccv1alpha1.ClusterSet, res member.Result, members []s
 		case !reads[m.ClusterID].synced:
 			msg = "not read yet: its last known exports are kept"
 			unreachable = append(unreachable, m.ClusterID)
+		case m.destUnknown:
+			msg = "its slice namespace is not read yet: not written until its API server is known to be no other ClusterSet's"
+			unreachable = append(unreachable, m.ClusterID)
 		case written.errs[m.ClusterID] != nil:
 			msg = "write failed: " + written.errs[m.ClusterID].Error()
 		case written.writing[m.ClusterID]:

@@ -183,10 +183,10 @@ func (r refusals) Error() string {
 func (r refusals) Unwrap() []error { return r.named }
 
 // writable reports whether the member m, read r, is written: read in
-// full and answering. An unreachable member would only cost each write
-// its timeout.
+// full and answering, and its destination known (claimDestinations). An
+// unreachable member would only cost each write its timeout.
 func writable(m setMember, r memberRead) bool {
-	return m.cluster != nil && r.synced && m.cluster.Unreachable() == "" && m.cluster.CutOff() == ""
+	return m.cluster != nil && r.synced && m.cluster.Unreachable() == "" && m.cluster.CutOff() == "" && !m.destUnknown
 }
 
 // timedWrite runs write, a write into cluster by writer, and records its
