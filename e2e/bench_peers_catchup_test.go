@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/xcc-dns/xcc-dns/e2e/lab"
 )
@@ -60,7 +61,12 @@ func (r *peersRun) catchUp(lastWrite time.Time) {
 	for i, s := range servers {
 		wg.Go(func() { took[i], errs[i] = r.answerAll(s, names, lastWrite, bound) })
 	}
+	asking := make(chan struct{})
+	var sliced sync.WaitGroup
+	sliced.Go(func() { r.logContractSlices(lastWrite, asking) })
 	wg.Wait()
+	close(asking)
+	sliced.Wait()
 	if err := errors.Join(errs...); err != nil {
 		r.t.Fatal(err)
 	}
@@ -71,6 +77,29 @@ func (r *peersRun) catchUp(lastWrite time.Time) {
 		cell(took[0], took[2]), cell(took[1], took[3]))
 	r.notes = append(r.notes, fmt.Sprintf("catch-up: the servers were asked from %s after the fill's last write on, when cluster-b held every import; "+
 		"a catch-up within one pass of that says only that the server had caught up by then", asked.Round(100*time.Millisecond)))
+}
+
+// peersContractSelector selects the clusterset contract slices the
+// controller writes into a member's slice namespace, which serve reads.
+const peersContractSelector = "endpointslice.kubernetes.io/managed-by=xcc-dns-controller,xcc-dns.io/record=clusterset"
+
+// logContractSlices logs, every peersCatchUpLogEvery until asking is
+// closed, how many clusterset contract slices cluster-b holds: a serve
+// behind them lags, a controller that has not written them is late.
+func (r *peersRun) logContractSlices(since time.Time, asking <-chan struct{}) {
+	b := theLab.Workload(lab.ClusterB)
+	for {
+		l, err := b.Client.DiscoveryV1().EndpointSlices(lab.SliceNamespace).List(r.ctx, metav1.ListOptions{LabelSelector: peersContractSelector})
+		if err == nil {
+			r.t.Logf("catch-up: cluster-b holds %d clusterset contract slices, %s after the fill's last write",
+				len(l.Items), time.Since(since).Round(time.Second))
+		}
+		select {
+		case <-asking:
+			return
+		case <-time.After(peersCatchUpLogEvery):
+		}
+	}
 }
 
 // answerAll asks s every name of names, and again the ones it did not

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/xcc-dns/xcc-dns/internal/contract"
 	"github.com/xcc-dns/xcc-dns/internal/skydnsrecord"
+	"github.com/xcc-dns/xcc-dns/internal/store"
 )
 
 // A multi-cluster name (contract.KindGateways, KindName, KindHeadless) is made
@@ -549,18 +551,60 @@ func (s *Syncer) syncName(ctx context.Context, name string) error {
 			"name", name, "records", len(desired), "maxRecords", s.budget.max)
 		desired = nil
 	}
-	res, err := s.store.SyncOwner(ctx, owner, desired)
+	for k := range desired {
+		dirs[skydnsrecord.ParentKey(k)] = true
+	}
+	res, err := s.syncWithNames(ctx, owner, desired, dirs)
 	if err != nil {
 		return fmt.Errorf("sync records of %s: %w", name, err)
 	}
 	s.observe(ctx, res, "name", name)
-	for k := range desired {
-		dirs[skydnsrecord.ParentKey(k)] = true
-	}
-	for _, dir := range sortedKeys(dirs) {
-		if err := s.syncNameRecord(ctx, dir); err != nil {
-			return err
+	return nil
+}
+
+// syncWithNames makes the records of owner equal desired and the name
+// record of every name at the key directories dirs match the records
+// below it as they are with desired, all in one plan: a new name is one
+// etcd round trip, not one for its records and one per name record.
+// It holds nameMu from reading the leaves to writing (syncNameRecord).
+func (s *Syncer) syncWithNames(ctx context.Context, owner string, desired skydnsrecord.Set, dirs map[string]bool) (store.Result, error) {
+	s.nameMu.Lock()
+	defer s.nameMu.Unlock()
+	mine := map[string]skydnsrecord.Set{}
+	for k, r := range desired {
+		dir := skydnsrecord.ParentKey(k)
+		if mine[dir] == nil {
+			mine[dir] = skydnsrecord.Set{}
 		}
+		mine[dir][k] = r
+	}
+	writes := map[string]skydnsrecord.Set{owner: desired}
+	for dir := range dirs {
+		leaves := s.store.OwnedUnder(dir)
+		maps.DeleteFunc(leaves, func(_ string, r skydnsrecord.Record) bool { return r.Owner == owner })
+		maps.Copy(leaves, mine[dir])
+		writes[nameOwnerPrefix+dir] = wantNameRecord(dir, leaves)
+	}
+	res, err := s.store.SyncOwners(ctx, writes)
+	if err != nil {
+		return res, err
+	}
+	// What etcd holds may differ from the plan (a key put by hand was
+	// skipped): each name record is checked against the mirror, at no
+	// etcd cost when it agrees.
+	for _, dir := range sortedKeys(dirs) {
+		if err := s.syncNameRecordLocked(ctx, dir); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// wantNameRecord is the name record of the name at key dir whose leaf
+// records are leaves, as the set of its owner; nil for none.
+func wantNameRecord(dir string, leaves skydnsrecord.Set) skydnsrecord.Set {
+	if k, r, ok := nameRecord(dir, leaves); ok {
+		return skydnsrecord.Set{k: r}
 	}
 	return nil
 }
@@ -570,10 +614,12 @@ func (s *Syncer) syncName(ctx context.Context, name string) error {
 func (s *Syncer) syncNameRecord(ctx context.Context, dir string) error {
 	s.nameMu.Lock()
 	defer s.nameMu.Unlock()
-	var want skydnsrecord.Set
-	if k, r, ok := nameRecord(dir, s.store.OwnedUnder(dir)); ok {
-		want = skydnsrecord.Set{k: r}
-	}
+	return s.syncNameRecordLocked(ctx, dir)
+}
+
+// syncNameRecordLocked is syncNameRecord with nameMu held.
+func (s *Syncer) syncNameRecordLocked(ctx context.Context, dir string) error {
+	want := wantNameRecord(dir, s.store.OwnedUnder(dir))
 	if s.beforeNameWrite != nil {
 		s.beforeNameWrite()
 	}

@@ -84,7 +84,9 @@ type Syncer struct {
 
 	// nameMu serialises name-record syncs (names.go) for the same reason:
 	// two slices leaving one name at once must not let the first write
-	// the record it computed before the second's leaves were gone.
+	// the record it computed before the second's leaves were gone. It
+	// covers a sync's own records too (syncWithNames): they go in the
+	// same etcd transaction as its name records.
 	nameMu sync.Mutex
 	// beforeNameWrite, when set, runs between a name-record sync's read
 	// and its write (tests only).
@@ -264,16 +266,11 @@ func (s *Syncer) syncHandler(ctx context.Context, key string) error {
 	for k := range desired {
 		dirs[skydnsrecord.ParentKey(k)] = true
 	}
-	res, err := s.store.SyncOwner(ctx, owner, desired)
+	res, err := s.syncWithNames(ctx, owner, desired, dirs)
 	if err != nil {
 		return fmt.Errorf("sync records of %s: %w", key, err)
 	}
 	s.observe(ctx, res, "slice", key)
-	for dir := range dirs {
-		if err := s.syncNameRecord(ctx, dir); err != nil {
-			return err
-		}
-	}
 	// The addresses whose claims change: the ones the slice had and has.
 	addrs := map[netip.Addr]bool{}
 	s.reverseAddrs(addrs, had)

@@ -161,6 +161,63 @@ func (s *Store) SyncOwner(ctx context.Context, owner string, desired skydnsrecor
 	return s.apply(ctx, skydnsrecord.Diff(desired, s.ownedBy(owner)))
 }
 
+// SyncOwners is SyncOwner for several owners at once (desired by owner),
+// in one plan: the writes of all of them share transactions, so records
+// that belong together (a name's leaves and its name record) cost one
+// etcd round trip, not one per owner. Two owners writing one key are
+// synced one after the other instead, as SyncOwner would.
+func (s *Store) SyncOwners(ctx context.Context, desired map[string]skydnsrecord.Set) (Result, error) {
+	for owner, set := range desired {
+		for key, r := range set {
+			if r.Owner != owner {
+				return Result{}, fmt.Errorf("record %q has owner %q, want %q", key, r.Owner, owner)
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.loaded {
+		return Result{}, fmt.Errorf("sync %d owners before the first reconcile", len(desired))
+	}
+	var all skydnsrecord.Plan
+	plans := make([]skydnsrecord.Plan, 0, len(desired))
+	keys := map[string]bool{}
+	shared := false
+	for _, owner := range slices.Sorted(maps.Keys(desired)) {
+		p := skydnsrecord.Diff(desired[owner], s.ownedBy(owner))
+		plans = append(plans, p)
+		all.Puts, all.Deletes = append(all.Puts, p.Puts...), append(all.Deletes, p.Deletes...)
+		for _, put := range p.Puts {
+			shared = shared || keys[put.Key]
+			keys[put.Key] = true
+		}
+		for _, key := range p.Deletes {
+			shared = shared || keys[key]
+			keys[key] = true
+		}
+	}
+	if !shared {
+		return s.apply(ctx, all)
+	}
+	// etcd refuses a transaction that names one key twice.
+	var res Result
+	for _, p := range plans {
+		r, err := s.apply(ctx, p)
+		res = res.add(r)
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// add is the result of two writes one after the other.
+func (r Result) add(o Result) Result {
+	r.Puts, r.Deletes, r.Skipped = r.Puts+o.Puts, r.Deletes+o.Deletes, append(r.Skipped, o.Skipped...)
+	r.Revision = max(r.Revision, o.Revision)
+	return r
+}
+
 // Owned returns a copy of the store's mirror of the owned records.
 func (s *Store) Owned() skydnsrecord.Set {
 	s.mu.Lock()

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -343,5 +344,57 @@ func TestLargeChangeNeverAnswersPartially(t *testing.T) {
 		if resp.Count < int64(len(next)) {
 			t.Errorf("at revision %d the name had %d records, fewer than its old and new %d", rev, resp.Count, len(next))
 		}
+	}
+}
+
+// SyncOwners writes the records of several owners in one transaction
+// (one etcd revision), as SyncOwner would one by one, and touches no
+// other owner.
+func TestSyncOwnersWritesOneTransaction(t *testing.T) {
+	_, cli := testfixture.StartEtcd(t)
+	ctx := context.Background()
+	s := store.New(cli, zone)
+	a, b, c := "EndpointSlice xcc-dns/a", "Name /skydns/test/xcc/x", "EndpointSlice xcc-dns/c"
+	if _, err := s.Reconcile(ctx, set([3]string{"x.xcc.test", a, "192.0.2.1"}, [3]string{"x.xcc.test", c, "192.0.2.3"})); err != nil {
+		t.Fatal(err)
+	}
+	before := revision(t, cli)
+	res, err := s.SyncOwners(ctx, map[string]skydnsrecord.Set{
+		a: set([3]string{"x.xcc.test", a, "192.0.2.2"}),
+		b: set([3]string{"x.xcc.test", b, "192.0.2.2"}),
+	})
+	if err != nil || res.Puts != 2 || res.Deletes != 1 {
+		t.Fatalf("SyncOwners: %+v, %v; want 2 puts and 1 delete", res, err)
+	}
+	if after := revision(t, cli); after != before+1 {
+		t.Errorf("revision %d after %d: %d transactions, want 1", after, before, after-before)
+	}
+	want := set([3]string{"x.xcc.test", a, "192.0.2.2"}, [3]string{"x.xcc.test", b, "192.0.2.2"}, [3]string{"x.xcc.test", c, "192.0.2.3"})
+	if got, err := s.Current(ctx); err != nil || !maps.Equal(got, want) {
+		t.Errorf("records %v (%v), want %v", got, err, want)
+	}
+	if _, err := s.SyncOwners(ctx, map[string]skydnsrecord.Set{a: set([3]string{"x.xcc.test", b, "192.0.2.9"})}); err == nil {
+		t.Error("a record of another owner was accepted")
+	}
+}
+
+// A key that one owner gives up and another takes in one SyncOwners
+// (etcd refuses a transaction naming it twice) moves all the same.
+func TestSyncOwnersMovesAKeyBetweenOwners(t *testing.T) {
+	_, cli := testfixture.StartEtcd(t)
+	ctx := context.Background()
+	s := store.New(cli, zone)
+	const key = "/skydns/test/xcc/x"
+	r := func(owner string) skydnsrecord.Record {
+		return skydnsrecord.Record{Host: "192.0.2.1", TTL: skydnsrecord.DefaultTTL, Owner: owner}
+	}
+	if _, err := s.Reconcile(ctx, skydnsrecord.Set{key: r("A")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SyncOwners(ctx, map[string]skydnsrecord.Set{"A": nil, "B": {key: r("B")}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Current(ctx); err != nil || !maps.Equal(got, skydnsrecord.Set{key: r("B")}) {
+		t.Errorf("records %v (%v), want the key owned by B", got, err)
 	}
 }
