@@ -31,27 +31,7 @@ func TestMCSNetworks(t *testing.T) {
 	ctx := context.Background()
 	mgmt, a, b := nl.Clusters[0], nl.Cluster(lab.ClusterA), nl.Cluster(lab.ClusterB)
 	const set, ns, svc, network = "networks", "nets", "echo", "xcc-dns.io/network"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		if err := lab.DeleteClusterSet(ctx, mgmt.Cluster, lab.ClusterNamespace, set); err != nil {
-			t.Error(err)
-		}
-		for _, c := range []*lab.NodeCluster{a, b} {
-			if err := lab.LabelCluster(ctx, mgmt.Cluster, c.Name, network, ""); err != nil {
-				t.Error(err)
-			}
-			if err := c.DeletePod(ctx, "mcs-get"); err != nil {
-				t.Error(err)
-			}
-			if err := c.DeleteNamespace(ctx, ns, 2*time.Minute); err != nil {
-				t.Error(err)
-			}
-		}
-		if err := a.DeleteNamespace(ctx, lab.EastWestNamespace, 2*time.Minute); err != nil {
-			t.Error(err)
-		}
-	})
+	t.Cleanup(func() { cleanupNetworks(t, mgmt, a, b, set, ns, network) })
 	version := "dns-version." + lab.ClusterSetZone
 	askUntil(t, lab.ClusterB, []want{{"TXT", version, "NOERROR", []string{`"1.0.0"`}}}, 4*time.Minute)
 	eachDNSPodSays(t, b, servedBy[lab.ClusterSetServe])
@@ -72,23 +52,7 @@ func TestMCSNetworks(t *testing.T) {
 	}
 
 	// Two networks: first the pod is reachable, then it is not.
-	direct := podIP + ":8080"
-	if out, err := nl.RunProbe(ctx, b, "mcs-get", "tcp", direct); err != nil {
-		t.Fatalf("connect from cluster-b to cluster-a's pod %s before the networks part: %q %v", direct, out, err)
-	}
-	undo, err := lab.IsolatePods(ctx, a, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := undo(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	if out, err := nl.RunProbe(ctx, b, "mcs-get", "tcp", direct); err == nil {
-		t.Fatalf("a pod of cluster-b still connects to cluster-a's pod %s: %q", direct, out)
-	}
-	t.Logf("networks: cluster-b's pods no longer reach cluster-a's pod %s (%s)", pod, direct)
+	isolate(t, a, b, pod, podIP+":8080")
 
 	// The east-west Gateway, the networks, the ClusterSet, the export.
 	if err := lab.EnsureNamespace(ctx, a.Cluster, lab.EastWestNamespace); err != nil {
@@ -117,32 +81,7 @@ func TestMCSNetworks(t *testing.T) {
 	if gatewayAddr != a.GatewayAddress() {
 		t.Errorf("the east-west Gateway's status address is %s, want Traefik's load-balancer address %s", gatewayAddr, a.GatewayAddress())
 	}
-	poll(t, "cluster-b's slices of "+ns+"/"+svc+" holding the gateway's address", 2*time.Minute, func() error {
-		d, err := lab.GetDerived(ctx, b.Cluster, ns, svc)
-		switch {
-		case err != nil:
-			return err
-		case d == nil:
-			return fmt.Errorf("no derived Service")
-		case !slices.Equal(d.Sources[lab.ClusterA], []string{gatewayAddr}) || len(d.Sources) != 1:
-			return fmt.Errorf("slices by source cluster %v, want %s [%s]", d.Sources, lab.ClusterA, gatewayAddr)
-		}
-		ss, err := lab.ImportedSlices(ctx, b.Cluster, ns, svc, lab.ClusterA)
-		if err != nil {
-			return err
-		}
-		ports := map[string]int32{}
-		for _, s := range ss {
-			for _, p := range s.Ports {
-				ports[ptr.Deref(p.Name, "")] = ptr.Deref(p.Port, 0)
-			}
-		}
-		if want := map[string]int32{"web": lab.EastWestHTTPPort, "raw": lab.EastWestTCPPort}; !maps.Equal(ports, want) {
-			return fmt.Errorf("slices of %s have ports %v, want the gateway's listener ports %v", lab.ClusterA, ports, want)
-		}
-		t.Logf("networks: derived Service %s/%s ports %v, slices by source cluster %v on ports %v", ns, d.Name, d.Ports, d.Sources, ports)
-		return nil
-	})
+	slicesOnGateway(t, b, ns, svc, gatewayAddr)
 	poll(t, "ServiceExport "+ns+"/"+svc+" of cluster-a CrossNetwork", time.Minute, func() error {
 		conds, err := lab.ExportConditions(ctx, a.Cluster, ns, svc)
 		if err == nil && conds["CrossNetwork"] != "True/Routed" {
@@ -166,6 +105,89 @@ func TestMCSNetworks(t *testing.T) {
 		t.Logf("networks: GET %s from a pod of cluster-b: %s", url, strings.TrimSpace(out))
 	}
 	traefikRouted(t, a, "xcc-"+svc+"-http-80-merged")
+}
+
+// cleanupNetworks removes what TestMCSNetworks made: the ClusterSet set,
+// the network labels, namespace ns of a and b and the east-west
+// Gateways' namespace of a.
+func cleanupNetworks(t *testing.T, mgmt, a, b *lab.NodeCluster, set, ns, network string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := lab.DeleteClusterSet(ctx, mgmt.Cluster, lab.ClusterNamespace, set); err != nil {
+		t.Error(err)
+	}
+	for _, c := range []*lab.NodeCluster{a, b} {
+		if err := lab.LabelCluster(ctx, mgmt.Cluster, c.Name, network, ""); err != nil {
+			t.Error(err)
+		}
+		if err := c.DeletePod(ctx, "mcs-get"); err != nil {
+			t.Error(err)
+		}
+		if err := c.DeleteNamespace(ctx, ns, 2*time.Minute); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := a.DeleteNamespace(ctx, lab.EastWestNamespace, 2*time.Minute); err != nil {
+		t.Error(err)
+	}
+}
+
+// isolate has the lab's router stop routing between the pod ranges of a
+// and b until the test ends; a pod of b connects to direct, the address
+// of a's pod, before (it must) and after (it must not).
+func isolate(t *testing.T, a, b *lab.NodeCluster, pod, direct string) {
+	t.Helper()
+	ctx := context.Background()
+	if out, err := nl.RunProbe(ctx, b, "mcs-get", "tcp", direct); err != nil {
+		t.Fatalf("connect from %s to %s's pod %s before the networks part: %q %v", b.Name, a.Name, direct, out, err)
+	}
+	undo, err := lab.IsolatePods(ctx, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := undo(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	if out, err := nl.RunProbe(ctx, b, "mcs-get", "tcp", direct); err == nil {
+		t.Fatalf("a pod of %s still connects to %s's pod %s: %q", b.Name, a.Name, direct, out)
+	}
+	t.Logf("networks: %s's pods no longer reach %s's pod %s (%s)", b.Name, a.Name, pod, direct)
+}
+
+// slicesOnGateway waits until b's derived Service of ns/svc has slices
+// of cluster-a only, holding the gateway's address addr on the
+// listener ports of web (HTTP) and raw (TCP).
+func slicesOnGateway(t *testing.T, b *lab.NodeCluster, ns, svc, addr string) {
+	t.Helper()
+	ctx := context.Background()
+	poll(t, b.Name+"'s slices of "+ns+"/"+svc+" holding the gateway's address", 2*time.Minute, func() error {
+		d, err := lab.GetDerived(ctx, b.Cluster, ns, svc)
+		switch {
+		case err != nil:
+			return err
+		case d == nil:
+			return fmt.Errorf("no derived Service")
+		case !slices.Equal(d.Sources[lab.ClusterA], []string{addr}) || len(d.Sources) != 1:
+			return fmt.Errorf("slices by source cluster %v, want %s [%s]", d.Sources, lab.ClusterA, addr)
+		}
+		ss, err := lab.ImportedSlices(ctx, b.Cluster, ns, svc, lab.ClusterA)
+		if err != nil {
+			return err
+		}
+		ports := map[string]int32{}
+		for _, s := range ss {
+			for _, p := range s.Ports {
+				ports[ptr.Deref(p.Name, "")] = ptr.Deref(p.Port, 0)
+			}
+		}
+		if want := map[string]int32{"web": lab.EastWestHTTPPort, "raw": lab.EastWestTCPPort}; !maps.Equal(ports, want) {
+			return fmt.Errorf("slices of %s have ports %v, want the gateway's listener ports %v", lab.ClusterA, ports, want)
+		}
+		t.Logf("networks: derived Service %s/%s ports %v, slices by source cluster %v on ports %v", ns, d.Name, d.Ports, d.Sources, ports)
+		return nil
+	})
 }
 
 // setEastWestPorts gives the Service ns/name of c (CreateMCSService's)
