@@ -98,9 +98,9 @@ func mergedName(ns, set, listener string) string { return ns + "-" + set + "-" +
 // copy attached to the merged listener. It returns the merged listeners'
 // names, by the set's listener names.
 func MergeListenerSet(ctx context.Context, c *Cluster, ns, set string) (map[string]string, error) {
-	ls, err := GatewayAPIObject(ctx, c, "listenersets", ns, set)
-	if err != nil || ls == nil {
-		return nil, fmt.Errorf("ListenerSet %s/%s of %s: %v", ns, set, c.Name, err)
+	ls, err := mustGatewayAPIObject(ctx, c, "listenersets", ns, set)
+	if err != nil {
+		return nil, err
 	}
 	listeners, _, _ := unstructured.NestedSlice(ls.Object, "spec", "listeners")
 	merged := map[string]string{}
@@ -196,9 +196,9 @@ func copyRoutes(ctx context.Context, c *Cluster, res, ns, set string, merged map
 // Programmed, "" when all are; and the east-west Gateway's status
 // addresses.
 func MergedListenersProgrammed(ctx context.Context, c *Cluster, names []string) (string, []string, error) {
-	gw, err := GatewayAPIObject(ctx, c, "gateways", EastWestNamespace, EastWestGateway)
-	if err != nil || gw == nil {
-		return "", nil, fmt.Errorf("Gateway %s/%s of %s: %v", EastWestNamespace, EastWestGateway, c.Name, err)
+	gw, err := mustGatewayAPIObject(ctx, c, "gateways", EastWestNamespace, EastWestGateway)
+	if err != nil {
+		return "", nil, err
 	}
 	var addrs []string
 	as, _, _ := unstructured.NestedSlice(gw.Object, "status", "addresses")
@@ -210,9 +210,9 @@ func MergedListenersProgrammed(ctx context.Context, c *Cluster, names []string) 
 	if !currentTrue(conds, "Programmed", gw.GetGeneration()) {
 		return fmt.Sprintf("Gateway %s not Programmed: %v", EastWestGateway, conds), addrs, nil
 	}
-	merged, err := GatewayAPIObject(ctx, c, "gateways", EastWestNamespace, EastWestMerged)
-	if err != nil || merged == nil {
-		return "", nil, fmt.Errorf("Gateway %s/%s of %s: %v", EastWestNamespace, EastWestMerged, c.Name, err)
+	merged, err := mustGatewayAPIObject(ctx, c, "gateways", EastWestNamespace, EastWestMerged)
+	if err != nil {
+		return "", nil, err
 	}
 	gen := merged.GetGeneration()
 	statuses, _, _ := unstructured.NestedSlice(merged.Object, "status", "listeners")
@@ -229,6 +229,15 @@ func MergedListenersProgrammed(ctx context.Context, c *Cluster, names []string) 
 		}
 	}
 	return "", addrs, nil
+}
+
+// mustGatewayAPIObject is GatewayAPIObject, an error when there is none.
+func mustGatewayAPIObject(ctx context.Context, c *Cluster, resource, ns, name string) (*unstructured.Unstructured, error) {
+	u, err := GatewayAPIObject(ctx, c, resource, ns, name)
+	if err == nil && u == nil {
+		err = fmt.Errorf("no %s %s/%s in %s", resource, ns, name, c.Name)
+	}
+	return u, err
 }
 
 // currentTrue: condition typ of conds is True for generation gen.
