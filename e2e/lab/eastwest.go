@@ -85,6 +85,12 @@ func GatewayProgrammed(ctx context.Context, w *Cluster, namespace, name string, 
 // of w as an implementation would: Accepted, each listener Accepted,
 // Programmed and not Conflicted.
 func ListenerSetAccepted(ctx context.Context, w *Cluster, namespace, name string) error {
+	return ListenerSetListenersAccepted(ctx, w, namespace, name, nil)
+}
+
+// ListenerSetListenersAccepted is ListenerSetAccepted with the listeners
+// of only (nil: all) in the status, the others left without one.
+func ListenerSetListenersAccepted(ctx context.Context, w *Cluster, namespace, name string, only map[string]bool) error {
 	res := w.Dynamic.Resource(GatewayAPIGVR("listenersets")).Namespace(namespace)
 	u, err := res.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -95,6 +101,9 @@ func ListenerSetAccepted(ctx context.Context, w *Cluster, namespace, name string
 	var statuses []any
 	for _, l := range listeners {
 		m, _ := l.(map[string]any)
+		if only != nil && !only[fmt.Sprint(m["name"])] {
+			continue
+		}
 		kind := map[string]any{"HTTP": "HTTPRoute", "TLS": "TLSRoute", "TCP": "TCPRoute"}[fmt.Sprint(m["protocol"])]
 		statuses = append(statuses, map[string]any{"name": m["name"], "attachedRoutes": int64(1),
 			"supportedKinds": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": kind}},

@@ -112,6 +112,9 @@ func (l *NodeLab) startGateway(ctx context.Context, c *NodeCluster) error {
 	if err := installGatewayAPI(ctx, c.Cluster); err != nil {
 		return err
 	}
+	if err := l.installEastWestCRDs(ctx, c.Cluster); err != nil {
+		return err
+	}
 	if err := ensureNamespace(ctx, c.Cluster, GatewayNamespace); err != nil {
 		return err
 	}
@@ -192,13 +195,19 @@ func createTraefikRBAC(ctx context.Context, c *NodeCluster) error {
 	return nil
 }
 
-// traefikArgs: the web entry point for the Gateway's HTTP listener, the
+// traefikArgs: the web entry point for the Gateway's HTTP listener (and
+// the east-west Gateway's), one for the east-west Gateway's TCP listener, the
 // kubernetesgateway provider with the experimental channel (TCPRoute,
 // TLSRoute), ping for the readiness probe on an entry point of its own,
 // and nothing that calls out of the lab.
 var traefikArgs = []string{
 	fmt.Sprintf("--entryPoints.web.address=:%d", traefikHTTPPort),
 	fmt.Sprintf("--entryPoints.traefik.address=:%d", traefikPingPort),
+	fmt.Sprintf("--entryPoints.eastwest-tcp.address=:%d", EastWestTCPPort),
+	// The Gateways' status addresses: the load-balancer address of the
+	// Service in front of Traefik, what importers of another network dial.
+	"--providers.kubernetesgateway.statusAddress.service.name=" + GatewayName,
+	"--providers.kubernetesgateway.statusAddress.service.namespace=" + GatewayNamespace,
 	"--ping=true",
 	"--providers.kubernetesgateway=true",
 	"--providers.kubernetesgateway.experimentalChannel=true",
@@ -222,8 +231,9 @@ func createTraefik(ctx context.Context, c *NodeCluster) error {
 					ServiceAccountName: TraefikName,
 					Containers: []corev1.Container{{
 						Name: TraefikName, Image: TraefikImage, ImagePullPolicy: corev1.PullNever,
-						Args:  traefikArgs,
-						Ports: []corev1.ContainerPort{{Name: "web", ContainerPort: traefikHTTPPort}, {Name: "ping", ContainerPort: traefikPingPort}},
+						Args: traefikArgs,
+						Ports: []corev1.ContainerPort{{Name: "web", ContainerPort: traefikHTTPPort}, {Name: "ping", ContainerPort: traefikPingPort},
+							{Name: "eastwest-tcp", ContainerPort: EastWestTCPPort}},
 						ReadinessProbe: &corev1.Probe{
 							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ping", Port: intstr.FromInt32(traefikPingPort)}},
 							PeriodSeconds: 2,
@@ -249,7 +259,10 @@ func createGatewayService(ctx context.Context, c *NodeCluster) error {
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeLoadBalancer,
 			Selector: map[string]string{"app": TraefikName},
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(traefikHTTPPort), Protocol: corev1.ProtocolTCP}},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(traefikHTTPPort), Protocol: corev1.ProtocolTCP},
+				// The east-west Gateway's listener ports, at the same address.
+				{Name: "eastwest-http", Port: traefikHTTPPort, TargetPort: intstr.FromInt32(traefikHTTPPort), Protocol: corev1.ProtocolTCP},
+				{Name: "eastwest-tcp", Port: EastWestTCPPort, TargetPort: intstr.FromInt32(EastWestTCPPort), Protocol: corev1.ProtocolTCP}},
 		},
 	}
 	if _, err := c.Client.CoreV1().Services(GatewayNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
