@@ -148,17 +148,7 @@ func (s *Store) Reconcile(ctx context.Context, desired skydnsrecord.Set) (Result
 // that owner. It plans against the store's mirror of etcd, so an unchanged
 // input costs no etcd call at all. Reconcile must have run first.
 func (s *Store) SyncOwner(ctx context.Context, owner string, desired skydnsrecord.Set) (Result, error) {
-	for key, r := range desired {
-		if r.Owner != owner {
-			return Result{}, fmt.Errorf("record %q has owner %q, want %q", key, r.Owner, owner)
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.loaded {
-		return Result{}, fmt.Errorf("sync %q before the first reconcile", owner)
-	}
-	return s.apply(ctx, skydnsrecord.Diff(desired, s.ownedBy(owner)))
+	return s.SyncOwners(ctx, map[string]skydnsrecord.Set{owner: desired})
 }
 
 // SyncOwners is SyncOwner for several owners at once (desired by owner),
@@ -177,7 +167,7 @@ func (s *Store) SyncOwners(ctx context.Context, desired map[string]skydnsrecord.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.loaded {
-		return Result{}, fmt.Errorf("sync %d owners before the first reconcile", len(desired))
+		return Result{}, fmt.Errorf("sync %q before the first reconcile", slices.Sorted(maps.Keys(desired)))
 	}
 	var all skydnsrecord.Plan
 	plans := make([]skydnsrecord.Plan, 0, len(desired))
