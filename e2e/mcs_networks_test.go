@@ -126,7 +126,7 @@ func testMCSNetworks(t *testing.T) {
 	if err := lab.EnsureNamespace(ctx, a, gwNS); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lab.ApplyYAML(ctx, a, lab.GatewayAPIGVR("gateways"), lab.EastWestGatewayYAML(gwNS, gwName)); err != nil {
+	if _, err := lab.ApplyYAML(ctx, a, lab.GatewayAPIGVR("gateways"), lab.EastWestGatewayYAML(gwNS, gwName, "lab", 9000)); err != nil {
 		t.Fatal(err)
 	}
 	if err := lab.GatewayProgrammed(ctx, a, gwNS, gwName, true, gwAddress); err != nil {

@@ -16,26 +16,28 @@ func GatewayAPIGVR(resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: resource}
 }
 
-// EastWestGatewayYAML is an operator's east-west Gateway that admits
-// ListenerSets of every namespace. No implementation runs in the lab's
-// API servers: GatewayProgrammed and ListenerSetAccepted write what one
-// would.
-func EastWestGatewayYAML(namespace, name string) string {
+// EastWestGatewayYAML is an operator's east-west Gateway of class that
+// admits ListenerSets of every namespace, with one listener of its own
+// on port (a Gateway needs one) that no route uses. In the lab's bare
+// API servers no implementation runs: GatewayProgrammed and
+// ListenerSetAccepted write what one would.
+func EastWestGatewayYAML(namespace, name, class string, port int) string {
 	return fmt.Sprintf(`apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata:
   name: %s
   namespace: %s
 spec:
-  gatewayClassName: lab
+  gatewayClassName: %s
   allowedListeners:
     namespaces:
       from: All
   listeners:
   - name: own
-    port: 9000
+    hostname: %s.invalid
+    port: %d
     protocol: HTTP
-`, name, namespace)
+`, name, namespace, class, name, port)
 }
 
 // ClusterSetWithNetworks is ClusterSetSelecting with spec.networks: the

@@ -19,19 +19,32 @@ var GatewayAPIKinds = []string{"gateways", "listenersets", "httproutes", "tlsrou
 // API release the main module requires, from the module cache: the CRDs
 // the controller's objects are built for.
 func GatewayAPICRDDir(ctx context.Context, repo string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
+	return gatewayAPICRDDir(ctx, repo, "standard")
+}
+
+// gatewayAPICRDDir is the CRD directory of channel ("standard",
+// "experimental") of the main module's Gateway API release, the main
+// module being at repo.
+func gatewayAPICRDDir(ctx context.Context, repo, channel string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", gatewayAPIModule)
 	cmd.Dir = repo
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("find sigs.k8s.io/gateway-api in the main module: %w", err)
+		return "", fmt.Errorf("find %s in the main module: %w", gatewayAPIModule, err)
 	}
-	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
+	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", channel), nil
 }
 
 // InstallGatewayAPI installs the Gateway API CRDs of dir into c and waits
 // until each is Established.
 func InstallGatewayAPI(ctx context.Context, c *Cluster, dir string) error {
-	for _, k := range GatewayAPIKinds {
+	return installGatewayAPIKinds(ctx, c, dir, GatewayAPIKinds)
+}
+
+// installGatewayAPIKinds installs the CRDs of kinds (lowercase plural)
+// from dir into c, each Established.
+func installGatewayAPIKinds(ctx context.Context, c *Cluster, dir string, kinds []string) error {
+	for _, k := range kinds {
 		if err := installCRDFile(ctx, c, filepath.Join(dir, "gateway.networking.k8s.io_"+k+".yaml")); err != nil {
 			return err
 		}

@@ -3,8 +3,6 @@ package lab
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -50,41 +48,18 @@ var eastWestCRDs = []string{"listenersets", "tcproutes", "tlsroutes"}
 // installEastWestCRDs installs eastWestCRDs from the main module's
 // sigs.k8s.io/gateway-api into c.
 func (l *NodeLab) installEastWestCRDs(ctx context.Context, c *Cluster) error {
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", gatewayAPIModule)
-	cmd.Dir = l.RepoRoot
-	out, err := cmd.Output()
+	dir, err := gatewayAPICRDDir(ctx, l.RepoRoot, "experimental")
 	if err != nil {
-		return fmt.Errorf("find %s in the main module: %w", gatewayAPIModule, err)
+		return err
 	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "experimental")
-	for _, k := range eastWestCRDs {
-		if err := installCRDFile(ctx, c, filepath.Join(dir, "gateway.networking.k8s.io_"+k+".yaml")); err != nil {
-			return err
-		}
-	}
-	return nil
+	return installGatewayAPIKinds(ctx, c, dir, eastWestCRDs)
 }
 
-// EastWestGatewayOfTraefik is the Gateway name in EastWestNamespace:
-// class traefik, ListenerSets of every namespace allowed, one listener
-// of its own (a Gateway needs one) that no route uses.
+// EastWestGatewayOfTraefik is the Gateway name in EastWestNamespace of
+// class traefik (EastWestGatewayYAML), its own listener on Traefik's web
+// entry point.
 func EastWestGatewayOfTraefik(name string) string {
-	return fmt.Sprintf(`apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata:
-  name: %s
-  namespace: %s
-spec:
-  gatewayClassName: %s
-  allowedListeners:
-    namespaces:
-      from: All
-  listeners:
-  - name: own
-    hostname: %s.invalid
-    port: %d
-    protocol: HTTP
-`, name, EastWestNamespace, GatewayClassName, name, EastWestHTTPPort)
+	return EastWestGatewayYAML(EastWestNamespace, name, GatewayClassName, EastWestHTTPPort)
 }
 
 // mergedName is the Gateway listener the lab makes of listener of the

@@ -34,7 +34,7 @@ const (
 	// CRDs (TCPRoute, TLSRoute) into every workload cluster.
 	GatewayAPIVersion = "v1.4.0"
 	gatewayAPIModule  = "sigs.k8s.io/gateway-api"
-	gatewayAPICRDDir  = "config/crd/experimental"
+	traefikCRDDir     = "config/crd/experimental"
 	// GatewayClassName is the lab's GatewayClass, Traefik's controller.
 	GatewayClassName = "traefik"
 	// GatewayObjectName is the Gateway in GatewayNamespace.
@@ -87,7 +87,7 @@ func installGatewayAPI(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return err
 	}
-	crdDir := filepath.Join(dir, gatewayAPICRDDir)
+	crdDir := filepath.Join(dir, traefikCRDDir)
 	files, err := filepath.Glob(filepath.Join(crdDir, "gateway.networking.*.yaml"))
 	if err != nil {
 		return fmt.Errorf("glob the Gateway API CRDs in %s: %w", crdDir, err)
