@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -53,12 +54,30 @@ func installGatewayAPIKinds(ctx context.Context, c *Cluster, dir string, kinds [
 }
 
 // UninstallGatewayAPI deletes the Gateway API CRDs InstallGatewayAPI
-// installed, and with them every object of theirs.
+// installed, and with them every object of theirs, and waits until they
+// are gone: an install meanwhile would apply to a CRD being deleted, see
+// it Established, and lose it a moment later.
 func UninstallGatewayAPI(ctx context.Context, c *Cluster) error {
 	for _, k := range GatewayAPIKinds {
 		name := k + ".gateway.networking.k8s.io"
 		if err := c.Dynamic.Resource(crdGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete CRD %s on %s: %w", name, c.Name, err)
+		}
+	}
+	for _, k := range GatewayAPIKinds {
+		name := k + ".gateway.networking.k8s.io"
+		err := waitFor(ctx, nil, crdEstablishedWait, "CRD "+name+" gone from "+c.Name, func(ctx context.Context) error {
+			_, err := c.Dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("get CRD: %w", err)
+			}
+			return errors.New("still there")
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
