@@ -36,20 +36,7 @@ var eastWestGolden = filepath.Join("..", "internal", "mcs", "eastwest", "testdat
 func testEastWestObjects(t *testing.T) {
 	ctx := ctxFor(t)
 	a := theLab.Workload(lab.ClusterA)
-	dir, err := lab.GatewayAPICRDDir(ctx, "..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := lab.UninstallGatewayAPI(ctx, a); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := lab.InstallGatewayAPI(ctx, a, dir); err != nil {
-		t.Fatal(err)
-	}
+	withGatewayAPI(t, a)
 	data, err := os.ReadFile(eastWestGolden)
 	if err != nil {
 		t.Fatal(err)
@@ -108,21 +95,8 @@ func testMCSNetworks(t *testing.T) {
 	const gwNS, gwName, gwAddress = "xcc-east-west", "east-west", "198.51.100.80"
 	const httpPort, first, last = 8080, 31000, 31009
 	ctx := ctxFor(t)
-	dir, err := lab.GatewayAPICRDDir(ctx, "..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := lab.UninstallGatewayAPI(ctx, a); err != nil {
-			t.Error(err)
-		}
-	})
+	withGatewayAPI(t, a)
 	cleanupClusterSet(t, set, []*lab.Cluster{a, b}, []string{label, networkLabel}, a, ns, svc, db)
-	if err := lab.InstallGatewayAPI(ctx, a, dir); err != nil {
-		t.Fatal(err)
-	}
 	if err := lab.EnsureNamespace(ctx, a, gwNS); err != nil {
 		t.Fatal(err)
 	}
@@ -305,4 +279,26 @@ func cleanupClusterSet(t *testing.T, set string, clusters []*lab.Cluster, labels
 			}
 		}
 	})
+}
+
+// withGatewayAPI installs the main module's standard-channel Gateway API
+// CRDs into c for t, and uninstalls them, with every object of theirs,
+// when t ends.
+func withGatewayAPI(t *testing.T, c *lab.Cluster) {
+	t.Helper()
+	ctx := ctxFor(t)
+	dir, err := lab.GatewayAPICRDDir(ctx, "..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := lab.UninstallGatewayAPI(ctx, c); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := lab.InstallGatewayAPI(ctx, c, dir); err != nil {
+		t.Fatal(err)
+	}
 }
