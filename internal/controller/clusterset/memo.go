@@ -34,6 +34,12 @@ type memberMemo struct {
 	// ended: a write of the member has ended, well or not; until then
 	// settled knows nothing of what the member holds (importsWritten).
 	ended atomic.Bool
+	// last is what the member's last write was computed from, and the
+	// controller's objects it left there, when it ended with nothing
+	// failed, refused or left to write; lastKnown is false otherwise.
+	// A write computed from the same is skipped (changes.go).
+	last      memberInput
+	lastKnown bool
 }
 
 func newMemberMemo() *memberMemo {

@@ -38,6 +38,9 @@ type setMemory struct {
 	// built and settled (memberMemo): a write builds and plans only the
 	// imports that changed.
 	members map[string]*memberMemo
+	// versions number the imports, so a member's write can tell that
+	// none changed since its last (changes.go).
+	versions importVersions
 	// saved is the sha256 of what the state holds, as
 	// state.EncodeClusterSet wrote it (a hash: the encoding can be large);
 	// unknown while savedKnown is false.

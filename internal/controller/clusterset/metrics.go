@@ -26,6 +26,9 @@ type Metrics struct {
 	// MemberEventsHeld counts the events of members held back past
 	// their syncs a second (memberRate); the log names the member.
 	MemberEventsHeld prometheus.Counter
+	// MemberWritesUnchanged counts the writes of a member skipped
+	// because nothing they are computed from changed (changes.go).
+	MemberWritesUnchanged prometheus.Counter
 
 	// exports times the exports of each ClusterSet for ExportToWritten.
 	exports *exportLatency
@@ -75,13 +78,18 @@ func NewMetrics() *Metrics {
 			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_member_events_held_total",
 			Help: "Events of clusterset members held back because the member passed --member-syncs-per-second; held events are synced together.",
 		}),
+		MemberWritesUnchanged: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "xcc", Subsystem: "controller", Name: "clusterset_member_writes_unchanged_total",
+			Help: "Writes of a clusterset member skipped because nothing they are computed from changed since its last write, which ended well: no import, export, namespace or object of the controller there.",
+		}),
 		exports: newExportLatency(),
 	}
 }
 
 // Collectors are the metrics to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.ExportToWritten, m.ClusterSetReady, m.ClusterSetMembers, m.ClusterSetImports, m.ClusterSetExports, m.MemberEventsHeld}
+	return []prometheus.Collector{m.ExportToWritten, m.ClusterSetReady, m.ClusterSetMembers, m.ClusterSetImports, m.ClusterSetExports, m.MemberEventsHeld,
+		m.MemberWritesUnchanged}
 }
 
 // forget drops the series of the ClusterSet key, which is gone.

@@ -45,6 +45,7 @@ func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemor
 	}
 	logger := klog.FromContext(ctx)
 	writtenNow := importsWritten(mem, members, reads, agg)
+	versions := mem.versions.of(agg, endpoints)
 	var ids, clusters []string
 	var started []*lane.Write
 	// all holds every error of each write, by index of started.
@@ -63,7 +64,7 @@ func (c *Reconciler) writeMembers(ctx context.Context, key string, mem *setMemor
 		}
 		started = append(started, c.submit(m.cluster.Key(), key, &all[len(started)], func(ctx context.Context) error {
 			return timedWrite(m.cluster, workload.WriterClusterSet, func() error {
-				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, writtenNow, memo, ew)
+				return c.writeMember(klog.NewContext(ctx, logger), m, r, agg, endpoints, writtenNow, versions, memo, ew)
 			})
 		}))
 	}
@@ -209,18 +210,40 @@ func timedWrite(cluster *workload.Cluster, writer workload.Writer, write func() 
 // that does not answer at all (apply.ErrNotAnswering) or cannot be listed
 // is left as it is until the next sync.
 func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
-	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, imports map[aggregate.Key]written, memo *memberMemo, ew eastWest) error {
+	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, imports map[aggregate.Key]written,
+	versions map[aggregate.Key]uint64, memo *memberMemo, ew eastWest) error {
 	defer memo.ended.Store(true)
+	// Computed from the same as the last write that ended well, and
+	// with the member holding what that write left: nothing to do.
+	input := func() (memberInput, bool) { return c.memberInput(m, r, agg, versions, imports, memo, ew) }
+	if in, ok := input(); ok && memo.lastKnown && memo.last == in {
+		c.cfg.Metrics.MemberWritesUnchanged.Inc()
+		return nil
+	}
+	memo.lastKnown = false
+	settled, err := c.writeObjects(ctx, m, r, agg, endpoints, imports, memo, ew)
+	if err == nil && settled {
+		memo.last, memo.lastKnown = input()
+	}
+	return err
+}
+
+// writeObjects is writeMember's write; settled says the member's
+// ClusterIPs came to rest within its rounds (else the next write
+// computes its objects again with the new ones).
+func (c *Reconciler) writeObjects(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
+	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, imports map[aggregate.Key]written,
+	memo *memberMemo, ew eastWest) (settled bool, err error) {
 	client, ok := memberClient(m)
 	if !ok {
-		return errors.New("its client has no Multi-Cluster Services API")
+		return false, errors.New("its client has no Multi-Cluster Services API")
 	}
 	client = memo.exports.client(apply.Observed(client, c.seen(m.cluster)))
 	// Everything is read from the member's informers; the controller's
 	// own objects are listed only while those have not listed yet.
 	existing, contractSlices, cached, err := c.ownObjects(ctx, m, client)
 	if err != nil {
-		return err
+		return false, err
 	}
 	existing.Exports = memo.exports.over(r.own)
 	ready := readyExports(existing.Exports, imports)
@@ -253,7 +276,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 		}
 		if errors.Is(applyErr, apply.ErrNotAnswering) {
 			memo.settled.Forget()
-			return kubeclient.Join(errs...)
+			return false, kubeclient.Join(errs...)
 		}
 		for _, k := range same {
 			if v, ok := ips[k]; ok {
@@ -268,7 +291,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 			// written is there (apply.Observed).
 			if existing, contractSlices, cached, err = c.ownObjects(ctx, m, client); err != nil {
 				memo.settled.Forget()
-				return kubeclient.Join(append(errs, err)...)
+				return false, kubeclient.Join(append(errs, err)...)
 			}
 		}
 		if applyErr == nil {
@@ -279,19 +302,42 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 			memo.settled.Forget()
 		}
 		if !changed {
+			settled = true
 			break
 		}
 	}
 	for _, line := range objs.Refused {
 		klog.FromContext(ctx).V(2).Info("Endpoint not imported", "member", m.ClusterID, "why", line)
 	}
-	reach := func(source string) bool { return ew.networks.Reaches(m.ClusterID, source) }
-	want := c.clusterSetSlices(memo.dns, objs, agg, endpoints, ips, contractSlices, reach)
-	errs = append(errs, c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), memo.dns, contractSlices, want))
+	errs = append(errs, c.writeContract(ctx, m, client, memo, objs, agg, endpoints, ips, contractSlices, ew))
 	// The member's exports reach the importers of other networks through
 	// its east-west gateway once these are written.
 	errs = append(errs, writeEastWest(ctx, m, ew, memo))
-	return kubeclient.Join(errs...)
+	return settled, kubeclient.Join(errs...)
+}
+
+// writeContract writes member m's contract slices of its objects objs,
+// whose ClusterSetIPs are ips, given the slices it holds (held).
+func (c *Reconciler) writeContract(ctx context.Context, m setMember, client apply.Member, memo *memberMemo, objs objects.Objects,
+	agg aggregate.Result, endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, ips map[aggregate.Key][]string,
+	held []*discoveryv1.EndpointSlice, ew eastWest) error {
+	reach := func(source string) bool { return ew.networks.Reaches(m.ClusterID, source) }
+	want := c.clusterSetSlices(memo.dns, objs, agg, endpoints, ips, held, reach)
+	return c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), memo.dns, held, want)
+}
+
+// memberInput is what the write of member m, read r, is computed from
+// (changes.go), with the controller's objects it holds now; ok is false
+// when a write must not be skipped however it compares: those objects
+// not read yet, an import refused that waits to be tried again, or
+// east-west objects, whose gateway's state the input does not hold.
+func (c *Reconciler) memberInput(m setMember, r memberRead, agg aggregate.Result, versions map[aggregate.Key]uint64,
+	imports map[aggregate.Key]written, memo *memberMemo, ew eastWest) (memberInput, bool) {
+	owned, ok := c.cfg.Workloads.Own(m.cluster)
+	in := inputOf(m.ClusterID, agg, versions, imports, memo.exports.over(r.own), r.namespaces)
+	in.own = owned.Total
+	_, retry := memo.settled.Refused()
+	return in, ok && retry.IsZero() && !ew.on && len(memo.eastWest) == 0
 }
 
 // ownObjects are the controller's objects in member m, from its

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -58,6 +59,10 @@ type Owned struct {
 	// Digest is the sum of the digests of a group's objects in the
 	// lists.
 	Digest func(group any) uint64
+	// Total changes whenever any object of the lists does (its UID or
+	// resourceVersion, or it comes or goes), and only then: a write
+	// compares it to the one it left to know that nobody wrote since.
+	Total uint64
 }
 
 // Kinds is how many kinds the lists are of (Config.Own).
@@ -89,6 +94,9 @@ type ownWatch struct {
 	// every write was the larger part of its cost.
 	mine []map[objectName]metav1.Object
 	held map[any]uint64
+	// total is the sum of objectDigest over mine, kept as the events
+	// come (Owned.Total).
+	total uint64
 }
 
 // objectName is a namespaced object's name.
@@ -192,6 +200,7 @@ func (o *ownWatch) count(store int, old, cur any) {
 	defer o.mu.Unlock()
 	if m := o.ours(store, old); m != nil {
 		delete(o.mine[store], objectName{m.GetNamespace(), m.GetName()})
+		o.total -= objectDigest(store, m)
 		if k, d, ok := o.digestOf(store, m); ok {
 			o.held[k] -= d
 			if o.held[k] == 0 {
@@ -201,10 +210,47 @@ func (o *ownWatch) count(store int, old, cur any) {
 	}
 	if m := o.ours(store, cur); m != nil {
 		o.mine[store][objectName{m.GetNamespace(), m.GetName()}] = m
+		o.total += objectDigest(store, m)
 		if k, d, ok := o.digestOf(store, m); ok {
 			o.held[k] += d
 		}
 	}
+}
+
+// objectSeed seeds objectDigest: its sums are compared within this
+// process only.
+var objectSeed = maphash.MakeSeed()
+
+// objectDigest is a digest of m, an object of store, that any write of
+// it changes: its store, namespace, name, UID and resourceVersion.
+func objectDigest(store int, m metav1.Object) uint64 {
+	var h maphash.Hash
+	h.SetSeed(objectSeed)
+	_ = h.WriteByte(byte(store))
+	for _, part := range []string{m.GetNamespace(), m.GetName(), string(m.GetUID()), m.GetResourceVersion()} {
+		_, _ = h.WriteString(part)
+		_ = h.WriteByte(0)
+	}
+	return h.Sum64()
+}
+
+// totalWith is Owned.Total of the lists read with pending: total, with
+// each pending write in place of what the store holds at its key. The
+// watch showing a write changes neither: the write's object and the
+// one it shows have the same resourceVersion.
+func (o *ownWatch) totalWith(pending map[ownKey]writtenObject) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.total
+	for k, w := range pending {
+		if m, ok := o.mine[k.store][objectName{k.namespace, k.name}]; ok {
+			t -= objectDigest(k.store, m)
+		}
+		if w.obj != nil {
+			t += objectDigest(k.store, w.obj)
+		}
+	}
+	return t
 }
 
 // digestOf is the store kind's Digest of m.
@@ -267,6 +313,11 @@ func (o *ownWatch) retire(k ownKey) {
 }
 
 // seen keeps a write of the writer into store until the watch shows it.
+// A watch may show a write before the writer is told of it: a write the
+// store holds already (its resourceVersion or a newer one; a deletion of
+// an object it does not hold) is not kept, else it would stand in for
+// the store's object until writtenTTL, and every write of the member
+// would read it over and again (at 1,000 imports, a few hundred of them).
 func (o *ownWatch) seen(store int, namespace, name string, obj metav1.Object) {
 	w := writtenObject{obj: obj, at: time.Now()}
 	if obj != nil {
@@ -277,6 +328,15 @@ func (o *ownWatch) seen(store int, namespace, name string, obj metav1.Object) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	held, ok := o.mine[store][objectName{namespace, name}]
+	switch {
+	case obj == nil && !ok:
+		return
+	case obj != nil && ok && held.GetUID() == obj.GetUID():
+		if c, err := resourceversion.CompareResourceVersion(held.GetResourceVersion(), w.rv); err == nil && c >= 0 {
+			return
+		}
+	}
 	o.written[ownKey{store: store, namespace: namespace, name: name}] = w
 }
 
@@ -389,7 +449,7 @@ func (m *Set) Own(w *Cluster) (owned Owned, ok bool) {
 		return owned, false
 	}
 	pending := o.pending()
-	return Owned{o: o, pending: pending, Digest: o.digest(pending)}, true
+	return Owned{o: o, pending: pending, Digest: o.digest(pending), Total: o.totalWith(pending)}, true
 }
 
 // Seen returns what keeps a write into member w beside its informers

@@ -86,10 +86,18 @@ func TestOwnWrittenUntilShown(t *testing.T) {
 	_ = store.Add(foreign)
 	check("the informer's", map[string]string{"a": "5/", "b": "6/10.0.0.2"})
 
+	// Total changes with what is listed, and only then.
+	total := func() uint64 { return o.totalWith(o.pending()) }
+	before := total()
+
 	o.seen(kindServices, "shop", "a", svc("a", "9", "10.0.0.1"))
 	o.seen(kindServices, "shop", "b", nil)
 	o.seen(kindServices, "shop", "c", svc("c", "10", "10.0.0.3"))
 	check("written, not shown", map[string]string{"a": "9/10.0.0.1", "c": "10/10.0.0.3"})
+	written := total()
+	if written == before {
+		t.Error("Total unchanged by the controller's writes")
+	}
 
 	// An older event of a (the watch lags) does not retire the write.
 	_ = store.Update(svc("a", "7", ""))
@@ -98,6 +106,9 @@ func TestOwnWrittenUntilShown(t *testing.T) {
 	// b's update before the deletion does not bring it back.
 	_ = store.Update(svc("b", "8", "10.0.0.2"))
 	check("an update before the deletion", map[string]string{"a": "9/10.0.0.1", "c": "10/10.0.0.3"})
+	if total() != written {
+		t.Error("Total changed by events hidden behind the controller's writes")
+	}
 
 	for _, s := range []*corev1.Service{svc("a", "9", "10.0.0.1"), svc("c", "10", "10.0.0.3")} {
 		_ = store.Update(s)
@@ -107,6 +118,27 @@ func TestOwnWrittenUntilShown(t *testing.T) {
 		t.Errorf("%d writes kept after the watch showed them all", len(o.written))
 	}
 	check("shown", map[string]string{"a": "9/10.0.0.1", "c": "10/10.0.0.3"})
+	if total() != written {
+		t.Error("Total changed by the watch showing the controller's writes")
+	}
+
+	// Another's write of an object of the controller changes it.
+	_ = store.Update(svc("c", "11", "10.0.0.3"))
+	if total() == written {
+		t.Error("Total unchanged by another's write")
+	}
+
+	// A write the watch shows before the writer is told of it, a
+	// creation or a deletion, is not kept: it would stand in for the
+	// store's object until writtenTTL, read at every write.
+	_ = store.Add(svc("e", "12", ""))
+	o.seen(kindServices, "shop", "e", svc("e", "12", ""))
+	_ = store.Delete(svc("c", "11", ""))
+	o.seen(kindServices, "shop", "c", nil)
+	if len(o.written) != 0 {
+		t.Errorf("%d writes kept that the watch had shown already", len(o.written))
+	}
+	check("shown first", map[string]string{"a": "9/10.0.0.1", "e": "12/"})
 }
 
 // informerStore is a Store whose changes reach the ownWatch as an
