@@ -43,9 +43,9 @@ func (iv *importVersions) of(agg aggregate.Result, endpoints map[aggregate.Key]m
 	next := make(map[aggregate.Key]*importVersion, len(agg.Imports))
 	for _, imp := range agg.Imports {
 		v := iv.byKey[imp.Key]
-		if v == nil || !v.in.Same(imp, endpoints[imp.Key]) {
+		if v == nil || !v.in.Same(imp, endpoints[imp.Key], 0) {
 			iv.next++
-			v = &importVersion{in: objects.NewInputs(imp, endpoints[imp.Key]), v: iv.next}
+			v = &importVersion{in: objects.NewInputs(imp, endpoints[imp.Key], 0), v: iv.next}
 		}
 		next[imp.Key] = v
 		out[imp.Key] = v.v

@@ -139,15 +139,16 @@ func newDNSMemo() *dnsMemo {
 }
 
 // settled returns the names of imp's contract slices if it needs no
-// write: built from the same inputs as last time, and each held as the
-// very object found equal then. m may be nil (nothing is settled).
-func (m *dnsMemo) settled(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, ips []string,
+// write: built from the same inputs as last time (objects.Inputs.Same,
+// by version where it has one), and each held as the very object found
+// equal then. m may be nil (nothing is settled).
+func (m *dnsMemo) settled(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, version uint64, ips []string,
 	have map[string]*discoveryv1.EndpointSlice) (*dnsKnown, bool) {
 	if m == nil {
 		return nil, false
 	}
 	k := m.imports[imp.Key]
-	if k == nil || !slices.Equal(k.ips, ips) || !k.Same(imp, endpoints) {
+	if k == nil || !slices.Equal(k.ips, ips) || !k.Same(imp, endpoints, version) {
 		return nil, false
 	}
 	for name, held := range k.held {
@@ -161,9 +162,9 @@ func (m *dnsMemo) settled(imp aggregate.Import, endpoints map[string][]*discover
 // know records what imp's contract slices, named by names, were built
 // from; held are those found equal to them (the others are nil).
 func (m *dnsMemo) know(next map[aggregate.Key]*dnsKnown, imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice,
-	ips []string, held map[string]*discoveryv1.EndpointSlice) {
+	version uint64, ips []string, held map[string]*discoveryv1.EndpointSlice) {
 	if m == nil {
 		return
 	}
-	next[imp.Key] = &dnsKnown{Inputs: objects.NewInputs(imp, endpoints), ips: slices.Clone(ips), held: held}
+	next[imp.Key] = &dnsKnown{Inputs: objects.NewInputs(imp, endpoints, version), ips: slices.Clone(ips), held: held}
 }

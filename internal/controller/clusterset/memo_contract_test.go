@@ -56,7 +56,7 @@ func TestContractSlicesOfASettledImportAreNotBuilt(t *testing.T) {
 	write := func() (built, sent int) {
 		before := len(kube.Actions())
 		h := held()
-		want := c.clusterSetSlices(memo, objs, agg, nil, ips, h, func(string) bool { return true })
+		want := c.clusterSetSlices(memo, objs, agg, nil, nil, ips, h, func(string) bool { return true })
 		if err := c.writeClusterSetSlices(ctx, "ns/b", client, memo, h, want); err != nil {
 			t.Fatal(err)
 		}

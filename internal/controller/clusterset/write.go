@@ -221,7 +221,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 		return nil
 	}
 	memo.lastKnown = false
-	settled, err := c.writeObjects(ctx, m, r, agg, endpoints, imports, memo, ew)
+	settled, err := c.writeObjects(ctx, m, r, agg, endpoints, imports, versions, memo, ew)
 	if err == nil && settled {
 		memo.last, memo.lastKnown = input()
 	}
@@ -233,7 +233,7 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 // computes its objects again with the new ones).
 func (c *Reconciler) writeObjects(ctx context.Context, m setMember, r memberRead, agg aggregate.Result,
 	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, imports map[aggregate.Key]written,
-	memo *memberMemo, ew eastWest) (settled bool, err error) {
+	versions map[aggregate.Key]uint64, memo *memberMemo, ew eastWest) (settled bool, err error) {
 	client, ok := memberClient(m)
 	if !ok {
 		return false, errors.New("its client has no Multi-Cluster Services API")
@@ -256,7 +256,7 @@ func (c *Reconciler) writeObjects(ctx context.Context, m setMember, r memberRead
 		// they have. Listed (the caches not synced yet), every import is.
 		settling := memo.settled.Begin(existing)
 		in := objects.Input{Cluster: m.ClusterID, Namespaces: r.namespaces, Result: agg, AllowedCIDRs: c.cfg.AllowedCIDRs,
-			Imports: importStates(agg, endpoints, ips, ready), Limits: c.cfg.MemberLimits, Networks: ew.networks}
+			Imports: importStates(agg, endpoints, ips, ready, versions), Limits: c.cfg.MemberLimits, Networks: ew.networks}
 		if cached {
 			in.Skip = settling.Settled
 		}
@@ -309,7 +309,7 @@ func (c *Reconciler) writeObjects(ctx context.Context, m setMember, r memberRead
 	for _, line := range objs.Refused {
 		klog.FromContext(ctx).V(2).Info("Endpoint not imported", "member", m.ClusterID, "why", line)
 	}
-	errs = append(errs, c.writeContract(ctx, m, client, memo, objs, agg, endpoints, ips, contractSlices, ew))
+	errs = append(errs, c.writeContract(ctx, m, client, memo, objs, agg, endpoints, versions, ips, contractSlices, ew))
 	// The member's exports reach the importers of other networks through
 	// its east-west gateway once these are written.
 	errs = append(errs, writeEastWest(ctx, m, ew, memo))
@@ -319,10 +319,10 @@ func (c *Reconciler) writeObjects(ctx context.Context, m setMember, r memberRead
 // writeContract writes member m's contract slices of its objects objs,
 // whose ClusterSetIPs are ips, given the slices it holds (held).
 func (c *Reconciler) writeContract(ctx context.Context, m setMember, client apply.Member, memo *memberMemo, objs objects.Objects,
-	agg aggregate.Result, endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, ips map[aggregate.Key][]string,
-	held []*discoveryv1.EndpointSlice, ew eastWest) error {
+	agg aggregate.Result, endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, versions map[aggregate.Key]uint64,
+	ips map[aggregate.Key][]string, held []*discoveryv1.EndpointSlice, ew eastWest) error {
 	reach := func(source string) bool { return ew.networks.Reaches(m.ClusterID, source) }
-	want := c.clusterSetSlices(memo.dns, objs, agg, endpoints, ips, held, reach)
+	want := c.clusterSetSlices(memo.dns, objs, agg, endpoints, versions, ips, held, reach)
 	return c.writeClusterSetSlices(ctx, m.cluster.Key(), client.Slices(c.cfg.SliceNamespace), memo.dns, held, want)
 }
 
@@ -394,13 +394,15 @@ func derivedClusterIPs(existing apply.Existing) map[aggregate.Key][]string {
 }
 
 // importStates is what objects.Compute reads per import besides the
-// aggregate: the sources' endpoints, the member's ClusterIPs, and whether
-// every member holds it (ready; Ready on its exports).
+// aggregate: the sources' endpoints and their version, the member's
+// ClusterIPs, and whether every member holds it (ready; Ready on its
+// exports).
 func importStates(agg aggregate.Result, endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice,
-	ips map[aggregate.Key][]string, ready map[aggregate.Key]bool) map[aggregate.Key]objects.ImportState {
+	ips map[aggregate.Key][]string, ready map[aggregate.Key]bool, versions map[aggregate.Key]uint64) map[aggregate.Key]objects.ImportState {
 	out := make(map[aggregate.Key]objects.ImportState, len(agg.Imports))
 	for _, imp := range agg.Imports {
-		out[imp.Key] = objects.ImportState{Endpoints: endpoints[imp.Key], ClusterIPs: ips[imp.Key], Written: ready[imp.Key]}
+		out[imp.Key] = objects.ImportState{Endpoints: endpoints[imp.Key], ClusterIPs: ips[imp.Key], Written: ready[imp.Key],
+			Version: versions[imp.Key]}
 	}
 	return out
 }
@@ -440,6 +442,7 @@ type contractWant struct {
 type builtContract struct {
 	imp       aggregate.Import
 	endpoints map[string][]*discoveryv1.EndpointSlice
+	version   uint64
 	ips       []string
 	names     []string
 }
@@ -452,7 +455,7 @@ type builtContract struct {
 // Headless import holds the sources the member reaches (reach) only: a
 // pod of another network is not reachable at its address.
 func (c *Reconciler) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg aggregate.Result,
-	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, ips map[aggregate.Key][]string,
+	endpoints map[aggregate.Key]map[string][]*discoveryv1.EndpointSlice, versions map[aggregate.Key]uint64, ips map[aggregate.Key][]string,
 	held []*discoveryv1.EndpointSlice, reach func(cluster string) bool) contractWant {
 	have := make(map[string]*discoveryv1.EndpointSlice, len(held))
 	for _, s := range held {
@@ -465,13 +468,15 @@ func (c *Reconciler) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg a
 			continue
 		}
 		var importIPs []string
-		eps := endpoints[imp.Key]
+		eps, version := endpoints[imp.Key], versions[imp.Key]
 		if imp.Type != aggregate.ImportHeadless {
 			importIPs = ips[imp.Key]
-		} else {
+		} else if slices.ContainsFunc(imp.Clusters, func(id string) bool { return !reach(id) }) {
+			// Some sources left out: not the import the version is of.
 			imp, eps = reachable(imp, eps, reach)
+			version = 0
 		}
-		if k, ok := memo.settled(imp, eps, importIPs, have); ok {
+		if k, ok := memo.settled(imp, eps, version, importIPs, have); ok {
 			for name := range k.held {
 				want.kept[name] = true
 			}
@@ -479,7 +484,7 @@ func (c *Reconciler) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg a
 			continue
 		}
 		sl := c.importSlices(imp, eps, importIPs)
-		b := builtContract{imp: imp, endpoints: eps, ips: importIPs}
+		b := builtContract{imp: imp, endpoints: eps, version: version, ips: importIPs}
 		for _, s := range sl {
 			b.names = append(b.names, s.Name)
 		}
@@ -554,7 +559,7 @@ func (c *Reconciler) writeClusterSetSlices(ctx context.Context, key string, clie
 			for _, name := range b.names {
 				held[name] = same[name]
 			}
-			memo.know(want.next, b.imp, b.endpoints, b.ips, held)
+			memo.know(want.next, b.imp, b.endpoints, b.version, b.ips, held)
 		}
 		memo.imports = want.next
 	}

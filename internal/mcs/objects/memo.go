@@ -58,9 +58,10 @@ type known struct {
 	digestKnown bool
 }
 
-// newKnown is what is kept of imp, built as b from endpoints.
-func newKnown(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, b *built) *known {
-	k := &known{Inputs: NewInputs(imp, endpoints), refused: b.refused}
+// newKnown is what is kept of imp, of version, built as b from
+// endpoints.
+func newKnown(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, version uint64, b *built) *known {
+	k := &known{Inputs: NewInputs(imp, endpoints, version), refused: b.refused}
 	for _, sl := range b.slices {
 		sizes := make([]int, len(sl))
 		for i, s := range sl {
@@ -118,13 +119,13 @@ func (m *Memo) finish() {
 }
 
 // known returns what is kept of imp if it was built from the same
-// inputs, else nil.
-func (m *Memo) known(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice) *known {
+// inputs (Inputs.Same), else nil.
+func (m *Memo) known(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, version uint64) *known {
 	if m == nil {
 		return nil
 	}
 	k := m.imports[imp.Key]
-	if k == nil || !k.Same(imp, endpoints) {
+	if k == nil || !k.Same(imp, endpoints, version) {
 		return nil
 	}
 	m.next[imp.Key] = k
@@ -139,17 +140,25 @@ func (m *Memo) keep(k *known) {
 }
 
 // Inputs are what the objects of one import were built from, as a memo
-// keeps them: the import as aggregated, and its sources' slices,
-// compared by pointer (an informer replaces an object it sees change,
-// never edits it).
+// keeps them: the import as aggregated, and its version (the caller's
+// number for the import and its sources' slices, ImportState.Version)
+// or, without one, its sources' slices themselves, compared by pointer
+// (an informer replaces an object it sees change, never edits it). A
+// version spares each member's memo a copy of every import's slices and
+// a comparison of them at each write.
 type Inputs struct {
 	imp       aggregate.Import
+	version   uint64
 	endpoints map[string][]*discoveryv1.EndpointSlice
 }
 
-// NewInputs keeps imp and, of endpoints, the slices of its clusters as
-// they are now: a caller may change its map after.
-func NewInputs(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice) Inputs {
+// NewInputs keeps imp and its version; without one (0), of endpoints,
+// the slices of its clusters as they are now: a caller may change its
+// map after.
+func NewInputs(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, version uint64) Inputs {
+	if version != 0 {
+		return Inputs{imp: imp, version: version}
+	}
 	in := Inputs{imp: imp, endpoints: make(map[string][]*discoveryv1.EndpointSlice, len(imp.Clusters))}
 	for _, c := range imp.Clusters {
 		in.endpoints[c] = slices.Clone(endpoints[c])
@@ -157,11 +166,18 @@ func NewInputs(imp aggregate.Import, endpoints map[string][]*discoveryv1.Endpoin
 	return in
 }
 
-// Same reports whether imp and endpoints are the inputs kept. When they
-// are, imp, the newest, is kept instead: the memos of every member then
-// share the last aggregation's imports, and older ones are freed.
-func (in *Inputs) Same(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice) bool {
-	if !sameEndpoints(in.endpoints, endpoints, imp.Clusters) || !in.imp.Equal(imp) {
+// Same reports whether imp, endpoints and version are the inputs kept:
+// by version where both have one, in full where neither has; never
+// where only one has. When they are, imp, the newest, is kept instead:
+// the memos of every member then share the last aggregation's imports,
+// and older ones are freed.
+func (in *Inputs) Same(imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, version uint64) bool {
+	switch {
+	case version != 0 || in.version != 0:
+		if version != in.version {
+			return false
+		}
+	case !sameEndpoints(in.endpoints, endpoints, imp.Clusters) || !in.imp.Equal(imp):
 		return false
 	}
 	in.imp = imp

@@ -24,6 +24,16 @@ type world struct {
 	ips       map[aggregate.Key][]string
 	written   bool
 	rev       int
+	// versioned: input numbers each import (ImportState.Version) as a
+	// ClusterSet's sync does, a new number when its inputs change.
+	versioned bool
+	versions  map[aggregate.Key]*versionOf
+	next      uint64
+}
+
+type versionOf struct {
+	in Inputs
+	v  uint64
 }
 
 var memoClusters = []string{"a", "b", "c"}
@@ -88,9 +98,27 @@ func (w *world) input(t *testing.T, lim Limits) Input {
 	agg := aggregated(t, exports...)
 	states := map[aggregate.Key]ImportState{}
 	for _, imp := range agg.Imports {
-		states[imp.Key] = ImportState{Endpoints: w.endpoints[imp.Key], ClusterIPs: w.ips[imp.Key], Written: w.written}
+		states[imp.Key] = ImportState{Endpoints: w.endpoints[imp.Key], ClusterIPs: w.ips[imp.Key], Written: w.written,
+			Version: w.version(imp)}
 	}
 	return Input{Cluster: "a", Namespaces: map[string]bool{ns: true}, Result: agg, Imports: states, Limits: lim}
+}
+
+// version is imp's number when the world is versioned, else 0.
+func (w *world) version(imp aggregate.Import) uint64 {
+	if !w.versioned {
+		return 0
+	}
+	if w.versions == nil {
+		w.versions = map[aggregate.Key]*versionOf{}
+	}
+	v := w.versions[imp.Key]
+	if v == nil || !v.in.Same(imp, w.endpoints[imp.Key], 0) {
+		w.next++
+		v = &versionOf{in: NewInputs(imp, w.endpoints[imp.Key], 0), v: w.next}
+		w.versions[imp.Key] = v
+	}
+	return v.v
 }
 
 // Whatever changes, a Memo gives the digests of the objects built
@@ -99,15 +127,19 @@ func (w *world) input(t *testing.T, lim Limits) Input {
 // did not change is skipped.
 func TestMemoEqualsFresh(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		lim  Limits
+		name      string
+		lim       Limits
+		versioned bool
 	}{
 		{name: "no cap reached"},
 		{name: "caps that cut", lim: Limits{EndpointsPerMember: 9, SlicesPerMember: 4}},
+		{name: "imports versioned", versioned: true},
+		{name: "imports versioned, caps that cut", lim: Limits{EndpointsPerMember: 9, SlicesPerMember: 4}, versioned: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			w, memo := newWorld(), NewMemo()
+			w.versioned = tc.versioned
 			skipped := 0
 			for i := range 300 {
 				in := w.input(t, tc.lim)
@@ -189,6 +221,46 @@ func TestMemoRebuildsTheChangedImport(t *testing.T) {
 		if same := before.Digests[k] == d; same == (k.Name == "svc1") {
 			t.Errorf("import %s: digest kept %v", k.Name, same)
 		}
+	}
+}
+
+// With versions, a Memo compares them and not the slices: an import
+// whose slice is another object, under the version it had, is taken as
+// unchanged (the caller numbers its imports); under a new one it is
+// built again.
+func TestMemoComparesVersions(t *testing.T) {
+	w, memo := newWorld(), NewMemo()
+	w.versioned = true
+	all := func(aggregate.Key, uint64) bool { return true }
+	k := aggregate.Key{Namespace: ns, Name: "svc1"}
+	in := w.input(t, Limits{})
+	in.Skip = all
+	ComputeWith(in, memo)
+	was := in.Imports[k].Version
+	w.slices("b", "svc1")
+	built := func(in Input) []string {
+		in.Skip = all
+		var out []string
+		for _, si := range ComputeWith(in, memo).Imports {
+			out = append(out, si.Name)
+		}
+		return out
+	}
+	in = w.input(t, Limits{})
+	now := in.Imports[k].Version
+	if now == was {
+		t.Fatalf("svc1's version %d kept though its slice changed", now)
+	}
+	st := in.Imports[k]
+	st.Version = was
+	in.Imports[k] = st
+	if got := built(in); len(got) != 0 {
+		t.Errorf("under its old version built %v; want none", got)
+	}
+	st.Version = now
+	in.Imports[k] = st
+	if got := built(in); !slices.Equal(got, []string{"svc1"}) {
+		t.Errorf("under its new version built %v; want svc1", got)
 	}
 }
 

@@ -63,9 +63,9 @@ func (n Networks) Reaches(member, source string) bool { return n.network(member)
 // read, for a source of member's network; its gateway's, for a source of
 // another (none for a Headless import: a pod of another network is not
 // reachable at its address). notes say what was left out and why, for the
-// ServiceImport's Ready message. endpoints is returned as is when every
-// source is of member's network; it is never changed.
-func (n Networks) sources(member string, imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, memo *Memo) (map[string][]*discoveryv1.EndpointSlice, []string) {
+// ServiceImport's Ready message. endpoints is returned as is, and given
+// true, when every source is of member's network; it is never changed.
+func (n Networks) sources(member string, imp aggregate.Import, endpoints map[string][]*discoveryv1.EndpointSlice, memo *Memo) (map[string][]*discoveryv1.EndpointSlice, []string, bool) {
 	var out map[string][]*discoveryv1.EndpointSlice
 	var notes []string
 	for _, c := range imp.Clusters {
@@ -94,9 +94,9 @@ func (n Networks) sources(member string, imp aggregate.Import, endpoints map[str
 		}
 	}
 	if out == nil {
-		return endpoints, nil
+		return endpoints, nil, true
 	}
-	return out, notes
+	return out, notes, false
 }
 
 // gatewaySlices are the slices standing for the gateway gw of cluster in

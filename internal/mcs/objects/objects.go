@@ -60,6 +60,10 @@ type ImportState struct {
 	// Written says the import is written in every reachable member, the
 	// condition of Ready on the exports of it.
 	Written bool
+	// Version is the caller's number for the import and its sources'
+	// slices, changed whenever either is (one per ClusterSet, not per
+	// member): a Memo compares it instead of the slices. 0 is none.
+	Version uint64
 }
 
 // ExportStatus is the conditions one of the member's own ServiceExports
@@ -122,11 +126,16 @@ func ComputeWith(in Input, memo *Memo) Objects {
 		if !in.Namespaces[imp.Namespace] {
 			continue
 		}
-		endpoints, notes := in.Networks.sources(in.Cluster, imp, in.Imports[imp.Key].Endpoints, memo)
-		e := &entry{imp: imp, endpoints: endpoints, notes: notes, known: memo.known(imp, endpoints)}
+		endpoints, notes, given := in.Networks.sources(in.Cluster, imp, in.Imports[imp.Key].Endpoints, memo)
+		version := in.Imports[imp.Key].Version
+		if !given {
+			// Slices of the networks' making: not what the version is of.
+			version = 0
+		}
+		e := &entry{imp: imp, endpoints: endpoints, notes: notes, known: memo.known(imp, endpoints, version)}
 		if e.known == nil {
 			e.built = build(in.Cluster, imp, endpoints, lim, in.AllowedCIDRs)
-			e.known = newKnown(imp, endpoints, e.built)
+			e.known = newKnown(imp, endpoints, version, e.built)
 			memo.keep(e.known)
 		}
 		e.parts = e.known.contributions()
