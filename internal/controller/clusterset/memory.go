@@ -46,6 +46,9 @@ type setMemory struct {
 	// unknown while savedKnown is false.
 	saved      [sha256.Size]byte
 	savedKnown bool
+	// savedOf is stateSum of what the state was known to hold: equal, a
+	// sync saves nothing without encoding it; 0 is unknown.
+	savedOf uint64
 }
 
 // heldID is the cluster id a Cluster (of UID uid) holds as a member.

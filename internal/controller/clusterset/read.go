@@ -24,6 +24,9 @@ type memberRead struct {
 	// own are the member's ServiceExports as cached, for their status.
 	own    []*mcsv1beta1.ServiceExport
 	synced bool
+	// sum changes whenever exports or endpoints do (readSum); 0 for a
+	// read not made by this process (kept across a restart): unknown.
+	sum uint64
 }
 
 // readMembers reads every member (readMember), keeping for one that
@@ -44,7 +47,7 @@ func (c *Reconciler) readMembers(mem *setMemory, members []setMember, user strin
 		if r.synced && m.cluster.CutOff() == "" {
 			mem.exports[m.ClusterID] = r
 		} else if last, ok := mem.exports[m.ClusterID]; ok {
-			r.id, r.exports, r.endpoints = m.ClusterID, last.exports, last.endpoints
+			r.id, r.exports, r.endpoints, r.sum = m.ClusterID, last.exports, last.endpoints, last.sum
 		}
 		reads[m.ClusterID] = r
 	}
@@ -113,7 +116,45 @@ func (c *Reconciler) readMember(w *workload.Cluster, id, user string, keep map[s
 		r.exports = append(r.exports, x)
 		r.endpoints[aggregate.Key{Namespace: e.Namespace, Name: e.Name}] = eps
 	}
+	r.sum = readSum(live, admitted, r.endpoints, func(e *mcsv1beta1.ServiceExport) *corev1.Service {
+		return c.cfg.Workloads.ExportedService(w, e.Namespace, e.Name)
+	})
 	return r
+}
+
+// readSum is a sum of one hash per export read and per slice of its
+// endpoints, from what the read was made of: each ServiceExport and its
+// Service by UID and resourceVersion (exportOf reads nothing else of
+// them), the time vouched for it and whether it is over the limit. It
+// changes whenever the read does, so a sync that read nothing new
+// needs no encoding of the state to know it is kept already
+// (saveClusterSet). Never 0.
+func readSum(live []*mcsv1beta1.ServiceExport, read []aggregate.Export, endpoints map[aggregate.Key][]*discoveryv1.EndpointSlice,
+	service func(*mcsv1beta1.ServiceExport) *corev1.Service) uint64 {
+	sum := uint64(1)
+	for i, e := range live {
+		h := hashOf(string(e.UID), e.ResourceVersion)
+		if svc := service(e); svc != nil {
+			_, _ = h.WriteString(string(svc.UID) + "\x00" + svc.ResourceVersion + "\x00")
+		}
+		_, _ = h.WriteString(uint64String(uint64(read[i].Seen.UnixNano())))
+		if read[i].OverLimit {
+			_ = h.WriteByte(1)
+		}
+		sum += h.Sum64()
+	}
+	for _, sl := range endpoints {
+		for _, s := range sl {
+			if s != nil {
+				h := hashOf(string(s.UID), s.ResourceVersion)
+				sum += h.Sum64()
+			}
+		}
+	}
+	if sum == 0 {
+		sum = 1
+	}
+	return sum
 }
 
 // seenOf gives each export of a member read now the earliest time the

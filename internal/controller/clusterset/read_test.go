@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -43,5 +44,54 @@ func TestExportOf(t *testing.T) {
 	svc.DeletionTimestamp = ptr.To(metav1.Now())
 	if got := exportOf("a", e, svc); got.Service != nil {
 		t.Errorf("a Service being deleted is read as %+v", got.Service)
+	}
+}
+
+// A read's sum changes with every part of the read that the state
+// keeps: an export or its Service written again, a slice of its
+// endpoints replaced, the time vouched for it, its being over the limit.
+func TestReadSum(t *testing.T) {
+	type read struct {
+		exports   []*mcsv1beta1.ServiceExport
+		admitted  []aggregate.Export
+		services  map[string]*corev1.Service
+		endpoints map[aggregate.Key][]*discoveryv1.EndpointSlice
+	}
+	base := func() read {
+		web := aggregate.Key{Namespace: "shop", Name: "web"}
+		return read{
+			exports:  []*mcsv1beta1.ServiceExport{exportAt("web", "u1", "10")},
+			admitted: []aggregate.Export{{Namespace: "shop", Name: "web", Seen: time.Unix(100, 0)}},
+			services: map[string]*corev1.Service{"web": {ObjectMeta: metav1.ObjectMeta{UID: "s1", ResourceVersion: "20"}}},
+			endpoints: map[aggregate.Key][]*discoveryv1.EndpointSlice{
+				web: {{ObjectMeta: metav1.ObjectMeta{UID: "e1", ResourceVersion: "30"}}}},
+		}
+	}
+	sum := func(r read) uint64 {
+		return readSum(r.exports, r.admitted, r.endpoints, func(e *mcsv1beta1.ServiceExport) *corev1.Service { return r.services[e.Name] })
+	}
+	want := sum(base())
+	if want == 0 || sum(base()) != want {
+		t.Fatalf("sums %d, %d of one read", want, sum(base()))
+	}
+	web := aggregate.Key{Namespace: "shop", Name: "web"}
+	for name, change := range map[string]func(*read){
+		"the export written":        func(r *read) { r.exports[0] = exportAt("web", "u1", "11") },
+		"the Service written":       func(r *read) { r.services["web"].ResourceVersion = "21" },
+		"the Service gone":          func(r *read) { delete(r.services, "web") },
+		"a slice replaced":          func(r *read) { r.endpoints[web][0].ResourceVersion = "31" },
+		"a slice more":              func(r *read) { r.endpoints[web] = append(r.endpoints[web], &discoveryv1.EndpointSlice{}) },
+		"the time vouched for":      func(r *read) { r.admitted[0].Seen = time.Unix(101, 0) },
+		"the export over the limit": func(r *read) { r.admitted[0].OverLimit = true },
+		"another export": func(r *read) {
+			r.exports = append(r.exports, exportAt("api", "u2", "1"))
+			r.admitted = append(r.admitted, aggregate.Export{})
+		},
+	} {
+		r := base()
+		change(&r)
+		if sum(r) == want {
+			t.Errorf("%s: the sum is unchanged", name)
+		}
 	}
 }

@@ -73,6 +73,10 @@ func (c *Reconciler) saveClusterSet(ctx context.Context, mem *setMemory, key str
 	if c.cfg.State == nil {
 		return nil
 	}
+	of := stateSum(mem)
+	if of != 0 && of == mem.savedOf {
+		return nil
+	}
 	kept := keptOf(mem)
 	data, err := state.EncodeClusterSet(kept)
 	if err != nil {
@@ -83,6 +87,7 @@ func (c *Reconciler) saveClusterSet(ctx context.Context, mem *setMemory, key str
 	}
 	sum := sha256.Sum256(data)
 	if mem.savedKnown && mem.saved == sum {
+		mem.savedOf = of
 		return nil
 	}
 	dropped, err := c.cfg.State.SaveClusterSet(ctx, key, kept)
@@ -97,8 +102,32 @@ func (c *Reconciler) saveClusterSet(ctx context.Context, mem *setMemory, key str
 		// Not an error to retry: the same members make the same size.
 		klog.FromContext(ctx).Info("The members of the ClusterSet are too many to keep across a restart", "err", err)
 	}
-	mem.saved, mem.savedKnown = sum, true
+	mem.saved, mem.savedKnown, mem.savedOf = sum, true, of
 	return nil
+}
+
+// stateSum is a sum of what keptOf makes the state of: the Clusters
+// written and held, and each member's last read by its readSum; 0 when a
+// read has none (kept across a restart), which only the encoding can
+// compare.
+func stateSum(mem *setMemory) uint64 {
+	sum := uint64(1)
+	for key, id := range mem.written {
+		sum += hashOf("written\x00"+key, id).Sum64()
+	}
+	for key, h := range mem.held {
+		sum += hashOf("held\x00"+key, string(h.uid)+"\x00"+h.id).Sum64()
+	}
+	for id, r := range mem.exports {
+		if r.sum == 0 {
+			return 0
+		}
+		sum += hashOf("read\x00"+id, uint64String(r.sum)).Sum64()
+	}
+	if sum == 0 {
+		sum = 1
+	}
+	return sum
 }
 
 // forgetClusterSetState removes what the state keeps of key: its removal
