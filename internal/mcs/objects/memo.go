@@ -16,9 +16,9 @@ import (
 
 // Memo keeps, of each import of one member, what ComputeWith needs to know
 // its objects' digest without building them: the inputs it was built
-// from (the import as aggregated, and its sources' EndpointSlices,
-// compared by pointer: an informer replaces an object it sees change,
-// never edits it), the size of each slice (the caps over all the imports
+// from (Inputs: the import as aggregated, and its version or else its
+// sources' EndpointSlices, compared by pointer: an informer replaces an
+// object it sees change, never edits it), the size of each slice (the caps over all the imports
 // of a source count them) and the digest last computed, with the
 // member's state it was computed for. It keeps no object: at 1,000
 // imports in five members the objects a memo kept were a fifth of the
