@@ -216,9 +216,11 @@ func (c *Reconciler) writeMember(ctx context.Context, m setMember, r memberRead,
 	// Computed from the same as the last write that ended well, and
 	// with the member holding what that write left: nothing to do.
 	input := func() (memberInput, bool) { return c.memberInput(m, r, agg, versions, imports, memo, ew) }
-	if in, ok := input(); ok && memo.lastKnown && memo.last == in {
-		c.cfg.Metrics.MemberWritesUnchanged.Inc()
-		return nil
+	if memo.lastKnown {
+		if in, ok := input(); ok && memo.last == in {
+			c.cfg.Metrics.MemberWritesUnchanged.Inc()
+			return nil
+		}
 	}
 	memo.lastKnown = false
 	settled, err := c.writeObjects(ctx, m, r, agg, endpoints, imports, versions, memo, ew)
@@ -471,10 +473,9 @@ func (c *Reconciler) clusterSetSlices(memo *dnsMemo, objs objects.Objects, agg a
 		eps, version := endpoints[imp.Key], versions[imp.Key]
 		if imp.Type != aggregate.ImportHeadless {
 			importIPs = ips[imp.Key]
-		} else if slices.ContainsFunc(imp.Clusters, func(id string) bool { return !reach(id) }) {
+		} else if part, partEps := reachable(imp, eps, reach); len(part.Clusters) < len(imp.Clusters) {
 			// Some sources left out: not the import the version is of.
-			imp, eps = reachable(imp, eps, reach)
-			version = 0
+			imp, eps, version = part, partEps, 0
 		}
 		if k, ok := memo.settled(imp, eps, version, importIPs, have); ok {
 			for name := range k.held {

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"hash/maphash"
 	"sync"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/xcc-dns/xcc-dns/internal/owned"
 	informer "github.com/xcc-dns/xcc-dns/internal/watch"
 )
 
@@ -217,22 +217,9 @@ func (o *ownWatch) count(store int, old, cur any) {
 	}
 }
 
-// objectSeed seeds objectDigest: its sums are compared within this
-// process only.
-var objectSeed = maphash.MakeSeed()
-
 // objectDigest is a digest of m, an object of store, that any write of
-// it changes: its store, namespace, name, UID and resourceVersion.
-func objectDigest(store int, m metav1.Object) uint64 {
-	var h maphash.Hash
-	h.SetSeed(objectSeed)
-	_ = h.WriteByte(byte(store))
-	for _, part := range []string{m.GetNamespace(), m.GetName(), string(m.GetUID()), m.GetResourceVersion()} {
-		_, _ = h.WriteString(part)
-		_ = h.WriteByte(0)
-	}
-	return h.Sum64()
-}
+// it changes (owned.VersionDigest).
+func objectDigest(store int, m metav1.Object) uint64 { return owned.VersionDigest(byte(store), m) }
 
 // totalWith is Owned.Total of the lists read with pending: total, with
 // each pending write in place of what the store holds at its key. The

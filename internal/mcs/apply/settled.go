@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"hash/maphash"
 	"sync"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/xcc-dns/xcc-dns/internal/kubeclient"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/aggregate"
 	"github.com/xcc-dns/xcc-dns/internal/mcs/objects"
+	"github.com/xcc-dns/xcc-dns/internal/owned"
 )
 
 // Settled remembers, for the imports of one member, what the last Apply
@@ -101,13 +101,9 @@ func desiredDigests(d objects.Objects) map[aggregate.Key]uint64 {
 	return out
 }
 
-// heldSeed seeds the digests of held objects: they are compared within
-// this process only.
-var heldSeed = maphash.MakeSeed()
-
 // HeldDigest is the digest of one object the controller holds in a
-// member, and the import it belongs to: its kind, namespace, name, UID and
-// resourceVersion, so that any write of it changes the digest. An
+// member, and the import it belongs to: owned.VersionDigest of its kind,
+// so that any write of it changes the digest. An
 // import's digest is the sum of its objects' (Existing.Digest), so the
 // order they come in does not matter and nothing is sorted; ok is false
 // for an object of no kind the controller writes.
@@ -123,14 +119,7 @@ func HeldDigest(o metav1.Object) (k aggregate.Key, digest uint64, ok bool) {
 	default:
 		return k, 0, false
 	}
-	var h maphash.Hash
-	h.SetSeed(heldSeed)
-	_ = h.WriteByte(kind)
-	for _, part := range []string{o.GetNamespace(), o.GetName(), string(o.GetUID()), o.GetResourceVersion()} {
-		_, _ = h.WriteString(part)
-		_ = h.WriteByte(0)
-	}
-	return importKey(o), h.Sum64(), true
+	return importKey(o), owned.VersionDigest(kind, o), true
 }
 
 // heldDigests are, per import, the digest of which of its objects a
